@@ -1,0 +1,238 @@
+#include "wal/wal.h"
+
+#include <gtest/gtest.h>
+
+#include "rocksdb/db.h"
+#include "tests/support/fault_fs.h"
+#include "tests/support/temp_dir.h"
+#include "tests/wal/wal_test_util.h"
+
+namespace kspool::wal {
+namespace {
+
+class WalTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Wal> OpenWal() {
+    Options o;
+    o.dir = dir_.path();
+    o.clock = &clock_;
+    o.env = env_;
+    absl::StatusOr<std::unique_ptr<Wal>> wal = Wal::Open(o);
+    EXPECT_TRUE(wal.ok()) << wal.status();
+    return wal.ok() ? std::move(wal).value() : nullptr;
+  }
+
+  kspool::testing::TempDir dir_;
+  ManualClock clock_{1'700'000'000'000};
+  std::shared_ptr<rocksdb::Env> env_;
+};
+
+TEST_F(WalTest, AppendScanSettleRoundTrip) {
+  auto wal = OpenWal();
+  auto r = wal->Append(MakeBatch("a", 3, "v"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->first_seq, 1u);
+  EXPECT_EQ(r->receive_time_ms, clock_.NowMillis());
+  std::vector<Entry> entries = ScanAll(wal.get());
+  ASSERT_EQ(entries.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(entries[i].seq, 1u + i);
+    EXPECT_TRUE(entries[i].status.ok());
+    EXPECT_EQ(entries[i].record.topic, "a");
+    EXPECT_EQ(entries[i].record.value, "v" + std::to_string(i));
+    EXPECT_EQ(entries[i].record.receive_time_ms, clock_.NowMillis());
+  }
+  ASSERT_TRUE(wal->Settle(Delivered(entries)).ok());
+  EXPECT_TRUE(ScanAll(wal.get()).empty());
+  Stats s = wal->GetStats();
+  EXPECT_EQ(s.entries, 0u);
+  EXPECT_EQ(s.topics["a"].accepted.count, 3u);
+  EXPECT_EQ(s.topics["a"].delivered.count, 3u);
+  EXPECT_FALSE(s.oldest_seq.has_value());
+}
+
+TEST_F(WalTest, EmptyAppendIsInvalid) {
+  auto wal = OpenWal();
+  EXPECT_EQ(wal->Append(AppendBatch()).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(WalTest, ReopenRecoversUnsettledEntriesInOrder) {
+  {
+    auto wal = OpenWal();
+    ASSERT_TRUE(wal->Append(MakeBatch("a", 5, "x")).ok());
+    ASSERT_TRUE(wal->Append(MakeBatch("b", 5, "y")).ok());
+    std::vector<Entry> entries = ScanAll(wal.get());
+    // Settle out of order: 2 and 7 only.
+    ASSERT_TRUE(wal->Settle(Delivered({entries[1], entries[6]})).ok());
+  }
+  auto wal = OpenWal();
+  std::vector<Entry> entries = ScanAll(wal.get());
+  std::vector<uint64_t> seqs;
+  for (const Entry& e : entries) seqs.push_back(e.seq);
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{1, 3, 4, 5, 6, 8, 9, 10}));
+  Stats s = wal->GetStats();
+  EXPECT_EQ(s.entries, 8u);
+  EXPECT_EQ(s.topics["a"].pending().count, 4u);
+  EXPECT_EQ(s.topics["b"].pending().count, 4u);
+  EXPECT_EQ(s.oldest_seq, std::optional<uint64_t>(1));
+}
+
+TEST_F(WalTest, OutOfOrderSettlesAdvanceTheHeadOnceThePrefixIsDone) {
+  auto wal = OpenWal();
+  ASSERT_TRUE(wal->Append(MakeBatch("a", 6, "x")).ok());
+  std::vector<Entry> e = ScanAll(wal.get());
+  ASSERT_TRUE(wal->Settle(Delivered({e[3], e[4]})).ok());
+  EXPECT_EQ(wal->GetStats().oldest_seq, std::optional<uint64_t>(1));
+  ASSERT_TRUE(wal->Settle(Delivered({e[0], e[1], e[2]})).ok());
+  EXPECT_EQ(wal->GetStats().oldest_seq, std::optional<uint64_t>(6));
+  std::vector<Entry> rest = ScanAll(wal.get());
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].seq, 6u);
+}
+
+TEST_F(WalTest, SequenceNumbersContinueAfterFullDrainAndReopen) {
+  {
+    auto wal = OpenWal();
+    ASSERT_TRUE(wal->Append(MakeBatch("a", 4, "x")).ok());
+    ASSERT_TRUE(wal->Settle(Delivered(ScanAll(wal.get()))).ok());
+    EXPECT_EQ(wal->GetStats().entries, 0u);
+  }
+  auto wal = OpenWal();
+  auto r = wal->Append(MakeBatch("a", 1, "y"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->first_seq, 5u);
+}
+
+TEST_F(WalTest, ReceiveTimeNeverGoesBackwardsWhenClockJumpsBack) {
+  int64_t t0 = clock_.NowMillis();
+  {
+    auto wal = OpenWal();
+    EXPECT_EQ(wal->Append(MakeBatch("a", 1, "x"))->receive_time_ms, t0);
+    clock_.Set(t0 - 60'000);
+    EXPECT_EQ(wal->Append(MakeBatch("a", 1, "x"))->receive_time_ms, t0);
+    clock_.Set(t0 + 5);
+    EXPECT_EQ(wal->Append(MakeBatch("a", 1, "x"))->receive_time_ms, t0 + 5);
+  }
+  clock_.Set(t0 - 3'600'000);  // and across a restart
+  auto wal = OpenWal();
+  EXPECT_EQ(wal->Append(MakeBatch("a", 1, "x"))->receive_time_ms, t0 + 5);
+  int64_t prev = 0;
+  for (const Entry& e : ScanAll(wal.get())) {
+    EXPECT_GE(e.record.receive_time_ms, prev);
+    prev = e.record.receive_time_ms;
+  }
+}
+
+TEST_F(WalTest, ReceiveTimeBoundIsTheOldestLiveEntry) {
+  auto wal = OpenWal();
+  int64_t t0 = clock_.NowMillis();
+  ASSERT_TRUE(wal->Append(MakeBatch("a", 2, "x")).ok());
+  clock_.Advance(100);
+  ASSERT_TRUE(wal->Append(MakeBatch("a", 2, "x")).ok());
+  EXPECT_EQ(*wal->ReceiveTimeBound(0), t0);
+  EXPECT_EQ(*wal->ReceiveTimeBound(3), t0 + 100);
+  std::vector<Entry> e = ScanAll(wal.get());
+  ASSERT_TRUE(wal->Settle(Delivered({e[0], e[1]})).ok());
+  EXPECT_EQ(*wal->ReceiveTimeBound(0), t0 + 100);
+}
+
+TEST_F(WalTest, EmptyBoundIsNowAndLaterEntriesComeAfterIt) {
+  auto wal = OpenWal();
+  int64_t now = clock_.NowMillis();
+  // Commit point = bound - 1 = now, so nothing received later may carry `now`.
+  EXPECT_EQ(*wal->ReceiveTimeBound(0), now + 1);
+  auto r = wal->Append(MakeBatch("a", 1, "x"));
+  EXPECT_GT(r->receive_time_ms, now);
+}
+
+TEST_F(WalTest, SavedCommitPointsSurviveReopenAndBoundFutureReceiveTimes) {
+  int64_t now = clock_.NowMillis();
+  {
+    auto wal = OpenWal();
+    CommitPoints p;
+    p.global_ms = now + 50;
+    p.topics_ms["a"] = now + 70;
+    ASSERT_TRUE(wal->SaveCommitPoints(p).ok());
+  }
+  auto wal = OpenWal();
+  CommitPoints p = wal->SavedCommitPoints();
+  EXPECT_EQ(p.global_ms, now + 50);
+  EXPECT_EQ(p.topics_ms["a"], now + 70);
+  EXPECT_GT(wal->Append(MakeBatch("a", 1, "x"))->receive_time_ms, now + 70);
+}
+
+TEST_F(WalTest, LedgerHoldsAcrossReopen) {
+  {
+    auto wal = OpenWal();
+    ASSERT_TRUE(wal->Append(MakeBatch("a", 10, "x")).ok());
+    std::vector<Entry> e = ScanAll(wal.get());
+    e.resize(4);
+    ASSERT_TRUE(wal->Settle(Delivered(e)).ok());
+    std::vector<Outcome> discard = {{5, "a", ScanAll(wal.get())[0].size, "expired", "too old",
+                                     ScanAll(wal.get())[0].raw}};
+    ASSERT_TRUE(wal->Settle(discard).ok());
+  }
+  auto wal = OpenWal();
+  Stats s = wal->GetStats();
+  const TopicStats& a = s.topics["a"];
+  EXPECT_EQ(a.accepted.count, 10u);
+  EXPECT_EQ(a.delivered.count, 4u);
+  EXPECT_EQ(a.discarded.at("expired").count, 1u);
+  EXPECT_EQ(a.pending().count, 5u);
+  EXPECT_EQ(ScanAll(wal.get()).size(), 5u);
+  EXPECT_EQ(s.entries, 5u);
+}
+
+TEST_F(WalTest, RefusesANewerFormatVersion) {
+  { OpenWal(); }
+  {
+    rocksdb::DB* db;
+    std::vector<rocksdb::ColumnFamilyHandle*> h;
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+        {"default", {}}, {"log", {}}, {"meta", {}}, {"dead", {}}};
+    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir_.path(), cfs, &h, &db).ok());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), h[2], "format_version", "2").ok());
+    for (auto* x : h) db->DestroyColumnFamilyHandle(x);
+    delete db;
+  }
+  Options o;
+  o.dir = dir_.path();
+  absl::Status s = Wal::Open(o).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("format version 2"), std::string::npos) << s;
+}
+
+TEST_F(WalTest, SecondOpenOfALiveWalIsUnavailable) {
+  auto wal = OpenWal();
+  Options o;
+  o.dir = dir_.path();
+  absl::Status s = Wal::Open(o).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("LOCK"), std::string::npos) << s;
+}
+
+TEST_F(WalTest, FailedSyncIsStickyUntilReopen) {
+  auto fs = std::make_shared<kspool::testing::FaultInjectionFileSystem>();
+  env_ = kspool::testing::EnvFor(fs);
+  {
+    auto wal = OpenWal();
+    ASSERT_TRUE(wal->Append(MakeBatch("a", 1, "ok")).ok());
+    fs->FailNextSyncs(1);
+    EXPECT_EQ(wal->Append(MakeBatch("a", 1, "lost")).status().code(),
+              absl::StatusCode::kUnavailable);
+    // The sync would work now, but the state after a failed sync is unknown.
+    absl::Status s = wal->Append(MakeBatch("a", 1, "after")).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+    EXPECT_FALSE(wal->health().ok());
+  }
+  auto wal = OpenWal();
+  ASSERT_TRUE(wal->Append(MakeBatch("a", 1, "again")).ok());
+  std::vector<Entry> e = ScanAll(wal.get());
+  ASSERT_GE(e.size(), 2u);
+  EXPECT_EQ(e.front().record.value, "ok0");
+  EXPECT_EQ(e.back().record.value, "again0");
+  for (size_t i = 1; i < e.size(); ++i) EXPECT_GT(e[i].seq, e[i - 1].seq);
+}
+
+}  // namespace
+}  // namespace kspool::wal

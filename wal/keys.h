@@ -1,0 +1,62 @@
+// Key and fixed-width value encodings of the WAL's column families (see FORMAT.md).
+// Internal to wal/. Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "wal/wal.h"
+
+namespace kspool::wal::keys {
+
+inline std::string Seq(uint64_t seq) {
+  std::string k(8, '\0');
+  for (int i = 0; i < 8; ++i) k[i] = static_cast<char>(seq >> (8 * (7 - i)));
+  return k;
+}
+inline uint64_t ParseSeq(std::string_view k) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < 8 && i < k.size(); ++i) v = (v << 8) | static_cast<uint8_t>(k[i]);
+  return v;
+}
+
+inline std::string U64(uint64_t v) {
+  std::string s(8, '\0');
+  for (int i = 0; i < 8; ++i) s[i] = static_cast<char>(v >> (8 * i));
+  return s;
+}
+inline uint64_t ParseU64(std::string_view s, size_t offset = 0) {
+  uint64_t v = 0;
+  if (s.size() < offset + 8) return 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(s[offset + i]);
+  return v;
+}
+inline std::string EncodeCounts(const Counts& c) { return U64(c.count) + U64(c.bytes); }
+inline Counts ParseCounts(std::string_view s) { return {ParseU64(s, 0), ParseU64(s, 8)}; }
+
+inline constexpr std::string_view kFormatVersion = "format_version";
+inline constexpr std::string_view kAgentId = "agent_id";
+inline constexpr std::string_view kNextSeq = "next_seq";
+inline constexpr std::string_view kLastReceive = "last_receive_ms";
+inline constexpr std::string_view kCommitPoint = "commit_point_ms";
+inline constexpr std::string_view kCommitPointTopicPrefix = "commit_point_ms/";
+inline constexpr std::string_view kAcceptedPrefix = "accepted/";
+inline constexpr std::string_view kDeliveredPrefix = "delivered/";
+inline constexpr std::string_view kDiscardedPrefix = "discarded/";
+
+inline std::string Accepted(std::string_view topic) {
+  return std::string(kAcceptedPrefix) + std::string(topic);
+}
+inline std::string Delivered(std::string_view topic) {
+  return std::string(kDeliveredPrefix) + std::string(topic);
+}
+// Topic names cannot contain '/', so the split back is unambiguous.
+inline std::string Discarded(std::string_view topic, std::string_view reason) {
+  return std::string(kDiscardedPrefix) + std::string(topic) + "/" + std::string(reason);
+}
+inline std::string TopicCommitPoint(std::string_view topic) {
+  return std::string(kCommitPointTopicPrefix) + std::string(topic);
+}
+
+}  // namespace kspool::wal::keys

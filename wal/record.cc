@@ -1,0 +1,205 @@
+#include "wal/record.h"
+
+#include <array>
+#include <cstring>
+
+#include "absl/status/status.h"
+
+namespace kspool::wal {
+namespace {
+
+constexpr uint8_t kFlagKey = 1;
+constexpr uint8_t kFlagClientTimestamp = 2;
+
+std::array<uint32_t, 256> MakeCrcTable() {
+  std::array<uint32_t, 256> t{};
+  for (uint32_t i = 0; i < 256; ++i) {
+    uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+    t[i] = c;
+  }
+  return t;
+}
+
+void PutFixed32(std::string* out, uint32_t v) {
+  char b[4];
+  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>(v >> (8 * i));
+  out->append(b, 4);
+}
+void PutFixed64(std::string* out, uint64_t v) {
+  char b[8];
+  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>(v >> (8 * i));
+  out->append(b, 8);
+}
+uint64_t GetFixed64(const char* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+uint32_t GetFixed32(const char* p) {
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
+  return v;
+}
+void PutVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+void PutBytes(std::string* out, std::string_view s) {
+  PutVarint(out, s.size());
+  out->append(s.data(), s.size());
+}
+
+// Sequential reader over the record body; every read checks bounds.
+class Reader {
+ public:
+  explicit Reader(std::string_view in) : in_(in) {}
+  bool Varint(uint64_t* v) {
+    *v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (in_.empty()) return false;
+      uint8_t b = static_cast<uint8_t>(in_[0]);
+      in_.remove_prefix(1);
+      *v |= static_cast<uint64_t>(b & 0x7F) << shift;
+      if (!(b & 0x80)) return true;
+    }
+    return false;
+  }
+  bool Bytes(std::string* s) {
+    uint64_t n;
+    if (!Varint(&n) || n > in_.size()) return false;
+    s->assign(in_.data(), n);
+    in_.remove_prefix(n);
+    return true;
+  }
+  bool Fixed64(uint64_t* v) {
+    if (in_.size() < 8) return false;
+    *v = GetFixed64(in_.data());
+    in_.remove_prefix(8);
+    return true;
+  }
+  bool Byte(uint8_t* b) {
+    if (in_.empty()) return false;
+    *b = static_cast<uint8_t>(in_[0]);
+    in_.remove_prefix(1);
+    return true;
+  }
+  bool done() const { return in_.empty(); }
+
+ private:
+  std::string_view in_;
+};
+
+absl::Status CheckHeader(std::string_view bytes) {
+  if (bytes.size() < kRecordHeaderSize) {
+    return absl::DataLossError("record truncated: " + std::to_string(bytes.size()) + " bytes");
+  }
+  uint8_t version = static_cast<uint8_t>(bytes[0]);
+  if (version != kRecordVersion) {
+    return absl::FailedPreconditionError("record version " + std::to_string(version) +
+                                         " is not supported (this build reads version " +
+                                         std::to_string(kRecordVersion) + ")");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+uint32_t Crc32c(const char* data, size_t n) {
+  static const std::array<uint32_t, 256> table = MakeCrcTable();
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i) c = table[(c ^ static_cast<uint8_t>(data[i])) & 0xFF] ^ (c >> 8);
+  return c ^ 0xFFFFFFFFu;
+}
+
+std::string EncodeUnsealed(const RecordView& r) {
+  std::string out;
+  size_t hint = kRecordHeaderSize + 32 + r.topic.size() + r.value.size() +
+                (r.key ? r.key->size() : 0);
+  for (const auto& h : r.headers) hint += h.first.size() + h.second.size() + 4;
+  out.reserve(hint);
+  out.push_back(static_cast<char>(kRecordVersion));
+  out.append(12, '\0');  // crc32c and receive time, filled by SealRecord
+  uint8_t flags = (r.key ? kFlagKey : 0) | (r.client_timestamp_ms ? kFlagClientTimestamp : 0);
+  out.push_back(static_cast<char>(flags));
+  if (r.client_timestamp_ms) PutFixed64(&out, static_cast<uint64_t>(*r.client_timestamp_ms));
+  // Partition is >= -1; stored +1 so it fits an unsigned varint.
+  PutVarint(&out, static_cast<uint64_t>(static_cast<int64_t>(r.partition) + 1));
+  PutBytes(&out, r.topic);
+  if (r.key) PutBytes(&out, *r.key);
+  PutBytes(&out, r.value);
+  PutVarint(&out, r.headers.size());
+  for (const auto& [k, v] : r.headers) {
+    PutBytes(&out, k);
+    PutBytes(&out, v);
+  }
+  return out;
+}
+
+void SealRecord(int64_t receive_time_ms, std::string* encoded) {
+  std::string t;
+  PutFixed64(&t, static_cast<uint64_t>(receive_time_ms));
+  std::memcpy(encoded->data() + 5, t.data(), 8);
+  uint32_t crc = Crc32c(encoded->data() + 5, encoded->size() - 5);
+  std::string c;
+  PutFixed32(&c, crc);
+  std::memcpy(encoded->data() + 1, c.data(), 4);
+}
+
+std::string EncodeRecord(const Record& r) {
+  RecordView v;
+  v.topic = r.topic;
+  v.partition = r.partition;
+  if (r.key) v.key = std::string_view(*r.key);
+  v.value = r.value;
+  for (const auto& h : r.headers) v.headers.emplace_back(h.key, h.value);
+  v.client_timestamp_ms = r.client_timestamp_ms;
+  std::string out = EncodeUnsealed(v);
+  SealRecord(r.receive_time_ms, &out);
+  return out;
+}
+
+absl::StatusOr<int64_t> PeekReceiveTime(std::string_view bytes) {
+  if (absl::Status s = CheckHeader(bytes); !s.ok()) return s;
+  return static_cast<int64_t>(GetFixed64(bytes.data() + 5));
+}
+
+absl::StatusOr<Record> DecodeRecord(std::string_view bytes) {
+  if (absl::Status s = CheckHeader(bytes); !s.ok()) return s;
+  uint32_t want = GetFixed32(bytes.data() + 1);
+  uint32_t got = Crc32c(bytes.data() + 5, bytes.size() - 5);
+  if (want != got) return absl::DataLossError("record checksum mismatch");
+  Record r;
+  r.receive_time_ms = static_cast<int64_t>(GetFixed64(bytes.data() + 5));
+  Reader in(bytes.substr(kRecordHeaderSize));
+  auto truncated = [] { return absl::DataLossError("record body malformed"); };
+  uint8_t flags;
+  if (!in.Byte(&flags) || (flags & ~(kFlagKey | kFlagClientTimestamp))) return truncated();
+  if (flags & kFlagClientTimestamp) {
+    uint64_t ts;
+    if (!in.Fixed64(&ts)) return truncated();
+    r.client_timestamp_ms = static_cast<int64_t>(ts);
+  }
+  uint64_t partition;
+  if (!in.Varint(&partition) || partition > 0x80000000ull) return truncated();
+  r.partition = static_cast<int32_t>(static_cast<int64_t>(partition) - 1);
+  if (!in.Bytes(&r.topic)) return truncated();
+  if (flags & kFlagKey) {
+    r.key.emplace();
+    if (!in.Bytes(&*r.key)) return truncated();
+  }
+  if (!in.Bytes(&r.value)) return truncated();
+  uint64_t n;
+  if (!in.Varint(&n) || n > bytes.size()) return truncated();
+  r.headers.resize(n);
+  for (auto& h : r.headers) {
+    if (!in.Bytes(&h.key) || !in.Bytes(&h.value)) return truncated();
+  }
+  if (!in.done()) return truncated();
+  return r;
+}
+
+}  // namespace kspool::wal

@@ -1,0 +1,67 @@
+// The WAL record codec: the one encoder and decoder of the bytes stored under a
+// sequence number in column family `log`. FORMAT.md is its specification. The agent and
+// kspoolctl both use this header; nothing else parses records.
+// Thread safety: free functions without shared state.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace kspool::wal {
+
+inline constexpr uint8_t kRecordVersion = 1;
+// version (1) + crc32c (4) + receive time (8).
+inline constexpr size_t kRecordHeaderSize = 13;
+
+struct Header {
+  std::string key;
+  std::string value;
+  bool operator==(const Header& o) const { return key == o.key && value == o.value; }
+};
+
+// A message as stored. `partition` -1 means "let the partitioner choose".
+struct Record {
+  std::string topic;
+  int32_t partition = -1;
+  std::optional<std::string> key;
+  std::string value;
+  std::vector<Header> headers;
+  std::optional<int64_t> client_timestamp_ms;
+  int64_t receive_time_ms = 0;
+};
+
+// A borrowed view of a message to encode, so callers can encode straight from their
+// own buffers (e.g. a protobuf request) without an intermediate copy.
+struct RecordView {
+  std::string_view topic;
+  int32_t partition = -1;
+  std::optional<std::string_view> key;
+  std::string_view value;
+  std::vector<std::pair<std::string_view, std::string_view>> headers;
+  std::optional<int64_t> client_timestamp_ms;
+};
+
+// Encodes `r` with its receive time left unset; SealRecord must run before the bytes
+// are stored. Split so that appenders encode in parallel and the group-commit leader
+// only stamps the receive time it assigns.
+std::string EncodeUnsealed(const RecordView& r);
+// Writes the receive time and the checksum into an EncodeUnsealed() buffer.
+void SealRecord(int64_t receive_time_ms, std::string* encoded);
+// Convenience for tests and tools: encode and seal in one step.
+std::string EncodeRecord(const Record& r);
+
+// Decodes a stored record. DATA_LOSS on a checksum mismatch or truncated bytes;
+// FAILED_PRECONDITION on a version this build does not know.
+absl::StatusOr<Record> DecodeRecord(std::string_view bytes);
+// Reads only the receive time, for commit-point queries; checks the version only.
+absl::StatusOr<int64_t> PeekReceiveTime(std::string_view bytes);
+
+uint32_t Crc32c(const char* data, size_t n);
+
+}  // namespace kspool::wal

@@ -1,0 +1,80 @@
+// RocksWal: the Wal on RocksDB. Internal to wal/; users see wal.h only.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "rocksdb/db.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "wal/wal.h"
+
+namespace kspool::wal {
+
+class RocksWal final : public Wal {
+ public:
+  static absl::StatusOr<std::unique_ptr<Wal>> Open(Options options);
+  ~RocksWal() override;
+
+  absl::StatusOr<AppendResult> Append(AppendBatch batch) override;
+  absl::Status Scan(uint64_t from_seq, size_t max_entries, size_t max_bytes,
+                    std::vector<Entry>* out) override;
+  absl::Status Settle(const std::vector<Outcome>& outcomes) override;
+  absl::StatusOr<int64_t> ReceiveTimeBound(uint64_t from_seq) override;
+  absl::Status SaveCommitPoints(const CommitPoints& points) override;
+  CommitPoints SavedCommitPoints() const override;
+  absl::Status CompactDeadRange() override;
+  Stats GetStats() const override;
+  std::string agent_id() const override { return agent_id_; }
+  absl::Status health() const override;
+
+ private:
+  // One Append() call waiting in the group-commit queue.
+  struct Writer {
+    AppendBatch batch;
+    bool done = false;
+    absl::Status status;
+    AppendResult result;
+    absl::CondVar cv;
+  };
+
+  explicit RocksWal(Options options) : options_(std::move(options)) {}
+  absl::Status Recover();
+  absl::Status LoadMeta();
+  // Group commit: the writer at the queue's head writes for everyone queued behind it.
+  void CommitGroup(Writer* leader) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t NextReceiveTime() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // First live seq >= from in [from, limit), or nullopt. Reads RocksDB.
+  std::optional<uint64_t> FirstLiveAtOrAfter(uint64_t from, uint64_t limit) const;
+
+  Options options_;
+  std::unique_ptr<rocksdb::DB> db_;
+  rocksdb::ColumnFamilyHandle* log_ = nullptr;
+  rocksdb::ColumnFamilyHandle* meta_ = nullptr;
+  rocksdb::ColumnFamilyHandle* dead_ = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  std::string agent_id_;
+
+  mutable absl::Mutex mu_;
+  std::deque<Writer*> queue_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;       // next to assign
+  uint64_t committed_next_ ABSL_GUARDED_BY(mu_) = 1;  // every seq below is written or failed
+  int64_t last_receive_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t receive_floor_ms_ ABSL_GUARDED_BY(mu_) = 0;  // future receive times are >= this
+  std::optional<int64_t> writing_receive_ms_ ABSL_GUARDED_BY(mu_);  // group being written
+  absl::Status write_error_ ABSL_GUARDED_BY(mu_);                   // sticky
+  std::map<std::string, TopicStats> topics_ ABSL_GUARDED_BY(mu_);
+  CommitPoints saved_points_ ABSL_GUARDED_BY(mu_);
+  uint64_t fsyncs_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t appends_ ABSL_GUARDED_BY(mu_) = 0;
+
+  // Settle() is serialized: it owns the head and the delete bookkeeping.
+  mutable absl::Mutex settle_mu_;
+  uint64_t head_ ABSL_GUARDED_BY(mu_) = 1;  // oldest live seq, or committed_next_ when empty
+  std::set<uint64_t> deleted_above_head_ ABSL_GUARDED_BY(settle_mu_);
+};
+
+}  // namespace kspool::wal

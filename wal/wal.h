@@ -1,0 +1,137 @@
+// The durable log. Owns one RocksDB directory. Knows nothing of gRPC or Kafka.
+//
+// Contract:
+//  * Append() returns OK only after its records are in the log and the write was
+//    fsynced; a call is all-or-nothing. Concurrent Append() calls share one write
+//    batch and one fsync (group commit).
+//  * Sequence numbers are unique, strictly increasing, and never reused, also across
+//    reopen: the next number is persisted in the same batch as the entries.
+//  * Receive times come from the Clock but never go backwards, also across reopen.
+//  * After a failed write or sync, every later Append() fails with UNAVAILABLE until
+//    the Wal is reopened: the state after a failed sync is unknown.
+//  * Settle() removes entries and updates the persisted counters (and the dead-letter
+//    store, for discards) in one atomic, synced write batch.
+// Thread safety: every method may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "wal/append_batch.h"
+#include "wal/clock.h"
+#include "wal/record.h"
+
+namespace rocksdb {
+class Env;
+}
+
+namespace kspool::wal {
+
+struct Options {
+  std::string dir;
+  Clock* clock = SystemClock::Default();
+  // File-system seam: tests pass an Env wrapping a fault-injecting FileSystem.
+  std::shared_ptr<rocksdb::Env> env;
+  // Upper bounds of one group commit.
+  size_t max_group_bytes = 8 << 20;
+  size_t max_group_requests = 4096;
+};
+
+// One stored entry as read back. `status` is not OK for an entry that fails to decode
+// (then `record` is empty and `raw` holds the stored bytes).
+struct Entry {
+  uint64_t seq = 0;
+  size_t size = 0;  // encoded bytes
+  absl::Status status;
+  Record record;
+  std::string raw;
+};
+
+struct AppendResult {
+  uint64_t first_seq = 0;  // the request's records got first_seq, first_seq+1, ...
+  int64_t receive_time_ms = 0;
+};
+
+// What happened to one entry, for Settle().
+struct Outcome {
+  uint64_t seq = 0;
+  std::string topic;
+  size_t size = 0;
+  // Empty: delivered. Otherwise the discard reason (e.g. "msg_size_too_large").
+  std::string discard_reason;
+  std::string error_text;
+  std::string raw;  // the stored record, kept in the dead-letter store on discard
+};
+
+struct Counts {
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+};
+
+struct TopicStats {
+  Counts accepted;
+  Counts delivered;
+  std::map<std::string, Counts> discarded;  // by reason
+  // Derived: still in the log.
+  Counts pending() const;
+};
+
+struct Stats {
+  uint64_t entries = 0;
+  uint64_t bytes = 0;
+  uint64_t next_seq = 0;
+  std::optional<uint64_t> oldest_seq;
+  std::string agent_id;
+  std::map<std::string, TopicStats> topics;
+  uint64_t fsyncs = 0;        // group commits written with sync
+  uint64_t appends = 0;       // Append() calls that succeeded
+};
+
+struct CommitPoints {
+  int64_t global_ms = 0;
+  std::map<std::string, int64_t> topics_ms;
+};
+
+class Wal {
+ public:
+  virtual ~Wal() = default;
+
+  // Opens (creating if needed) and recovers the WAL in options.dir. Refuses a WAL of
+  // a newer format version with FAILED_PRECONDITION. Does not scan the log.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Wal>> Open(Options options);
+
+  // Durably appends a batch. UNAVAILABLE on an I/O error (sticky until reopen).
+  [[nodiscard]] virtual absl::StatusOr<AppendResult> Append(AppendBatch batch) = 0;
+
+  // Reads up to max_entries / max_bytes live entries with seq >= from_seq, in order.
+  [[nodiscard]] virtual absl::Status Scan(uint64_t from_seq, size_t max_entries,
+                                          size_t max_bytes, std::vector<Entry>* out) = 0;
+
+  // Removes delivered or discarded entries; see the contract above.
+  [[nodiscard]] virtual absl::Status Settle(const std::vector<Outcome>& outcomes) = 0;
+
+  // The lowest receive time that any entry with seq >= from_seq can have: present,
+  // being written, or still to come. Raises the floor of future receive times so that
+  // the answer stays true; the commit point is this minus one.
+  [[nodiscard]] virtual absl::StatusOr<int64_t> ReceiveTimeBound(uint64_t from_seq) = 0;
+
+  // Persists published commit points (synced). Future receive times exceed them.
+  [[nodiscard]] virtual absl::Status SaveCommitPoints(const CommitPoints& points) = 0;
+  // The commit points last saved (possibly by an earlier process).
+  virtual CommitPoints SavedCommitPoints() const = 0;
+
+  // Compacts away the dead range below the oldest live entry.
+  [[nodiscard]] virtual absl::Status CompactDeadRange() = 0;
+
+  virtual Stats GetStats() const = 0;
+  virtual std::string agent_id() const = 0;
+  // Sticky write error, OK while healthy.
+  virtual absl::Status health() const = 0;
+};
+
+}  // namespace kspool::wal

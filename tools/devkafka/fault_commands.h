@@ -38,7 +38,8 @@ class FaultCommands {
   // True once a "shutdown" command has been executed.
   bool shutdown_requested() const { return shutdown_requested_.load(); }
 
-  // One-line summary of the command syntax (also used by --help).
+  // The command syntax, one command per line (--help prints it; "help" replies with it on
+  // one line).
   static const char* Usage();
 
   // Maps a Kafka error name ("NOT_LEADER_FOR_PARTITION", alias "NOT_LEADER_OR_FOLLOWER",

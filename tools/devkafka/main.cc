@@ -1,6 +1,7 @@
 // kspool-devkafka: a local Kafka-protocol cluster (librdkafka's mock cluster) for development
 // and tests, steered by text commands on a loopback TCP control socket and on stdin.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
 #include <netinet/in.h>
@@ -179,6 +180,11 @@ void AcceptLoop(FaultCommands* commands, int listen_fd) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A closed stdin/stdout/stderr would let a socket take fd 0..2, and the stdin reader or the
+  // reply writer would then steal or corrupt its traffic: park /dev/null there instead.
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) == -1 && errno == EBADF && open("/dev/null", O_RDWR) != fd) return 1;
+  }
   const Options options = ParseFlags(argc, argv);
 
   // Block the exit signals before any thread (ours or librdkafka's) starts, so that only

@@ -1,0 +1,39 @@
+#include "agent/admin_service.h"
+
+namespace kspool::agent {
+
+grpc::Status AdminService::GetCommitPoint(grpc::ServerContext*,
+                                          const kspool::v1::GetCommitPointRequest*,
+                                          kspool::v1::GetCommitPointResponse* response) {
+  wal::CommitPoints p = tracker_->Current();
+  response->set_commit_point_ms(p.global_ms);
+  for (const auto& [topic, ms] : p.topics_ms) {
+    auto* t = response->add_topics();
+    t->set_topic(topic);
+    t->set_commit_point_ms(ms);
+  }
+  response->set_now_ms(clock_->NowMillis());
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::GetWalStats(grpc::ServerContext*, const kspool::v1::GetWalStatsRequest*,
+                                       kspool::v1::GetWalStatsResponse* response) {
+  wal::Stats s = wal_->GetStats();
+  response->set_entries(s.entries);
+  response->set_bytes(s.bytes);
+  response->set_next_sequence(s.next_seq);
+  response->set_oldest_sequence(s.oldest_seq.value_or(0));
+  response->set_agent_id(s.agent_id);
+  response->set_inflight_messages(drain_->inflight());
+  for (const auto& [topic, ts] : s.topics) {
+    auto* t = response->add_topics();
+    t->set_topic(topic);
+    t->set_entries(ts.pending().count);
+    t->set_bytes(ts.pending().bytes);
+    t->set_accepted(ts.accepted.count);
+    t->set_delivered(ts.delivered.count);
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace kspool::agent

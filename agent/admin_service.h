@@ -1,0 +1,30 @@
+// AdminService: the kspool.v1.Admin gRPC service (commit points, WAL stats).
+// Thread safety: read-only views over thread-safe parts; called from gRPC threads.
+#pragma once
+
+#include "agent/commit_tracker.h"
+#include "agent/drain_loop.h"
+#include "kspool/v1/admin.grpc.pb.h"
+#include "wal/clock.h"
+#include "wal/wal.h"
+
+namespace kspool::agent {
+
+class AdminService final : public kspool::v1::Admin::Service {
+ public:
+  AdminService(wal::Wal* wal, CommitTracker* tracker, DrainLoop* drain, Clock* clock)
+      : wal_(wal), tracker_(tracker), drain_(drain), clock_(clock) {}
+
+  grpc::Status GetCommitPoint(grpc::ServerContext*, const kspool::v1::GetCommitPointRequest*,
+                              kspool::v1::GetCommitPointResponse* response) override;
+  grpc::Status GetWalStats(grpc::ServerContext*, const kspool::v1::GetWalStatsRequest*,
+                           kspool::v1::GetWalStatsResponse* response) override;
+
+ private:
+  wal::Wal* const wal_;
+  CommitTracker* const tracker_;
+  DrainLoop* const drain_;
+  Clock* const clock_;
+};
+
+}  // namespace kspool::agent

@@ -1,0 +1,49 @@
+// Agent: wires the WAL, the drain loop, the commit tracker and the gRPC services
+// together, and takes them down in the safe order. Owns all of them.
+// Thread safety: Start and Shutdown from one thread.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "agent/admin_service.h"
+#include "agent/commit_tracker.h"
+#include "agent/config.h"
+#include "agent/drain_loop.h"
+#include "agent/spool_service.h"
+#include "wal/wal.h"
+
+namespace kspool::agent {
+
+class Agent {
+ public:
+  // Opens the WAL, connects the producer, and starts serving. Errors name the part
+  // that failed (WAL directory, Kafka option, listen address).
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Agent>> Start(const Config& config);
+  ~Agent();
+
+  // The gRPC address actually bound (resolves port 0).
+  const std::string& grpc_address() const { return grpc_address_; }
+  const std::string& agent_id() const { return agent_id_; }
+
+  // Stops accepting Sends (in-flight calls finish), gives in-flight produce the grace
+  // period, persists the commit point, closes the WAL. Idempotent.
+  void Shutdown();
+
+ private:
+  Agent() = default;
+
+  std::unique_ptr<wal::Wal> wal_;
+  std::unique_ptr<CommitTracker> tracker_;
+  std::unique_ptr<DrainLoop> drain_;
+  std::unique_ptr<SpoolService> spool_;
+  std::unique_ptr<AdminService> admin_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string grpc_address_;
+  std::string agent_id_;
+};
+
+}  // namespace kspool::agent

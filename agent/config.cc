@@ -1,0 +1,107 @@
+#include "agent/config.h"
+
+#include <CLI/CLI.hpp>
+#include <map>
+
+namespace kspool::agent {
+namespace {
+
+// KSPOOL_WAL_DIR for --wal-dir.
+std::string EnvName(const std::string& flag) {
+  std::string n = "KSPOOL_";
+  for (char c : flag) n.push_back(c == '-' ? '_' : static_cast<char>(std::toupper(c)));
+  return n;
+}
+
+bool GivenOnCommandLine(const std::vector<std::string>& args, const std::string& flag) {
+  const std::string f = "--" + flag;
+  for (const std::string& a : args) {
+    if (a == f || a.rfind(f + "=", 0) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* env) {
+  ParseOutcome out;
+  Config& c = out.config;
+  CLI::App app{"kspool-agent: a durable write-ahead-log spool for Kafka.\n"
+               "Every flag can also be set as KSPOOL_<FLAG> in the environment (e.g. "
+               "KSPOOL_WAL_DIR) or as `flag = value` in the --config file.\n"
+               "Precedence: flags > environment > config file > defaults.",
+               "kspool-agent"};
+  app.option_defaults()->always_capture_default();
+  app.set_config("--config", "", "Config file (TOML or INI: `wal-dir = \"/data/wal\"`)");
+  std::map<std::string, CLI::Option*> opts;
+  auto add = [&](const std::string& name, auto* target, const std::string& help) {
+    opts[name] = app.add_option("--" + name, *target, help);
+    return opts[name];
+  };
+  add("wal-dir", &c.wal_dir, "WAL directory (a persistent volume)");
+  add("listen", &c.listen, "gRPC address: HOST:PORT or unix:PATH (port 0 picks a free one)");
+  add("metrics-listen", &c.metrics_listen, "Prometheus /metrics address HOST:PORT");
+  add("kafka-brokers", &c.kafka_brokers, "Kafka bootstrap servers, comma-separated");
+  add("kafka-option", &c.kafka_options,
+      "librdkafka property KEY=VALUE, repeatable (e.g. linger.ms=10)")
+      ->delimiter(',');
+  add("log-level", &c.log_level, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  add("max-message-bytes", &c.max_message_bytes, "Largest accepted message (key+value+headers)")
+      ->check(CLI::PositiveNumber);
+  add("max-batch-messages", &c.max_batch_messages, "Most messages in one Send")
+      ->check(CLI::PositiveNumber);
+  add("max-inflight-messages", &c.max_inflight_messages, "Drain window: messages in flight")
+      ->check(CLI::PositiveNumber);
+  add("max-inflight-bytes", &c.max_inflight_bytes, "Drain window: bytes in flight")
+      ->check(CLI::PositiveNumber);
+  add("retry-backoff-ms", &c.retry_backoff_ms, "First delay before re-producing a failed message")
+      ->check(CLI::PositiveNumber);
+  add("retry-backoff-max-ms", &c.retry_backoff_max_ms, "Largest re-produce delay")
+      ->check(CLI::PositiveNumber);
+  add("commit-point-interval-ms", &c.commit_point_interval_ms,
+      "How often the commit point is recomputed and persisted")
+      ->check(CLI::PositiveNumber);
+  add("shutdown-grace-ms", &c.shutdown_grace_ms,
+      "At SIGTERM, how long in-flight produce may finish; the rest stays in the WAL");
+
+  // Environment variables become flags unless the flag itself was given, so that they
+  // beat the config file (CLI11 alone would let the file win).
+  std::vector<std::string> args(argv + 1, argv + argc);
+  std::vector<std::string> extra;
+  for (const char* const* e = env; e && *e; ++e) {
+    std::string kv(*e);
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || kv.rfind("KSPOOL_", 0) != 0) continue;
+    std::string name = kv.substr(0, eq), value = kv.substr(eq + 1);
+    bool known = false;
+    for (const auto& [flag, opt] : opts) {
+      if (EnvName(flag) != name) continue;
+      known = true;
+      if (!GivenOnCommandLine(args, flag)) extra.push_back("--" + flag + "=" + value);
+    }
+    if (name == "KSPOOL_CONFIG") {
+      known = true;
+      if (!GivenOnCommandLine(args, "config")) extra.push_back("--config=" + value);
+    }
+    if (!known) {
+      out.exit = true;
+      out.exit_code = 2;
+      out.output = "unknown environment variable " + name + " (see --help for the flags)\n";
+      return out;
+    }
+  }
+  args.insert(args.end(), extra.begin(), extra.end());
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 parses a reversed vector
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    std::ostringstream o, err;
+    out.exit_code = app.exit(e, o, err);
+    out.exit = true;
+    out.output = o.str() + err.str();
+  }
+  return out;
+}
+
+}  // namespace kspool::agent

@@ -1,0 +1,48 @@
+// Agent configuration: one struct, filled from command-line flags, KSPOOL_* environment
+// variables and a config file, with that precedence (flags > environment > file >
+// defaults). Thread safety: a value type; parse once in main.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace kspool::agent {
+
+struct Config {
+  std::string wal_dir = "/var/lib/kspool/wal";
+  std::string listen = "127.0.0.1:7411";          // host:port or unix:PATH
+  std::string metrics_listen = "127.0.0.1:9411";  // host:port
+  std::string kafka_brokers = "127.0.0.1:9092";
+  std::vector<std::string> kafka_options;          // librdkafka KEY=VALUE pass-through
+  std::string log_level = "info";
+
+  // Request limits (bad input is INVALID_ARGUMENT).
+  uint64_t max_message_bytes = 1 << 20;
+  uint64_t max_batch_messages = 10000;
+
+  // The drain window: what may be in flight to Kafka at once. Memory is bounded by these,
+  // not by the backlog.
+  uint64_t max_inflight_messages = 100000;
+  uint64_t max_inflight_bytes = 64ull << 20;
+  uint64_t retry_backoff_ms = 100;       // first re-produce delay after a failed delivery
+  uint64_t retry_backoff_max_ms = 5000;  // cap of the exponential backoff
+  uint64_t commit_point_interval_ms = 100;
+  uint64_t shutdown_grace_ms = 5000;  // time in-flight produce gets at SIGTERM
+};
+
+// What parsing decided: run with `config`, or exit with `exit_code` after printing
+// `output` (help text, or an error naming the bad flag / variable / file).
+struct ParseOutcome {
+  Config config;
+  bool exit = false;
+  int exit_code = 0;
+  std::string output;
+};
+
+// `env` is the process environment (`environ`), passed in so tests can supply their own.
+ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* env);
+
+}  // namespace kspool::agent

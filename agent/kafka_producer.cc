@@ -1,0 +1,165 @@
+#include "agent/kafka_producer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+
+namespace kspool::agent {
+namespace {
+
+// Defaults for the spool; the first two cannot be overridden.
+const std::vector<std::pair<std::string, std::string>> kFixed = {
+    {"acks", "all"}, {"enable.idempotence", "true"}};
+const std::vector<std::pair<std::string, std::string>> kDefaults = {
+    {"linger.ms", "5"},
+    {"compression.codec", "lz4"},
+    {"partitioner", "murmur2_random"},
+    {"queue.buffering.max.messages", "1000000"},
+    {"queue.buffering.max.kbytes", "1048576"},
+    {"socket.keepalive.enable", "true"}};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<KafkaProducer>> KafkaProducer::Create(const ProducerConfig& cfg) {
+  std::unique_ptr<KafkaProducer> p(new KafkaProducer());
+  p->agent_id_ = cfg.agent_id;
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char err[512];
+  auto set = [&](const std::string& k, const std::string& v) -> absl::Status {
+    if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof(err)) != RD_KAFKA_CONF_OK) {
+      return absl::InvalidArgumentError("kafka option " + k + "=" + v + ": " + err);
+    }
+    return absl::OkStatus();
+  };
+  absl::Status s = set("bootstrap.servers", cfg.brokers);
+  for (const auto& [k, v] : kDefaults) {
+    if (s.ok()) s = set(k, v);
+  }
+  for (const std::string& kv : cfg.options) {
+    if (!s.ok()) break;
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      s = absl::InvalidArgumentError("kafka option '" + kv + "' is not KEY=VALUE");
+      break;
+    }
+    std::string key = kv.substr(0, eq);
+    for (const auto& [fk, fv] : kFixed) {
+      if (key == fk && kv.substr(eq + 1) != fv) {
+        s = absl::InvalidArgumentError("kafka option " + key + " must stay " + fv +
+                                       ": the spool's delivery guarantee depends on it");
+      }
+    }
+    if (s.ok()) s = set(key, kv.substr(eq + 1));
+  }
+  for (const auto& [k, v] : kFixed) {
+    if (s.ok()) s = set(k, v);
+  }
+  if (!s.ok()) {
+    rd_kafka_conf_destroy(conf);
+    return s;
+  }
+  rd_kafka_conf_set_opaque(conf, p.get());
+  rd_kafka_conf_set_dr_msg_cb(conf, &KafkaProducer::OnDelivery);
+  rd_kafka_conf_set_error_cb(conf, &KafkaProducer::OnError);
+  rd_kafka_conf_set_log_cb(conf, &KafkaProducer::OnLog);
+  p->rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+  if (!p->rk_) return absl::InvalidArgumentError(std::string("kafka producer: ") + err);
+  return p;
+}
+
+KafkaProducer::~KafkaProducer() {
+  if (!rk_) return;
+  for (auto& [name, t] : topics_) rd_kafka_topic_destroy(t);
+  rd_kafka_destroy(rk_);
+}
+
+rd_kafka_topic_t* KafkaProducer::Topic(const std::string& name) {
+  auto it = topics_.find(name);
+  if (it != topics_.end()) return it->second;
+  rd_kafka_topic_t* t = rd_kafka_topic_new(rk_, name.c_str(), nullptr);
+  topics_[name] = t;
+  return t;
+}
+
+rd_kafka_resp_err_t KafkaProducer::Produce(const wal::Entry& e) {
+  const wal::Record& r = e.record;
+  rd_kafka_headers_t* hdrs = rd_kafka_headers_new(r.headers.size() + 2);
+  std::string seq = std::to_string(e.seq);
+  rd_kafka_header_add(hdrs, "kspool.agent", -1, agent_id_.data(), agent_id_.size());
+  rd_kafka_header_add(hdrs, "kspool.seq", -1, seq.data(), seq.size());
+  for (const wal::Header& h : r.headers) {
+    rd_kafka_header_add(hdrs, h.key.data(), h.key.size(), h.value.data(), h.value.size());
+  }
+  rd_kafka_topic_t* topic = Topic(r.topic);
+  const int64_t ts = r.client_timestamp_ms.value_or(r.receive_time_ms);
+  const char* key = r.key ? r.key->data() : nullptr;
+  const size_t key_len = r.key ? r.key->size() : 0;
+  const int32_t partition = r.partition < 0 ? RD_KAFKA_PARTITION_UA : r.partition;
+  char* value = const_cast<char*>(r.value.data());
+  const size_t value_len = r.value.size();
+  void* opaque = reinterpret_cast<void*>(static_cast<uintptr_t>(e.seq));
+  // No copy flag: the payload lives in the drain window until the report arrives.
+  rd_kafka_resp_err_t err = rd_kafka_producev(
+      rk_, RD_KAFKA_V_RKT(topic), RD_KAFKA_V_PARTITION(partition), RD_KAFKA_V_MSGFLAGS(0),
+      RD_KAFKA_V_VALUE(value, value_len), RD_KAFKA_V_KEY(key, key_len),
+      RD_KAFKA_V_TIMESTAMP(ts), RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(opaque),
+      RD_KAFKA_V_END);
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_headers_destroy(hdrs);
+  return err;
+}
+
+void KafkaProducer::Poll(int timeout_ms, std::vector<DeliveryReport>* out) {
+  if (!stray_.empty()) {
+    out->insert(out->end(), stray_.begin(), stray_.end());
+    stray_.clear();
+  }
+  sink_ = out;
+  rd_kafka_poll(rk_, timeout_ms);
+  sink_ = nullptr;
+}
+
+int KafkaProducer::OutstandingMessages() const { return rd_kafka_outq_len(rk_); }
+
+void KafkaProducer::PurgeAll() {
+  rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+}
+
+std::string KafkaProducer::FatalError() const {
+  char buf[512];
+  if (rd_kafka_fatal_error(rk_, buf, sizeof(buf)) == RD_KAFKA_RESP_ERR_NO_ERROR) return "";
+  return buf;
+}
+
+void KafkaProducer::OnDelivery(rd_kafka_t*, const rd_kafka_message_t* msg, void* opaque) {
+  auto* self = static_cast<KafkaProducer*>(opaque);
+  DeliveryReport r;
+  r.seq = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(msg->_private));
+  r.err = msg->err;
+  if (msg->err) r.error = rd_kafka_err2str(msg->err);
+  r.partition = msg->partition;
+  r.offset = msg->offset;
+  (self->sink_ ? self->sink_ : &self->stray_)->push_back(std::move(r));
+}
+
+void KafkaProducer::OnError(rd_kafka_t* rk, int err, const char* reason, void*) {
+  auto e = static_cast<rd_kafka_resp_err_t>(err);
+  if (e == RD_KAFKA_RESP_ERR__FATAL) {
+    char buf[512];
+    rd_kafka_fatal_error(rk, buf, sizeof(buf));
+    spdlog::error("kafka: fatal producer error: {}", buf);
+  } else {
+    spdlog::warn("kafka: {} ({})", reason, rd_kafka_err2name(e));
+  }
+}
+
+void KafkaProducer::OnLog(const rd_kafka_t*, int level, const char* fac, const char* buf) {
+  if (level <= 3) {
+    spdlog::error("librdkafka {}: {}", fac, buf);
+  } else if (level <= 4) {
+    spdlog::warn("librdkafka {}: {}", fac, buf);
+  } else {
+    spdlog::debug("librdkafka {}: {}", fac, buf);
+  }
+}
+
+}  // namespace kspool::agent

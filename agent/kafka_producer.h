@@ -1,0 +1,71 @@
+// KafkaProducer: librdkafka's producer, configured for the spool: acks=all,
+// idempotence on, murmur2 partitioning for keyed messages (as the Java client), and
+// the headers kspool.agent and kspool.seq on every record. Produce() does not copy the
+// payload: the caller keeps the entry alive until its delivery report.
+// Thread safety: one thread (the drain loop) uses an instance; reports are delivered
+// only inside Poll() and Flush(), on that thread.
+#pragma once
+
+#include <librdkafka/rdkafka.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "wal/wal.h"
+
+namespace kspool::agent {
+
+struct DeliveryReport {
+  uint64_t seq = 0;
+  rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
+  std::string error;  // librdkafka's text, when err is set
+  int32_t partition = -1;
+  int64_t offset = -1;
+};
+
+struct ProducerConfig {
+  std::string brokers;
+  std::vector<std::string> options;  // KEY=VALUE, applied after kspool's defaults
+  std::string agent_id;
+};
+
+class KafkaProducer {
+ public:
+  // INVALID_ARGUMENT names a bad or unknown librdkafka property. Properties that would
+  // break the delivery guarantee (acks, enable.idempotence) cannot be overridden.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<KafkaProducer>> Create(
+      const ProducerConfig& config);
+  ~KafkaProducer();
+
+  // Enqueues one decoded WAL entry. Returns librdkafka's local error, e.g.
+  // RD_KAFKA_RESP_ERR__QUEUE_FULL; the entry then has no report coming.
+  rd_kafka_resp_err_t Produce(const wal::Entry& entry);
+  // Serves delivery reports for up to timeout_ms, appending them to *out.
+  void Poll(int timeout_ms, std::vector<DeliveryReport>* out);
+  // Messages produced and not yet reported.
+  int OutstandingMessages() const;
+  // Fails every message still queued or in flight; their reports come with the next
+  // Poll(). Used at shutdown and after a fatal error.
+  void PurgeAll();
+  // Non-empty once librdkafka has raised a fatal (idempotence) error: the instance is
+  // then useless and must be replaced.
+  std::string FatalError() const;
+
+ private:
+  KafkaProducer() = default;
+  static void OnDelivery(rd_kafka_t* rk, const rd_kafka_message_t* msg, void* opaque);
+  static void OnError(rd_kafka_t* rk, int err, const char* reason, void* opaque);
+  static void OnLog(const rd_kafka_t* rk, int level, const char* fac, const char* buf);
+  rd_kafka_topic_t* Topic(const std::string& name);
+
+  rd_kafka_t* rk_ = nullptr;
+  std::string agent_id_;
+  std::unordered_map<std::string, rd_kafka_topic_t*> topics_;
+  std::vector<DeliveryReport>* sink_ = nullptr;  // set during Poll()
+  std::vector<DeliveryReport> stray_;            // reports served outside Poll()
+};
+
+}  // namespace kspool::agent

@@ -1,0 +1,49 @@
+// kspool-agent: parses flags, wires the parts, waits for SIGTERM/SIGINT.
+#include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "agent/agent.h"
+#include "agent/config.h"
+
+extern char** environ;
+
+int main(int argc, char** argv) {
+  kspool::agent::ParseOutcome parsed = kspool::agent::ParseConfig(argc, argv, environ);
+  if (parsed.exit) {
+    std::fputs(parsed.output.c_str(), parsed.exit_code == 0 ? stdout : stderr);
+    return parsed.exit_code;
+  }
+  const kspool::agent::Config& config = parsed.config;
+  spdlog::set_default_logger(spdlog::stderr_color_mt("kspool"));
+  spdlog::set_level(spdlog::level::from_str(config.log_level));
+
+  // Signals are taken synchronously by this thread; every other thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto agent = kspool::agent::Agent::Start(config);
+  if (!agent.ok()) {
+    spdlog::critical("cannot start: {}", agent.status().ToString());
+    return 1;
+  }
+  std::printf("kspool-agent ready: grpc=%s agent_id=%s wal=%s\n",
+              (*agent)->grpc_address().c_str(), (*agent)->agent_id().c_str(),
+              config.wal_dir.c_str());
+  std::fflush(stdout);
+  spdlog::info("serving kspool.v1.Spool on {}; producing to {}", (*agent)->grpc_address(),
+               config.kafka_brokers);
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("received {}, shutting down", strsignal(sig));
+  (*agent)->Shutdown();
+  return 0;
+}

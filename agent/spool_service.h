@@ -1,0 +1,33 @@
+// SpoolService: the kspool.v1.Spool gRPC service. Send validates the whole request,
+// appends it to the WAL as one atomic batch, and answers OK only once it is fsynced.
+// Status codes: INVALID_ARGUMENT (bad input, names message index and field),
+// RESOURCE_EXHAUSTED (WAL full), UNAVAILABLE (WAL I/O error or full disk).
+// Thread safety: gRPC calls Send from many threads; that is what group commit feeds on.
+#pragma once
+
+#include <functional>
+
+#include "agent/request_validator.h"
+#include "kspool/v1/spool.grpc.pb.h"
+#include "wal/wal.h"
+
+namespace kspool::agent {
+
+class SpoolService final : public kspool::v1::Spool::Service {
+ public:
+  SpoolService(wal::Wal* wal, RequestLimits limits, std::function<void()> on_appended)
+      : wal_(wal), limits_(limits), on_appended_(std::move(on_appended)) {}
+
+  grpc::Status Send(grpc::ServerContext* context, const kspool::v1::SendRequest* request,
+                    kspool::v1::SendResponse* response) override;
+
+ private:
+  wal::Wal* const wal_;
+  const RequestLimits limits_;
+  const std::function<void()> on_appended_;
+};
+
+// absl and gRPC share their status code numbering.
+grpc::Status ToGrpc(const absl::Status& s);
+
+}  // namespace kspool::agent

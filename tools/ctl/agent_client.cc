@@ -1,0 +1,51 @@
+#include "tools/ctl/agent_client.h"
+
+namespace kspool::ctl {
+namespace {
+
+absl::Status FromGrpc(const grpc::Status& s, const std::string& address) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      "agent " + address + ": " + s.error_message());
+}
+
+}  // namespace
+
+AgentClient::AgentClient(const std::string& address, int timeout_ms)
+    : address_(address), timeout_ms_(timeout_ms) {
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  spool_ = kspool::v1::Spool::NewStub(channel);
+  admin_ = kspool::v1::Admin::NewStub(channel);
+}
+
+std::unique_ptr<grpc::ClientContext> AgentClient::Context() const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms_));
+  return ctx;
+}
+
+absl::StatusOr<kspool::v1::SendResponse> AgentClient::Send(const kspool::v1::SendRequest& req) {
+  kspool::v1::SendResponse resp;
+  auto ctx = Context();
+  absl::Status s = FromGrpc(spool_->Send(ctx.get(), req, &resp), address_);
+  if (!s.ok()) return s;
+  return resp;
+}
+
+absl::StatusOr<kspool::v1::GetCommitPointResponse> AgentClient::GetCommitPoint() {
+  kspool::v1::GetCommitPointResponse resp;
+  auto ctx = Context();
+  absl::Status s = FromGrpc(admin_->GetCommitPoint(ctx.get(), {}, &resp), address_);
+  if (!s.ok()) return s;
+  return resp;
+}
+
+absl::StatusOr<kspool::v1::GetWalStatsResponse> AgentClient::GetWalStats() {
+  kspool::v1::GetWalStatsResponse resp;
+  auto ctx = Context();
+  absl::Status s = FromGrpc(admin_->GetWalStats(ctx.get(), {}, &resp), address_);
+  if (!s.ok()) return s;
+  return resp;
+}
+
+}  // namespace kspool::ctl

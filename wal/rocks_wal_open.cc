@@ -57,6 +57,7 @@ absl::Status RocksWal::Recover() {
   db_opts.create_missing_column_families = true;
   db_opts.max_background_jobs = 2;
   db_opts.keep_log_file_num = 5;
+  db_opts.avoid_flush_during_shutdown = true;  // the log replays; exit fast
   if (options_.env) db_opts.env = options_.env.get();
 
   rocksdb::ColumnFamilyOptions log_opts;

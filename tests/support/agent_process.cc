@@ -1,0 +1,60 @@
+#include "tests/support/agent_process.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <stdexcept>
+#include <thread>
+
+namespace kspool::testing {
+
+AgentProcess::AgentProcess(const std::string& wal_dir, const std::string& log_path,
+                           const std::string& brokers, std::vector<std::string> extra_args) {
+  std::vector<std::string> argv = {KSPOOL_AGENT_BIN,  "--wal-dir",       wal_dir,
+                                   "--listen",        "127.0.0.1:0",     "--kafka-brokers",
+                                   brokers,           "--log-level",     "info",
+                                   "--commit-point-interval-ms", "50"};
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  proc_ = std::make_unique<ChildProcess>(argv, log_path);
+  auto ready = proc_->WaitForLine("kspool-agent ready: grpc=", std::chrono::seconds(30));
+  if (!ready) throw std::runtime_error("kspool-agent did not start; see " + log_path);
+  address_ = ready->substr(0, ready->find(' '));
+  auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+  spool_ = kspool::v1::Spool::NewStub(channel);
+  admin_ = kspool::v1::Admin::NewStub(channel);
+}
+
+grpc::Status AgentProcess::Send(const kspool::v1::SendRequest& req, kspool::v1::SendResponse* resp,
+                                int timeout_ms) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms));
+  return spool_->Send(&ctx, req, resp);
+}
+
+kspool::v1::GetCommitPointResponse AgentProcess::CommitPoint() {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  kspool::v1::GetCommitPointResponse resp;
+  grpc::Status s = admin_->GetCommitPoint(&ctx, {}, &resp);
+  if (!s.ok()) throw std::runtime_error("GetCommitPoint: " + s.error_message());
+  return resp;
+}
+
+kspool::v1::GetWalStatsResponse AgentProcess::WalStats() {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  kspool::v1::GetWalStatsResponse resp;
+  grpc::Status s = admin_->GetWalStats(&ctx, {}, &resp);
+  if (!s.ok()) throw std::runtime_error("GetWalStats: " + s.error_message());
+  return resp;
+}
+
+bool AgentProcess::WaitUntilDrained(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (WalStats().entries() == 0) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+}  // namespace kspool::testing

@@ -1,0 +1,27 @@
+// DevKafka: a kspool-devkafka process for a test (a mock Kafka cluster on loopback
+// TCP ports), with its fault-command socket.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "tests/support/child_process.h"
+
+namespace kspool::testing {
+
+class DevKafka {
+ public:
+  // `topics`: "name:partitions" each. Fails the test (and throws) if it does not start.
+  DevKafka(const std::string& log_dir, int brokers, const std::vector<std::string>& topics);
+  const std::string& bootstrap() const { return bootstrap_; }
+  // Sends one fault command ("broker down all", ...); returns the reply line.
+  std::string Command(const std::string& line);
+
+ private:
+  std::unique_ptr<ChildProcess> proc_;
+  std::string bootstrap_;
+  std::string control_host_;
+  int control_port_ = 0;
+};
+
+}  // namespace kspool::testing

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages kspool builds, tests and runs with. Needs root (or sudo).
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+  build-essential cmake ninja-build pkg-config ccache clang \
+  librdkafka-dev librocksdb-dev \
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
+  prometheus-cpp-dev libgtest-dev libgmock-dev libabsl-dev \
+  libcli11-dev libspdlog-dev nlohmann-json3-dev \
+  kcat >/dev/null
+echo "install-deps: done"

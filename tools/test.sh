@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds kspool and runs every test suite:
+#   build/       all tests (unit, integration, crash);
+#   build-asan/  AddressSanitizer + UBSan: unit and integration tests;
+#   build-tsan/  clang, ThreadSanitizer and -Wthread-safety: the concurrent tests that
+#                do not load librdkafka (Debian's librdkafka crashes under TSan at start).
+# Usage: tools/test.sh [plain|asan|tsan]...   (default: all three)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-2}
+passes=("$@")
+[ ${#passes[@]} -eq 0 ] && passes=(plain asan tsan)
+
+configure() {  # dir, extra cmake args...
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+}
+
+for pass in "${passes[@]}"; do
+  echo "=== $pass ==="
+  case $pass in
+    plain)
+      configure build
+      ninja -C build -j"$JOBS"
+      (cd build && ctest --output-on-failure -j"$JOBS" --timeout 600)
+      ;;
+    asan)
+      configure build-asan -DKSPOOL_SANITIZE=address
+      ninja -C build-asan -j"$JOBS"
+      (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+        ctest --output-on-failure -j"$JOBS" --timeout 600 -L 'unit|integration')
+      ;;
+    tsan)
+      CC=clang CXX=clang++ configure build-tsan -DKSPOOL_SANITIZE=thread -DKSPOOL_THREAD_SAFETY=ON
+      ninja -C build-tsan -j"$JOBS" wal_tests kspool_agent
+      (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 \
+        ctest --output-on-failure -j"$JOBS" --timeout 600 -L concurrency)
+      ;;
+    *) echo "unknown pass $pass (plain, asan, tsan)"; exit 2 ;;
+  esac
+done

@@ -30,13 +30,13 @@ absl::Status CommitTracker::Update(uint64_t cursor,
     return absl::OkStatus();
   }
   if (absl::Status s = wal_->SaveCommitPoints(next); !s.ok()) return s;
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   published_ = std::move(next);
   return absl::OkStatus();
 }
 
 wal::CommitPoints CommitTracker::Current() const {
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   return published_;
 }
 

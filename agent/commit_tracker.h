@@ -12,7 +12,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
+#include "wal/mutex.h"
 #include "wal/wal.h"
 
 namespace kspool::agent {
@@ -30,7 +30,7 @@ class CommitTracker {
 
  private:
   wal::Wal* const wal_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   wal::CommitPoints published_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -21,8 +21,9 @@ absl::Status DrainLoop::Start() {
 }
 
 void DrainLoop::Notify() {
-  absl::MutexLock l(&wake_mu_);
+  MutexLock l(&wake_mu_);
   ++wake_count_;
+  wake_cv_.Signal();
 }
 
 void DrainLoop::Stop() {
@@ -37,7 +38,7 @@ void DrainLoop::Run() {
   while (!stop_.load()) {
     uint64_t seen_wakes;
     {
-      absl::MutexLock l(&wake_mu_);
+      MutexLock l(&wake_mu_);
       seen_wakes = wake_count_;
     }
     bool read_any = Refill();
@@ -56,12 +57,10 @@ void DrainLoop::Run() {
     }
     if (!read_any && window_.empty()) {
       // Idle: sleep until an append or the next commit-point update.
-      absl::MutexLock l(&wake_mu_);
-      auto woken = [this, seen_wakes]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(wake_mu_) {
-        return wake_count_ != seen_wakes;
-      };
-      wake_mu_.AwaitWithTimeout(absl::Condition(&woken),
-                                absl::Milliseconds(options_.commit_point_interval_ms));
+      MutexLock l(&wake_mu_);
+      if (wake_count_ == seen_wakes) {
+        wake_cv_.WaitFor(&wake_mu_, std::chrono::milliseconds(options_.commit_point_interval_ms));
+      }
     }
   }
   DrainForShutdown();
@@ -91,23 +90,30 @@ bool DrainLoop::Refill() {
     window_bytes_ += e.size;
     uint64_t seq = e.seq;
     window_.emplace(seq, Slot{std::move(e)});
+    ready_.insert(seq);
   }
   inflight_.store(window_.size());
   return !entries.empty();
 }
 
 void DrainLoop::ProduceDue(int64_t now_ms) {
-  for (auto& [seq, slot] : window_) {
-    if (slot.state == Slot::kInKafka || slot.state == Slot::kAcked) continue;
-    if (slot.state == Slot::kBackoff && slot.retry_at_ms > now_ms) continue;
+  while (!backoff_.empty() && backoff_.begin()->first <= now_ms) {
+    ready_.insert(backoff_.begin()->second);
+    backoff_.erase(backoff_.begin());
+  }
+  while (!ready_.empty()) {
+    const uint64_t seq = *ready_.begin();
+    Slot& slot = window_.at(seq);
     rd_kafka_resp_err_t err = producer_->Produce(slot.entry);
     if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) return;  // try again after the next poll
+    ready_.erase(ready_.begin());
+    ++slot.attempts;
     if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      slot.state = Slot::kInKafka;  // so that the local error is handled as a report
       HandleReports({DeliveryReport{seq, err, rd_kafka_err2str(err)}}, now_ms);
       continue;
     }
-    if (slot.attempts > 0) redelivered_.fetch_add(1);
-    ++slot.attempts;
+    if (slot.attempts > 1) redelivered_.fetch_add(1);
     slot.state = Slot::kInKafka;
   }
 }
@@ -129,7 +135,7 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
     backoff = std::min(backoff, options_.retry_backoff_max_ms);
     backoff = backoff / 2 + std::uniform_int_distribution<uint64_t>(0, backoff / 2)(rng);
     slot.state = Slot::kBackoff;
-    slot.retry_at_ms = now_ms + static_cast<int64_t>(backoff);
+    backoff_.emplace(now_ms + static_cast<int64_t>(backoff), r.seq);
     if (slot.attempts <= 1 || slot.attempts % 10 == 0) {
       spdlog::warn("kafka: delivery of seq {} to {} failed (attempt {}): {}; retrying in {} ms",
                    r.seq, slot.entry.record.topic, slot.attempts, r.error, backoff);
@@ -186,7 +192,10 @@ void DrainLoop::ReplaceProducerIfFatal() {
   }
   producer_ = std::move(p).value();  // the old one is destroyed: no more reports from it
   for (auto& [seq, slot] : window_) {
-    if (slot.state == Slot::kInKafka) slot.state = Slot::kToProduce;
+    if (slot.state == Slot::kInKafka) {
+      slot.state = Slot::kToProduce;
+      ready_.insert(seq);
+    }
   }
 }
 

@@ -17,7 +17,7 @@
 #include <memory>
 #include <thread>
 
-#include "absl/synchronization/mutex.h"
+#include "wal/mutex.h"
 #include "agent/commit_tracker.h"
 #include "agent/kafka_producer.h"
 #include "wal/clock.h"
@@ -55,7 +55,6 @@ class DrainLoop {
     wal::Entry entry;
     enum State { kToProduce, kInKafka, kBackoff, kAcked } state = kToProduce;
     int attempts = 0;
-    int64_t retry_at_ms = 0;
   };
 
   void Run();
@@ -75,6 +74,8 @@ class DrainLoop {
 
   // Owned by the loop thread.
   std::map<uint64_t, Slot> window_;
+  std::set<uint64_t> ready_;                        // to produce now, lowest seq first
+  std::multimap<int64_t, uint64_t> backoff_;        // retry time -> seq
   uint64_t window_bytes_ = 0;
   uint64_t cursor_ = 0;  // next sequence number to read
   std::vector<wal::Outcome> acked_;
@@ -86,7 +87,8 @@ class DrainLoop {
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> inflight_{0};
   std::atomic<uint64_t> redelivered_{0};
-  absl::Mutex wake_mu_;
+  Mutex wake_mu_;
+  CondVar wake_cv_;
   uint64_t wake_count_ ABSL_GUARDED_BY(wake_mu_) = 0;
 };
 

@@ -9,7 +9,7 @@
 
 #include "rocksdb/db.h"
 #include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "wal/mutex.h"
 #include "wal/wal.h"
 
 namespace kspool::wal {
@@ -38,7 +38,7 @@ class RocksWal final : public Wal {
     bool done = false;
     absl::Status status;
     AppendResult result;
-    absl::CondVar cv;
+    CondVar cv;
   };
 
   explicit RocksWal(Options options) : options_(std::move(options)) {}
@@ -58,7 +58,7 @@ class RocksWal final : public Wal {
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   std::string agent_id_;
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::deque<Writer*> queue_ ABSL_GUARDED_BY(mu_);
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;       // next to assign
   uint64_t committed_next_ ABSL_GUARDED_BY(mu_) = 1;  // every seq below is written or failed
@@ -72,7 +72,7 @@ class RocksWal final : public Wal {
   uint64_t appends_ ABSL_GUARDED_BY(mu_) = 0;
 
   // Settle() is serialized: it owns the head and the delete bookkeeping.
-  mutable absl::Mutex settle_mu_;
+  mutable Mutex settle_mu_;
   uint64_t head_ ABSL_GUARDED_BY(mu_) = 1;  // oldest live seq, or committed_next_ when empty
   std::set<uint64_t> deleted_above_head_ ABSL_GUARDED_BY(settle_mu_);
 };

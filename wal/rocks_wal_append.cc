@@ -21,7 +21,7 @@ absl::StatusOr<AppendResult> RocksWal::Append(AppendBatch batch) {
   if (batch.empty()) return absl::InvalidArgumentError("append of an empty batch");
   Writer w;
   w.batch = std::move(batch);
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   if (!write_error_.ok()) return write_error_;
   queue_.push_back(&w);
   while (!w.done && queue_.front() != &w) w.cv.Wait(&mu_);

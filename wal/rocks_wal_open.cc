@@ -113,7 +113,7 @@ absl::Status RocksWal::LoadMeta() {
     RETURN_IF_ERROR(FromRocks(db_->Write(wo, &init), "initialize WAL meta"));
   }
 
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   ASSIGN_OR_RETURN(bool has_next, get(keys::kNextSeq, &v));
   if (has_next) next_seq_ = std::max<uint64_t>(1, keys::ParseU64(v));
   ASSIGN_OR_RETURN(bool has_last, get(keys::kLastReceive, &v));
@@ -161,7 +161,7 @@ absl::Status RocksWal::LoadMeta() {
 }
 
 absl::Status RocksWal::health() const {
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   return write_error_;
 }
 
@@ -169,7 +169,7 @@ Stats RocksWal::GetStats() const {
   Stats s;
   uint64_t head, limit;
   {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     s.next_seq = next_seq_;
     s.agent_id = agent_id_;
     s.topics = topics_;
@@ -188,7 +188,7 @@ Stats RocksWal::GetStats() const {
 }
 
 CommitPoints RocksWal::SavedCommitPoints() const {
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   return saved_points_;
 }
 
@@ -202,13 +202,13 @@ absl::Status RocksWal::SaveCommitPoints(const CommitPoints& points) {
   }
   {
     // Raise the floor before the points can be seen, so no later receive time is <= them.
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     receive_floor_ms_ = std::max(receive_floor_ms_, max_point + 1);
   }
   rocksdb::WriteOptions wo;
   wo.sync = true;
   RETURN_IF_ERROR(FromRocks(db_->Write(wo, &wb), "save commit points"));
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   saved_points_ = points;
   return absl::OkStatus();
 }
@@ -216,7 +216,7 @@ absl::Status RocksWal::SaveCommitPoints(const CommitPoints& points) {
 absl::Status RocksWal::CompactDeadRange() {
   uint64_t head;
   {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     head = head_;
   }
   std::string end = keys::Seq(head);

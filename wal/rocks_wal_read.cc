@@ -47,7 +47,7 @@ absl::Status RocksWal::Scan(uint64_t from_seq, size_t max_entries, size_t max_by
                             std::vector<Entry>* out) {
   uint64_t lower, upper;
   {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     lower = std::max(from_seq, head_);
     upper = committed_next_;
   }
@@ -79,11 +79,11 @@ absl::Status RocksWal::Scan(uint64_t from_seq, size_t max_entries, size_t max_by
 
 absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
   if (outcomes.empty()) return absl::OkStatus();
-  absl::MutexLock settle(&settle_mu_);
+  MutexLock settle(&settle_mu_);
   uint64_t head;
   std::map<std::string, TopicStats> totals;  // new totals of the touched counters
   {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     head = head_;
     for (const Outcome& o : outcomes) {
       auto [it, fresh] = totals.try_emplace(o.topic);
@@ -126,7 +126,7 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
 
   uint64_t limit;
   {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     for (auto& [topic, t] : totals) {
       topics_[topic].delivered = t.delivered;
       for (auto& [reason, c] : t.discarded) topics_[topic].discarded[reason] = c;
@@ -138,7 +138,7 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
   uint64_t new_head = FirstLiveAtOrAfter(cand, limit).value_or(limit);
   settled.erase(settled.begin(), settled.lower_bound(new_head));
   deleted_above_head_ = std::move(settled);
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   head_ = std::max(head_, new_head);
   return absl::OkStatus();
 }
@@ -146,7 +146,7 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
 absl::StatusOr<int64_t> RocksWal::ReceiveTimeBound(uint64_t from_seq) {
   // Held across the seek so that no group commits in between: the answer then covers
   // the log, the group being written, and every future group.
-  absl::MutexLock l(&mu_);
+  MutexLock l(&mu_);
   std::optional<uint64_t> first = FirstLiveAtOrAfter(std::max(from_seq, head_), committed_next_);
   if (first) {
     std::string v;

@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "absl/synchronization/mutex.h"
+#include "wal/mutex.h"
 #include "tests/support/agent_process.h"
 #include "tests/support/dev_kafka.h"
 #include "tests/support/kafka_reader.h"
@@ -25,7 +25,7 @@ using kspool::testing::DevKafka;
 class Senders {
  public:
   void SetAddress(const std::string& address) {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     address_ = address;
     ++generation_;
   }
@@ -37,7 +37,7 @@ class Senders {
     for (auto& t : threads_) t.join();
   }
   std::map<uint64_t, std::string> acked() {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     return acked_;
   }
   int failures() const { return failures_.load(); }
@@ -49,7 +49,7 @@ class Senders {
     uint64_t gen = 0;
     for (int n = 0; !stop_; ++n) {
       {
-        absl::MutexLock l(&mu_);
+        MutexLock l(&mu_);
         if (gen != generation_) {
           gen = generation_;
           stub = kspool::v1::Spool::NewStub(
@@ -69,7 +69,7 @@ class Senders {
       kspool::v1::SendResponse resp;
       grpc::Status s = stub->Send(&ctx, req, &resp);
       if (s.ok()) {
-        absl::MutexLock l(&mu_);
+        MutexLock l(&mu_);
         for (int i = 0; i < count; ++i) acked_[resp.sequence(i)] = req.messages(i).value();
       } else {
         ++failures_;
@@ -78,7 +78,7 @@ class Senders {
     }
   }
 
-  absl::Mutex mu_;
+  Mutex mu_;
   std::string address_ ABSL_GUARDED_BY(mu_);
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, std::string> acked_ ABSL_GUARDED_BY(mu_);

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "tests/support/fault_fs.h"
+#include "wal/mutex.h"
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
 
@@ -47,14 +48,14 @@ TEST(WalGroupCommit, SequenceNumbersOfConcurrentAppendsAreUniqueAndContiguousPer
   o.dir = dir.path();
   auto wal = std::move(Wal::Open(o)).value();
   std::vector<std::thread> threads;
-  absl::Mutex mu;
+  Mutex mu;
   std::vector<std::pair<uint64_t, int>> ranges;  // first seq, thread
   for (int t = 0; t < 8; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 50; ++i) {
         auto r = wal->Append(MakeBatch("t", 3, "w" + std::to_string(t) + "-"));
         ASSERT_TRUE(r.ok());
-        absl::MutexLock l(&mu);
+        MutexLock l(&mu);
         ranges.push_back({r->first_seq, t});
       }
     });

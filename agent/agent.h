@@ -18,16 +18,25 @@
 
 namespace kspool::agent {
 
+// Seams for tests: the WAL's file system (fault injection) and the clock.
+struct AgentDeps {
+  std::shared_ptr<rocksdb::Env> env;
+  Clock* clock = SystemClock::Default();
+};
+
 class Agent {
  public:
   // Opens the WAL, connects the producer, and starts serving. Errors name the part
   // that failed (WAL directory, Kafka option, listen address).
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Agent>> Start(const Config& config);
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Agent>> Start(const Config& config,
+                                                                    AgentDeps deps = {});
   ~Agent();
 
   // The gRPC address actually bound (resolves port 0).
   const std::string& grpc_address() const { return grpc_address_; }
   const std::string& agent_id() const { return agent_id_; }
+  wal::Wal* wal() { return wal_.get(); }
+  DrainLoop* drain() { return drain_.get(); }
 
   // Stops accepting Sends (in-flight calls finish), gives in-flight produce the grace
   // period, persists the commit point, closes the WAL. Idempotent.

@@ -23,6 +23,24 @@ bool GivenOnCommandLine(const std::vector<std::string>& args, const std::string&
 
 }  // namespace
 
+absl::StatusOr<uint64_t> ParseDurationMs(const std::string& text) {
+  static const std::vector<std::pair<std::string, uint64_t>> kUnits = {
+      {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}};
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits == 0 || digits > 12) {
+    return absl::InvalidArgumentError("'" + text + "' is not a duration (e.g. 30s, 15m, 12h, 7d)");
+  }
+  uint64_t n = std::stoull(text.substr(0, digits));
+  std::string unit = text.substr(digits);
+  if (unit.empty()) return n * 1000;
+  for (const auto& [name, ms] : kUnits) {
+    if (unit == name) return n * ms;
+  }
+  return absl::InvalidArgumentError("'" + text + "' has an unknown unit '" + unit +
+                                    "' (use ms, s, m, h or d)");
+}
+
 ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* env) {
   ParseOutcome out;
   Config& c = out.config;
@@ -62,6 +80,23 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   add("commit-point-interval-ms", &c.commit_point_interval_ms,
       "How often the commit point is recomputed and persisted")
       ->check(CLI::PositiveNumber);
+  add("wal-max-bytes", &c.wal_max_bytes,
+      "WAL capacity (bytes of pending messages); 0 = half of the WAL's file system");
+  std::string max_age = "0";
+  app.add_option("--max-message-age", max_age,
+                 "Discard (into the dead letters, reason 'expired') messages older than this, "
+                 "e.g. 7d; 0 = never")
+      ->check([](const std::string& v) {
+        absl::StatusOr<uint64_t> d = ParseDurationMs(v);
+        return d.ok() ? std::string() : std::string(d.status().message());
+      });
+  opts["max-message-age"] = app.get_option("--max-message-age");
+  add("unknown-topic-checks", &c.unknown_topic_checks,
+      "Fresh-metadata checks that a topic does not exist before its messages are discarded")
+      ->check(CLI::PositiveNumber);
+  add("wal-reopen-interval-ms", &c.wal_reopen_interval_ms,
+      "After a WAL I/O error (e.g. full disk), how often to try reopening it")
+      ->check(CLI::PositiveNumber);
   add("shutdown-grace-ms", &c.shutdown_grace_ms,
       "At SIGTERM, how long in-flight produce may finish; the rest stays in the WAL");
 
@@ -100,7 +135,9 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
     out.exit_code = app.exit(e, o, err);
     out.exit = true;
     out.output = o.str() + err.str();
+    return out;
   }
+  c.max_message_age_ms = ParseDurationMs(max_age).value_or(0);
   return out;
 }
 

@@ -19,6 +19,16 @@ struct Config {
   std::vector<std::string> kafka_options;          // librdkafka KEY=VALUE pass-through
   std::string log_level = "info";
 
+  // WAL capacity in bytes of live entries; Sends beyond it get RESOURCE_EXHAUSTED.
+  // 0: half of the size of the file system that holds --wal-dir.
+  uint64_t wal_max_bytes = 0;
+  // Entries older than this (by receive time) are discarded as "expired"; 0 = never.
+  uint64_t max_message_age_ms = 0;
+  // Fresh-metadata confirmations that a topic does not exist before its entries are
+  // discarded as "unknown_topic" (for clusters with topic auto-creation off).
+  uint64_t unknown_topic_checks = 3;
+  uint64_t wal_reopen_interval_ms = 1000;  // retry period after a WAL I/O error
+
   // Request limits (bad input is INVALID_ARGUMENT).
   uint64_t max_message_bytes = 1 << 20;
   uint64_t max_batch_messages = 10000;
@@ -43,6 +53,9 @@ struct ParseOutcome {
 };
 
 // `env` is the process environment (`environ`), passed in so tests can supply their own.
+// "500ms", "30s", "15m", "12h", "7d", or a plain number of seconds; "0" is zero.
+absl::StatusOr<uint64_t> ParseDurationMs(const std::string& text);
+
 ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* env);
 
 }  // namespace kspool::agent

@@ -1,26 +1,30 @@
-// DrainLoop: moves WAL entries to Kafka and settles them when Kafka acknowledges.
+// DrainLoop: moves WAL entries to Kafka and settles them when Kafka has answered.
 //
 // It reads the WAL in sequence order into a bounded window (messages and bytes: memory
-// does not grow with the backlog), produces each entry, and on a successful delivery
-// report removes it from the WAL in batched Settle() calls. A failed delivery is never
-// discarded here: the entry stays in the window and the WAL and is produced again
-// after an exponential backoff. A producer that hit a fatal error is replaced and its
-// entries are produced again. Stop() gives in-flight messages a grace period, then
-// leaves whatever is unacknowledged in the WAL.
-// Thread safety: Start/Stop from one owner thread; Notify() and inflight() from any.
+// does not grow with the backlog) and produces each entry. A successful delivery
+// report removes the entry from the WAL (batched Settle() calls). A transient error
+// never discards: the entry stays in the window and the WAL and is produced again
+// after an exponential backoff. A permanent error (kafka_errors.h), an unknown topic
+// confirmed by fresh metadata `unknown_topic_checks` times, an entry older than
+// `max_message_age_ms`, or an undecodable entry is discarded: moved to the dead letters
+// with its reason, in the same WAL batch that counts it. After a WAL write error the
+// loop reopens the WAL periodically and then re-reads it from the head.
+// A producer that hit a fatal error is replaced. Stop() gives in-flight messages a
+// grace period and leaves whatever is unacknowledged in the WAL.
+// Thread safety: Start/Stop from one owner thread; Notify() and the counters from any.
 #pragma once
 
 #include <atomic>
 #include <functional>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <thread>
 
-#include "wal/mutex.h"
 #include "agent/commit_tracker.h"
 #include "agent/kafka_producer.h"
 #include "wal/clock.h"
+#include "wal/mutex.h"
 #include "wal/wal.h"
 
 namespace kspool::agent {
@@ -32,6 +36,9 @@ struct DrainOptions {
   uint64_t retry_backoff_max_ms = 5000;
   uint64_t commit_point_interval_ms = 100;
   uint64_t shutdown_grace_ms = 5000;
+  uint64_t max_message_age_ms = 0;  // 0: never expire
+  uint64_t unknown_topic_checks = 3;
+  uint64_t wal_reopen_interval_ms = 1000;
   Clock* clock = SystemClock::Default();
 };
 
@@ -49,20 +56,34 @@ class DrainLoop {
 
   uint64_t inflight() const { return inflight_.load(); }
   uint64_t redelivered() const { return redelivered_.load(); }
+  uint64_t discarded() const { return discarded_.load(); }
+  // Agent clock time of the last successful delivery report (0: none yet).
+  int64_t last_delivery_ms() const { return last_delivery_ms_.load(); }
 
  private:
   struct Slot {
     wal::Entry entry;
-    enum State { kToProduce, kInKafka, kBackoff, kAcked } state = kToProduce;
+    enum State { kReady, kInKafka, kBackoff, kSettling } state = kReady;
     int attempts = 0;
+    int topic_checks = 0;  // fresh-metadata confirmations that the topic is missing
+  };
+  struct TopicCheck {
+    int64_t at_ms = 0;
+    absl::StatusOr<int> partitions = 0;
   };
 
   void Run();
   bool Refill();
   void ProduceDue(int64_t now_ms);
   void HandleReports(const std::vector<DeliveryReport>& reports, int64_t now_ms);
-  void SettleAcked();
+  void Retry(uint64_t seq, Slot& slot, const std::string& error, int64_t now_ms);
+  void Discard(uint64_t seq, Slot& slot, const std::string& reason, const std::string& error);
+  bool Expired(const Slot& slot, int64_t now_ms) const;
+  // True once fresh metadata says the slot's topic (or explicit partition) is missing.
+  bool TargetMissing(const Slot& slot, int64_t now_ms, std::string* why);
+  void SettleFinished();
   void UpdateCommitPoint();
+  void MaybeReopenWal(int64_t now_ms);
   void ReplaceProducerIfFatal();
   void DrainForShutdown();
 
@@ -74,19 +95,23 @@ class DrainLoop {
 
   // Owned by the loop thread.
   std::map<uint64_t, Slot> window_;
-  std::set<uint64_t> ready_;                        // to produce now, lowest seq first
-  std::multimap<int64_t, uint64_t> backoff_;        // retry time -> seq
+  std::set<uint64_t> ready_;                  // to produce now, lowest seq first
+  std::multimap<int64_t, uint64_t> backoff_;  // retry time -> seq
   uint64_t window_bytes_ = 0;
   uint64_t cursor_ = 0;  // next sequence number to read
-  std::vector<wal::Outcome> acked_;
-  std::set<uint64_t> undecodable_;
+  uint64_t wal_reopens_seen_ = 0;
+  std::vector<wal::Outcome> settling_;  // delivered or discarded, not yet removed
+  std::map<std::string, TopicCheck> topic_checks_;
   int64_t next_commit_update_ms_ = 0;
+  int64_t next_reopen_ms_ = 0;
   int64_t last_settle_error_log_ms_ = 0;
 
   std::thread thread_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> inflight_{0};
   std::atomic<uint64_t> redelivered_{0};
+  std::atomic<uint64_t> discarded_{0};
+  std::atomic<int64_t> last_delivery_ms_{0};
   Mutex wake_mu_;
   CondVar wake_cv_;
   uint64_t wake_count_ ABSL_GUARDED_BY(wake_mu_) = 0;

@@ -124,6 +124,28 @@ void KafkaProducer::PurgeAll() {
   rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
 }
 
+absl::StatusOr<int> KafkaProducer::PartitionCount(const std::string& topic, int timeout_ms) {
+  const rd_kafka_metadata_t* md = nullptr;
+  rd_kafka_resp_err_t err = rd_kafka_metadata(rk_, 0, Topic(topic), &md, timeout_ms);
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return absl::UnavailableError("metadata for topic " + topic + ": " + rd_kafka_err2str(err));
+  }
+  absl::StatusOr<int> result = absl::UnavailableError("no metadata for topic " + topic);
+  for (int i = 0; i < md->topic_cnt; ++i) {
+    const rd_kafka_metadata_topic_t& t = md->topics[i];
+    if (topic != t.topic) continue;
+    if (t.err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+      result = absl::NotFoundError("topic " + topic + " does not exist");
+    } else if (t.err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      result = absl::UnavailableError("metadata for topic " + topic + ": " + rd_kafka_err2str(t.err));
+    } else {
+      result = t.partition_cnt;
+    }
+  }
+  rd_kafka_metadata_destroy(md);
+  return result;
+}
+
 std::string KafkaProducer::FatalError() const {
   char buf[512];
   if (rd_kafka_fatal_error(rk_, buf, sizeof(buf)) == RD_KAFKA_RESP_ERR_NO_ERROR) return "";

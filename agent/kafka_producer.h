@@ -50,6 +50,10 @@ class KafkaProducer {
   // Fails every message still queued or in flight; their reports come with the next
   // Poll(). Used at shutdown and after a fatal error.
   void PurgeAll();
+  // Asks the cluster (fresh metadata, not librdkafka's cache) how many partitions
+  // `topic` has. NOT_FOUND if the cluster says the topic does not exist; UNAVAILABLE if
+  // the cluster could not be asked.
+  absl::StatusOr<int> PartitionCount(const std::string& topic, int timeout_ms);
   // Non-empty once librdkafka has raised a fatal (idempotence) error: the instance is
   // then useless and must be replaced.
   std::string FatalError() const;

@@ -9,7 +9,7 @@ grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
 }
 
-grpc::Status SpoolService::Send(grpc::ServerContext*, const kspool::v1::SendRequest* request,
+grpc::Status SpoolService::Send(grpc::ServerContext* context, const kspool::v1::SendRequest* request,
                                 kspool::v1::SendResponse* response) {
   if (absl::Status s = ValidateSendRequest(*request, limits_); !s.ok()) return ToGrpc(s);
   wal::AppendBatch batch;
@@ -28,6 +28,8 @@ grpc::Status SpoolService::Send(grpc::ServerContext*, const kspool::v1::SendRequ
   absl::StatusOr<wal::AppendResult> r = wal_->Append(std::move(batch));
   if (!r.ok()) {
     spdlog::warn("send: rejected {} messages: {}", n, r.status().ToString());
+    context->AddTrailingMetadata("retry-after-ms",
+                                 std::to_string(retry_after_ms_(r.status().code())));
     return ToGrpc(r.status());
   }
   on_appended_();

@@ -1,7 +1,8 @@
 // SpoolService: the kspool.v1.Spool gRPC service. Send validates the whole request,
 // appends it to the WAL as one atomic batch, and answers OK only once it is fsynced.
 // Status codes: INVALID_ARGUMENT (bad input, names message index and field),
-// RESOURCE_EXHAUSTED (WAL full), UNAVAILABLE (WAL I/O error or full disk).
+// RESOURCE_EXHAUSTED (WAL full), UNAVAILABLE (WAL I/O error or full disk). The last two
+// carry the trailing metadata `retry-after-ms`, a hint when to try again.
 // Thread safety: gRPC calls Send from many threads; that is what group commit feeds on.
 #pragma once
 
@@ -15,8 +16,13 @@ namespace kspool::agent {
 
 class SpoolService final : public kspool::v1::Spool::Service {
  public:
-  SpoolService(wal::Wal* wal, RequestLimits limits, std::function<void()> on_appended)
-      : wal_(wal), limits_(limits), on_appended_(std::move(on_appended)) {}
+  // `retry_after_ms` answers, for a rejected Send's status code, how long to wait.
+  SpoolService(wal::Wal* wal, RequestLimits limits, std::function<void()> on_appended,
+               std::function<int64_t(absl::StatusCode)> retry_after_ms)
+      : wal_(wal),
+        limits_(limits),
+        on_appended_(std::move(on_appended)),
+        retry_after_ms_(std::move(retry_after_ms)) {}
 
   grpc::Status Send(grpc::ServerContext* context, const kspool::v1::SendRequest* request,
                     kspool::v1::SendResponse* response) override;
@@ -25,6 +31,7 @@ class SpoolService final : public kspool::v1::Spool::Service {
   wal::Wal* const wal_;
   const RequestLimits limits_;
   const std::function<void()> on_appended_;
+  const std::function<int64_t(absl::StatusCode)> retry_after_ms_;
 };
 
 // absl and gRPC share their status code numbering.

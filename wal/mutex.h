@@ -1,4 +1,4 @@
-// Mutex, MutexLock and CondVar over std::mutex, annotated for clang's -Wthread-safety.
+// Mutex, MutexLock, SharedMutex and CondVar over the standard library's locks, annotated for clang's -Wthread-safety.
 // Used instead of absl::Mutex because Debian's absl is built without ThreadSanitizer
 // annotations, so TSan cannot see absl::Mutex's synchronization; pthread mutexes it can.
 #pragma once
@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <shared_mutex>
 
 #include "absl/base/thread_annotations.h"
 
@@ -30,6 +31,40 @@ class ABSL_SCOPED_LOCKABLE MutexLock {
 
  private:
   Mutex* const mu_;
+};
+
+// A reader/writer lock: many readers, or one writer.
+class ABSL_LOCKABLE SharedMutex {
+ public:
+  void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { mu_.lock(); }
+  void Unlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock(); }
+  void ReaderLock() ABSL_SHARED_LOCK_FUNCTION() { mu_.lock_shared(); }
+  void ReaderUnlock() ABSL_UNLOCK_FUNCTION() { mu_.unlock_shared(); }
+
+ private:
+  std::shared_mutex mu_;
+};
+
+class ABSL_SCOPED_LOCKABLE ReaderLock {
+ public:
+  explicit ReaderLock(SharedMutex* mu) ABSL_SHARED_LOCK_FUNCTION(mu) : mu_(mu) { mu_->ReaderLock(); }
+  ~ReaderLock() ABSL_UNLOCK_FUNCTION() { mu_->ReaderUnlock(); }
+  ReaderLock(const ReaderLock&) = delete;
+  ReaderLock& operator=(const ReaderLock&) = delete;
+
+ private:
+  SharedMutex* const mu_;
+};
+
+class ABSL_SCOPED_LOCKABLE WriterLock {
+ public:
+  explicit WriterLock(SharedMutex* mu) ABSL_EXCLUSIVE_LOCK_FUNCTION(mu) : mu_(mu) { mu_->Lock(); }
+  ~WriterLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
+  WriterLock(const WriterLock&) = delete;
+  WriterLock& operator=(const WriterLock&) = delete;
+
+ private:
+  SharedMutex* const mu_;
 };
 
 class CondVar {

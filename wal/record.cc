@@ -4,9 +4,12 @@
 #include <cstring>
 
 #include "absl/status/status.h"
+#include "wal/coding.h"
 
 namespace kspool::wal {
 namespace {
+
+using namespace coding;  // NOLINT: the codec primitives
 
 constexpr uint8_t kFlagKey = 1;
 constexpr uint8_t kFlagClientTimestamp = 2;
@@ -20,78 +23,6 @@ std::array<uint32_t, 256> MakeCrcTable() {
   }
   return t;
 }
-
-void PutFixed32(std::string* out, uint32_t v) {
-  char b[4];
-  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>(v >> (8 * i));
-  out->append(b, 4);
-}
-void PutFixed64(std::string* out, uint64_t v) {
-  char b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>(v >> (8 * i));
-  out->append(b, 8);
-}
-uint64_t GetFixed64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
-uint32_t GetFixed32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(p[i]);
-  return v;
-}
-void PutVarint(std::string* out, uint64_t v) {
-  while (v >= 0x80) {
-    out->push_back(static_cast<char>(v | 0x80));
-    v >>= 7;
-  }
-  out->push_back(static_cast<char>(v));
-}
-void PutBytes(std::string* out, std::string_view s) {
-  PutVarint(out, s.size());
-  out->append(s.data(), s.size());
-}
-
-// Sequential reader over the record body; every read checks bounds.
-class Reader {
- public:
-  explicit Reader(std::string_view in) : in_(in) {}
-  bool Varint(uint64_t* v) {
-    *v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (in_.empty()) return false;
-      uint8_t b = static_cast<uint8_t>(in_[0]);
-      in_.remove_prefix(1);
-      *v |= static_cast<uint64_t>(b & 0x7F) << shift;
-      if (!(b & 0x80)) return true;
-    }
-    return false;
-  }
-  bool Bytes(std::string* s) {
-    uint64_t n;
-    if (!Varint(&n) || n > in_.size()) return false;
-    s->assign(in_.data(), n);
-    in_.remove_prefix(n);
-    return true;
-  }
-  bool Fixed64(uint64_t* v) {
-    if (in_.size() < 8) return false;
-    *v = GetFixed64(in_.data());
-    in_.remove_prefix(8);
-    return true;
-  }
-  bool Byte(uint8_t* b) {
-    if (in_.empty()) return false;
-    *b = static_cast<uint8_t>(in_[0]);
-    in_.remove_prefix(1);
-    return true;
-  }
-  bool done() const { return in_.empty(); }
-
- private:
-  std::string_view in_;
-};
 
 absl::Status CheckHeader(std::string_view bytes) {
   if (bytes.size() < kRecordHeaderSize) {
@@ -141,11 +72,11 @@ std::string EncodeUnsealed(const RecordView& r) {
 
 void SealRecord(int64_t receive_time_ms, std::string* encoded) {
   std::string t;
-  PutFixed64(&t, static_cast<uint64_t>(receive_time_ms));
+  coding::PutFixed64(&t, static_cast<uint64_t>(receive_time_ms));
   std::memcpy(encoded->data() + 5, t.data(), 8);
   uint32_t crc = Crc32c(encoded->data() + 5, encoded->size() - 5);
   std::string c;
-  PutFixed32(&c, crc);
+  coding::PutFixed32(&c, crc);
   std::memcpy(encoded->data() + 1, c.data(), 4);
 }
 
@@ -164,17 +95,32 @@ std::string EncodeRecord(const Record& r) {
 
 absl::StatusOr<int64_t> PeekReceiveTime(std::string_view bytes) {
   if (absl::Status s = CheckHeader(bytes); !s.ok()) return s;
-  return static_cast<int64_t>(GetFixed64(bytes.data() + 5));
+  return static_cast<int64_t>(coding::GetFixed64(bytes.data() + 5));
+}
+
+std::string SalvageTopic(std::string_view bytes) {
+  if (bytes.size() <= kRecordHeaderSize) return "";
+  coding::Reader in(bytes.substr(kRecordHeaderSize));
+  uint8_t flags;
+  uint64_t ts, partition;
+  std::string topic;
+  if (!in.Byte(&flags)) return "";
+  if ((flags & kFlagClientTimestamp) && !in.Fixed64(&ts)) return "";
+  if (!in.Varint(&partition) || !in.Bytes(&topic) || topic.empty() || topic.size() > 249) return "";
+  for (char c : topic) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return "";
+  }
+  return topic;
 }
 
 absl::StatusOr<Record> DecodeRecord(std::string_view bytes) {
   if (absl::Status s = CheckHeader(bytes); !s.ok()) return s;
-  uint32_t want = GetFixed32(bytes.data() + 1);
+  uint32_t want = coding::GetFixed32(bytes.data() + 1);
   uint32_t got = Crc32c(bytes.data() + 5, bytes.size() - 5);
   if (want != got) return absl::DataLossError("record checksum mismatch");
   Record r;
-  r.receive_time_ms = static_cast<int64_t>(GetFixed64(bytes.data() + 5));
-  Reader in(bytes.substr(kRecordHeaderSize));
+  r.receive_time_ms = static_cast<int64_t>(coding::GetFixed64(bytes.data() + 5));
+  coding::Reader in(bytes.substr(kRecordHeaderSize));
   auto truncated = [] { return absl::DataLossError("record body malformed"); };
   uint8_t flags;
   if (!in.Byte(&flags) || (flags & ~(kFlagKey | kFlagClientTimestamp))) return truncated();

@@ -62,6 +62,10 @@ absl::StatusOr<Record> DecodeRecord(std::string_view bytes);
 // Reads only the receive time, for commit-point queries; checks the version only.
 absl::StatusOr<int64_t> PeekReceiveTime(std::string_view bytes);
 
+// Best effort for a record that fails to decode: the topic, if the bytes still hold a
+// plausible one (so a quarantined record is counted under its topic), else "".
+std::string SalvageTopic(std::string_view bytes);
+
 uint32_t Crc32c(const char* data, size_t n);
 
 }  // namespace kspool::wal

@@ -1,4 +1,7 @@
 // RocksWal: the Wal on RocksDB. Internal to wal/; users see wal.h only.
+//
+// Lock order: settle_mu_ -> db_mu_ -> mu_. db_mu_ is held shared by everything that
+// touches RocksDB and exclusively by Reopen(), which swaps the database underneath.
 #pragma once
 
 #include <deque>
@@ -7,17 +10,27 @@
 #include <string>
 #include <vector>
 
-#include "rocksdb/db.h"
 #include "absl/base/thread_annotations.h"
+#include "rocksdb/db.h"
 #include "wal/mutex.h"
 #include "wal/wal.h"
 
 namespace kspool::wal {
 
+// An open RocksDB database with the WAL's column families.
+struct OpenDb {
+  std::unique_ptr<rocksdb::DB> db;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::ColumnFamilyHandle* log = nullptr;
+  rocksdb::ColumnFamilyHandle* meta = nullptr;
+  rocksdb::ColumnFamilyHandle* dead = nullptr;
+  ~OpenDb();
+};
+
 class RocksWal final : public Wal {
  public:
   static absl::StatusOr<std::unique_ptr<Wal>> Open(Options options);
-  ~RocksWal() override;
+  ~RocksWal() override = default;
 
   absl::StatusOr<AppendResult> Append(AppendBatch batch) override;
   absl::Status Scan(uint64_t from_seq, size_t max_entries, size_t max_bytes,
@@ -30,6 +43,11 @@ class RocksWal final : public Wal {
   Stats GetStats() const override;
   std::string agent_id() const override { return agent_id_; }
   absl::Status health() const override;
+  absl::Status Reopen() override;
+  uint64_t reopens() const override;
+  absl::Status ScanDeadLetters(uint64_t from_seq, size_t max_entries,
+                               std::vector<DeadLetter>* out) override;
+  absl::Status CountLive(std::map<std::string, Counts>* out) override;
 
  private:
   // One Append() call waiting in the group-commit queue.
@@ -42,21 +60,26 @@ class RocksWal final : public Wal {
   };
 
   explicit RocksWal(Options options) : options_(std::move(options)) {}
-  absl::Status Recover();
-  absl::Status LoadMeta();
+  absl::StatusOr<std::unique_ptr<OpenDb>> OpenDatabase();
+  // Loads the persisted state into memory; on a reopen, in-memory high-water marks win.
+  absl::Status LoadState(bool reopen) ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_);
   // Group commit: the writer at the queue's head writes for everyone queued behind it.
   void CommitGroup(Writer* leader) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t NextReceiveTime() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // First live seq >= from in [from, limit), or nullopt. Reads RocksDB.
-  std::optional<uint64_t> FirstLiveAtOrAfter(uint64_t from, uint64_t limit) const;
+  // First live seq in [from, limit), or nullopt.
+  std::optional<uint64_t> FirstLiveAtOrAfter(uint64_t from, uint64_t limit) const
+      ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  absl::Status ClosedError() const;
+  // Makes a failed write sticky (LevelDB's RecordBackgroundError).
+  void RecordWriteError(const rocksdb::Status& s, std::string_view what) ABSL_LOCKS_EXCLUDED(mu_);
+  void RecordWriteErrorLocked(const rocksdb::Status& s, std::string_view what)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  Options options_;
-  std::unique_ptr<rocksdb::DB> db_;
-  rocksdb::ColumnFamilyHandle* log_ = nullptr;
-  rocksdb::ColumnFamilyHandle* meta_ = nullptr;
-  rocksdb::ColumnFamilyHandle* dead_ = nullptr;
-  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+  const Options options_;
   std::string agent_id_;
+
+  mutable SharedMutex db_mu_;
+  std::unique_ptr<OpenDb> db_ ABSL_GUARDED_BY(db_mu_);  // null while reopening failed
 
   mutable Mutex mu_;
   std::deque<Writer*> queue_ ABSL_GUARDED_BY(mu_);
@@ -65,15 +88,17 @@ class RocksWal final : public Wal {
   int64_t last_receive_ms_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t receive_floor_ms_ ABSL_GUARDED_BY(mu_) = 0;  // future receive times are >= this
   std::optional<int64_t> writing_receive_ms_ ABSL_GUARDED_BY(mu_);  // group being written
-  absl::Status write_error_ ABSL_GUARDED_BY(mu_);                   // sticky
+  absl::Status write_error_ ABSL_GUARDED_BY(mu_);                   // sticky until Reopen()
   std::map<std::string, TopicStats> topics_ ABSL_GUARDED_BY(mu_);
+  uint64_t live_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   CommitPoints saved_points_ ABSL_GUARDED_BY(mu_);
   uint64_t fsyncs_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t appends_ ABSL_GUARDED_BY(mu_) = 0;
-
-  // Settle() is serialized: it owns the head and the delete bookkeeping.
-  mutable Mutex settle_mu_;
+  uint64_t reopens_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t head_ ABSL_GUARDED_BY(mu_) = 1;  // oldest live seq, or committed_next_ when empty
+
+  // Settle() is serialized: it owns the delete bookkeeping.
+  mutable Mutex settle_mu_;
   std::set<uint64_t> deleted_above_head_ ABSL_GUARDED_BY(settle_mu_);
 };
 

@@ -17,6 +17,21 @@ int64_t RocksWal::NextReceiveTime() {
   return t;
 }
 
+void RocksWal::RecordWriteError(const rocksdb::Status& s, std::string_view what) {
+  MutexLock l(&mu_);
+  RecordWriteErrorLocked(s, what);
+}
+
+void RocksWal::RecordWriteErrorLocked(const rocksdb::Status& s, std::string_view what) {
+  // LevelDB's lesson: after a failed write or sync the log's state is unknown, so
+  // nothing more is acknowledged until the WAL has been reopened and recovered.
+  if (write_error_.ok()) {
+    write_error_ = absl::UnavailableError(
+        "WAL " + std::string(what) + " failed; no further appends are acknowledged until the "
+        "WAL is reopened: " + s.ToString());
+  }
+}
+
 absl::StatusOr<AppendResult> RocksWal::Append(AppendBatch batch) {
   if (batch.empty()) return absl::InvalidArgumentError("append of an empty batch");
   Writer w;
@@ -31,12 +46,25 @@ absl::StatusOr<AppendResult> RocksWal::Append(AppendBatch batch) {
 }
 
 void RocksWal::CommitGroup(Writer* leader) {
+  // The group stays in the queue while it is written, so that no second leader starts
+  // a write before this one has finished: sequence numbers commit in order.
   std::vector<Writer*> group;
-  size_t bytes = 0;
+  size_t examined = 0, bytes = 0;
   for (Writer* w : queue_) {
-    if (!group.empty() && (group.size() >= options_.max_group_requests ||
-                           bytes + w->batch.bytes() > options_.max_group_bytes)) {
+    if (group.size() >= options_.max_group_requests ||
+        (!group.empty() && bytes + w->batch.bytes() > options_.max_group_bytes)) {
       break;
+    }
+    ++examined;
+    if (write_error_.ok() && options_.max_bytes > 0 &&
+        live_bytes_ + bytes + w->batch.bytes() > options_.max_bytes) {
+      w->status = absl::ResourceExhaustedError(
+          "WAL full: " + std::to_string(live_bytes_ + bytes) + " of " +
+          std::to_string(options_.max_bytes) + " bytes in use, the request needs " +
+          std::to_string(w->batch.bytes()) + "; retry once Kafka has drained some");
+      w->done = true;  // it returns without touching the queue again
+      if (w != leader) w->cv.Signal();
+      continue;
     }
     group.push_back(w);
     bytes += w->batch.bytes();
@@ -52,8 +80,8 @@ void RocksWal::CommitGroup(Writer* leader) {
     for (const auto& [topic, delta] : w->batch.topics()) {
       auto it = accepted.find(topic);
       if (it == accepted.end()) {
-        it = accepted.emplace(topic, topics_.count(topic) ? topics_[topic].accepted : Counts{})
-                 .first;
+        auto t = topics_.find(topic);
+        it = accepted.emplace(topic, t == topics_.end() ? Counts{} : t->second.accepted).first;
       }
       it->second.count += delta.first;
       it->second.bytes += delta.second;
@@ -62,40 +90,47 @@ void RocksWal::CommitGroup(Writer* leader) {
   const uint64_t end_seq = next_seq_;
   writing_receive_ms_ = receive_ms;
 
-  if (status.ok()) {
+  if (status.ok() && !group.empty()) {
     mu_.Unlock();
-    rocksdb::WriteBatch wb(bytes + 64 * (end_seq - first_seq) + 256);
-    uint64_t seq = first_seq;
-    for (Writer* w : group) {
-      for (std::string& rec : w->batch.records()) {
-        SealRecord(receive_ms, &rec);
-        wb.Put(log_, keys::Seq(seq++), rec);
+    rocksdb::Status s;
+    {
+      ReaderLock r(&db_mu_);
+      if (!db_) {
+        s = rocksdb::Status::IOError("WAL is closed");
+      } else {
+        rocksdb::WriteBatch wb(bytes + 64 * (end_seq - first_seq) + 256);
+        uint64_t seq = first_seq;
+        for (Writer* w : group) {
+          for (std::string& rec : w->batch.records()) {
+            SealRecord(receive_ms, &rec);
+            wb.Put(db_->log, keys::Seq(seq++), rec);
+          }
+        }
+        wb.Put(db_->meta, keys::kNextSeq, keys::U64(end_seq));
+        wb.Put(db_->meta, keys::kLastReceive, keys::U64(static_cast<uint64_t>(receive_ms)));
+        for (const auto& [topic, c] : accepted) {
+          wb.Put(db_->meta, keys::Accepted(topic), keys::EncodeCounts(c));
+        }
+        rocksdb::WriteOptions wo;
+        wo.sync = true;
+        s = db_->db->Write(wo, &wb);
       }
     }
-    wb.Put(meta_, keys::kNextSeq, keys::U64(end_seq));
-    wb.Put(meta_, keys::kLastReceive, keys::U64(static_cast<uint64_t>(receive_ms)));
-    for (const auto& [topic, c] : accepted) wb.Put(meta_, keys::Accepted(topic), keys::EncodeCounts(c));
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    rocksdb::Status s = db_->Write(wo, &wb);
     mu_.Lock();
     if (s.ok()) {
       ++fsyncs_;
       appends_ += group.size();
+      live_bytes_ += bytes;
       for (auto& [topic, c] : accepted) topics_[topic].accepted = c;
     } else {
-      // LevelDB's lesson: after a failed write or sync the log's state is unknown, so
-      // nothing more is acknowledged until the WAL is reopened and recovered.
-      write_error_ = absl::UnavailableError(
-          "WAL write failed; no further appends are acknowledged until the WAL is reopened: " +
-          s.ToString());
+      RecordWriteErrorLocked(s, "append");
       status = write_error_;
     }
   }
   writing_receive_ms_.reset();
   committed_next_ = end_seq;
+  for (size_t i = 0; i < examined; ++i) queue_.pop_front();
   for (Writer* w : group) {
-    queue_.pop_front();
     w->status = status;
     w->done = true;
     if (w != leader) w->cv.Signal();

@@ -1,7 +1,7 @@
-// RocksWal: opening, recovery of the in-memory state from `meta`, stats, commit points.
+// RocksWal: opening, reopening after a write error, and the in-memory state recovered
+// from `meta`. Opening never scans the log: startup time does not grow with the backlog.
 #include <random>
 
-#include "rocksdb/convenience.h"
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
 #include "wal/status.h"
@@ -38,20 +38,22 @@ Counts TopicStats::pending() const {
   return p;
 }
 
+OpenDb::~OpenDb() {
+  if (!db) return;
+  for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
+  db->Close().PermitUncheckedError();
+}
+
 absl::StatusOr<std::unique_ptr<Wal>> RocksWal::Open(Options options) {
   if (options.dir.empty()) return absl::InvalidArgumentError("WAL directory is empty");
   std::unique_ptr<RocksWal> wal(new RocksWal(std::move(options)));
-  RETURN_IF_ERROR(wal->Recover());
+  WriterLock l(&wal->db_mu_);
+  ASSIGN_OR_RETURN(wal->db_, wal->OpenDatabase());
+  RETURN_IF_ERROR(wal->LoadState(/*reopen=*/false));
   return std::unique_ptr<Wal>(std::move(wal));
 }
 
-RocksWal::~RocksWal() {
-  if (!db_) return;
-  for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
-  db_->Close().PermitUncheckedError();
-}
-
-absl::Status RocksWal::Recover() {
+absl::StatusOr<std::unique_ptr<OpenDb>> RocksWal::OpenDatabase() {
   rocksdb::DBOptions db_opts;
   db_opts.create_if_missing = true;
   db_opts.create_missing_column_families = true;
@@ -72,19 +74,21 @@ absl::Status RocksWal::Recover() {
       {"log", log_opts},
       {"meta", small_opts},
       {"dead", small_opts}};
-  rocksdb::DB* db = nullptr;
-  RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(db_opts, options_.dir, cfs, &handles_, &db),
+  auto db = std::make_unique<OpenDb>();
+  rocksdb::DB* raw = nullptr;
+  RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(db_opts, options_.dir, cfs, &db->handles, &raw),
                             "open WAL " + options_.dir));
-  db_.reset(db);
-  log_ = handles_[1];
-  meta_ = handles_[2];
-  dead_ = handles_[3];
-  return LoadMeta();
+  db->db.reset(raw);
+  db->log = db->handles[1];
+  db->meta = db->handles[2];
+  db->dead = db->handles[3];
+  return db;
 }
 
-absl::Status RocksWal::LoadMeta() {
+absl::Status RocksWal::LoadState(bool reopen) {
+  rocksdb::DB* db = db_->db.get();
   auto get = [&](std::string_view key, std::string* v) -> absl::StatusOr<bool> {
-    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), meta_, key, v);
+    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), db_->meta, key, v);
     if (s.IsNotFound()) return false;
     RETURN_IF_ERROR(FromRocks(s, "read WAL meta " + std::string(key)));
     return true;
@@ -93,71 +97,113 @@ absl::Status RocksWal::LoadMeta() {
   rocksdb::WriteBatch init;
   ASSIGN_OR_RETURN(bool has_version, get(keys::kFormatVersion, &v));
   if (has_version) {
-    int version = std::atoi(v.c_str());
-    if (version > kFormatVersion) {
+    if (std::atoi(v.c_str()) > kFormatVersion) {
       return absl::FailedPreconditionError(
           "WAL " + options_.dir + " has format version " + v + "; this build reads up to " +
           std::to_string(kFormatVersion));
     }
   } else {
-    init.Put(meta_, keys::kFormatVersion, std::to_string(kFormatVersion));
+    init.Put(db_->meta, keys::kFormatVersion, std::to_string(kFormatVersion));
   }
   ASSIGN_OR_RETURN(bool has_id, get(keys::kAgentId, &agent_id_));
   if (!has_id) {
     agent_id_ = RandomAgentId();
-    init.Put(meta_, keys::kAgentId, agent_id_);
+    init.Put(db_->meta, keys::kAgentId, agent_id_);
   }
   if (init.Count() > 0) {
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    RETURN_IF_ERROR(FromRocks(db_->Write(wo, &init), "initialize WAL meta"));
+    RETURN_IF_ERROR(FromRocks(db->Write(wo, &init), "initialize WAL meta"));
   }
 
-  MutexLock l(&mu_);
+  uint64_t next_seq = 1;
+  int64_t last_receive = 0;
+  CommitPoints points;
+  std::map<std::string, TopicStats> topics;
   ASSIGN_OR_RETURN(bool has_next, get(keys::kNextSeq, &v));
-  if (has_next) next_seq_ = std::max<uint64_t>(1, keys::ParseU64(v));
+  if (has_next) next_seq = std::max<uint64_t>(1, keys::ParseU64(v));
   ASSIGN_OR_RETURN(bool has_last, get(keys::kLastReceive, &v));
-  if (has_last) last_receive_ms_ = static_cast<int64_t>(keys::ParseU64(v));
+  if (has_last) last_receive = static_cast<int64_t>(keys::ParseU64(v));
   ASSIGN_OR_RETURN(bool has_cp, get(keys::kCommitPoint, &v));
-  if (has_cp) saved_points_.global_ms = static_cast<int64_t>(keys::ParseU64(v));
+  if (has_cp) points.global_ms = static_cast<int64_t>(keys::ParseU64(v));
 
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), meta_));
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), db_->meta));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     std::string_view k(it->key().data(), it->key().size());
     std::string_view val(it->value().data(), it->value().size());
     if (StartsWith(k, keys::kCommitPointTopicPrefix)) {
-      saved_points_.topics_ms[std::string(k.substr(keys::kCommitPointTopicPrefix.size()))] =
+      points.topics_ms[std::string(k.substr(keys::kCommitPointTopicPrefix.size()))] =
           static_cast<int64_t>(keys::ParseU64(val));
     } else if (StartsWith(k, keys::kAcceptedPrefix)) {
-      topics_[std::string(k.substr(keys::kAcceptedPrefix.size()))].accepted =
-          keys::ParseCounts(val);
+      topics[std::string(k.substr(keys::kAcceptedPrefix.size()))].accepted = keys::ParseCounts(val);
     } else if (StartsWith(k, keys::kDeliveredPrefix)) {
-      topics_[std::string(k.substr(keys::kDeliveredPrefix.size()))].delivered =
-          keys::ParseCounts(val);
+      topics[std::string(k.substr(keys::kDeliveredPrefix.size()))].delivered = keys::ParseCounts(val);
     } else if (StartsWith(k, keys::kDiscardedPrefix)) {
       std::string_view rest = k.substr(keys::kDiscardedPrefix.size());
       size_t slash = rest.find('/');
       if (slash == std::string_view::npos) continue;
-      topics_[std::string(rest.substr(0, slash))]
-          .discarded[std::string(rest.substr(slash + 1))] = keys::ParseCounts(val);
+      topics[std::string(rest.substr(0, slash))].discarded[std::string(rest.substr(slash + 1))] =
+          keys::ParseCounts(val);
     }
   }
   RETURN_IF_ERROR(FromRocks(it->status(), "read WAL meta"));
   it.reset();
 
   // The log's own last key is authoritative if meta somehow lags behind it.
-  std::unique_ptr<rocksdb::Iterator> log_it(db_->NewIterator(rocksdb::ReadOptions(), log_));
+  std::unique_ptr<rocksdb::Iterator> log_it(db->NewIterator(rocksdb::ReadOptions(), db_->log));
   log_it->SeekToLast();
-  if (log_it->Valid()) next_seq_ = std::max(next_seq_, keys::ParseSeq(log_it->key().ToString()) + 1);
+  if (log_it->Valid()) next_seq = std::max(next_seq, keys::ParseSeq(log_it->key().ToString()) + 1);
   log_it->SeekToFirst();
   RETURN_IF_ERROR(FromRocks(log_it->status(), "read WAL log"));
-  committed_next_ = next_seq_;
-  head_ = log_it->Valid() ? keys::ParseSeq(log_it->key().ToString()) : committed_next_;
+  std::optional<uint64_t> first;
+  if (log_it->Valid()) first = keys::ParseSeq(log_it->key().ToString());
 
-  int64_t max_point = saved_points_.global_ms;
-  for (const auto& [t, ms] : saved_points_.topics_ms) max_point = std::max(max_point, ms);
-  receive_floor_ms_ = std::max(last_receive_ms_, max_point + 1);
+  MutexLock l(&mu_);
+  if (reopen) {
+    // Never hand out a number twice, even one whose failed write did not persist.
+    next_seq = std::max(next_seq, next_seq_);
+    last_receive = std::max(last_receive, last_receive_ms_);
+    points = saved_points_;
+  }
+  next_seq_ = committed_next_ = next_seq;
+  head_ = first.value_or(committed_next_);
+  last_receive_ms_ = last_receive;
+  topics_ = std::move(topics);
+  live_bytes_ = 0;
+  for (const auto& [t, ts] : topics_) live_bytes_ += ts.pending().bytes;
+  saved_points_ = points;
+  int64_t max_point = points.global_ms;
+  for (const auto& [t, ms] : points.topics_ms) max_point = std::max(max_point, ms);
+  receive_floor_ms_ = std::max({receive_floor_ms_, last_receive_ms_, max_point + 1});
+  write_error_ = absl::OkStatus();
   return absl::OkStatus();
+}
+
+absl::Status RocksWal::Reopen() {
+  MutexLock settle(&settle_mu_);
+  WriterLock w(&db_mu_);
+  {
+    MutexLock l(&mu_);
+    if (write_error_.ok() && db_) return absl::OkStatus();
+  }
+  db_.reset();  // close first: RocksDB holds a lock on the directory
+  absl::StatusOr<std::unique_ptr<OpenDb>> db = OpenDatabase();
+  if (!db.ok()) return db.status();
+  db_ = std::move(db).value();
+  RETURN_IF_ERROR(LoadState(/*reopen=*/true));
+  deleted_above_head_.clear();
+  MutexLock l(&mu_);
+  ++reopens_;
+  return absl::OkStatus();
+}
+
+uint64_t RocksWal::reopens() const {
+  MutexLock l(&mu_);
+  return reopens_;
+}
+
+absl::Status RocksWal::ClosedError() const {
+  return absl::UnavailableError("WAL " + options_.dir + " is closed after an I/O error; reopening");
 }
 
 absl::Status RocksWal::health() const {
@@ -168,6 +214,7 @@ absl::Status RocksWal::health() const {
 Stats RocksWal::GetStats() const {
   Stats s;
   uint64_t head, limit;
+  ReaderLock r(&db_mu_);
   {
     MutexLock l(&mu_);
     s.next_seq = next_seq_;
@@ -175,6 +222,7 @@ Stats RocksWal::GetStats() const {
     s.topics = topics_;
     s.fsyncs = fsyncs_;
     s.appends = appends_;
+    s.capacity_bytes = options_.max_bytes;
     head = head_;
     limit = committed_next_;
   }
@@ -183,7 +231,7 @@ Stats RocksWal::GetStats() const {
     s.entries += p.count;
     s.bytes += p.bytes;
   }
-  if (s.entries > 0) s.oldest_seq = FirstLiveAtOrAfter(head, limit);
+  if (s.entries > 0 && db_) s.oldest_seq = FirstLiveAtOrAfter(head, limit);
   return s;
 }
 
@@ -193,11 +241,13 @@ CommitPoints RocksWal::SavedCommitPoints() const {
 }
 
 absl::Status RocksWal::SaveCommitPoints(const CommitPoints& points) {
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
   rocksdb::WriteBatch wb;
-  wb.Put(meta_, keys::kCommitPoint, keys::U64(static_cast<uint64_t>(points.global_ms)));
+  wb.Put(db_->meta, keys::kCommitPoint, keys::U64(static_cast<uint64_t>(points.global_ms)));
   int64_t max_point = points.global_ms;
   for (const auto& [topic, ms] : points.topics_ms) {
-    wb.Put(meta_, keys::TopicCommitPoint(topic), keys::U64(static_cast<uint64_t>(ms)));
+    wb.Put(db_->meta, keys::TopicCommitPoint(topic), keys::U64(static_cast<uint64_t>(ms)));
     max_point = std::max(max_point, ms);
   }
   {
@@ -207,13 +257,19 @@ absl::Status RocksWal::SaveCommitPoints(const CommitPoints& points) {
   }
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  RETURN_IF_ERROR(FromRocks(db_->Write(wo, &wb), "save commit points"));
+  rocksdb::Status s = db_->db->Write(wo, &wb);
+  if (!s.ok()) {
+    RecordWriteError(s, "commit point write");
+    return FromRocks(s, "save commit points");
+  }
   MutexLock l(&mu_);
   saved_points_ = points;
   return absl::OkStatus();
 }
 
 absl::Status RocksWal::CompactDeadRange() {
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
   uint64_t head;
   {
     MutexLock l(&mu_);
@@ -221,8 +277,8 @@ absl::Status RocksWal::CompactDeadRange() {
   }
   std::string end = keys::Seq(head);
   rocksdb::Slice end_slice(end);
-  rocksdb::CompactRangeOptions opts;
-  return FromRocks(db_->CompactRange(opts, log_, nullptr, &end_slice), "compact WAL dead range");
+  return FromRocks(db_->db->CompactRange(rocksdb::CompactRangeOptions(), db_->log, nullptr, &end_slice),
+                   "compact WAL dead range");
 }
 
 }  // namespace kspool::wal

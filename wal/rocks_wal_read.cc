@@ -4,40 +4,21 @@
 // The log is used as a queue, so deletes pile up at its head. Scans always start at
 // the oldest live entry (iterate_lower_bound), the contiguous settled prefix is removed
 // with one DeleteRange, and only entries settled out of order get point tombstones.
+#include "wal/dead_letter.h"
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
 #include "wal/status.h"
 
 namespace kspool::wal {
-namespace {
-
-void PutDeadLetter(const Outcome& o, int64_t now_ms, std::string* out) {
-  auto put_bytes = [out](std::string_view s) {
-    uint64_t n = s.size();
-    while (n >= 0x80) {
-      out->push_back(static_cast<char>(n | 0x80));
-      n >>= 7;
-    }
-    out->push_back(static_cast<char>(n));
-    out->append(s.data(), s.size());
-  };
-  out->push_back(1);
-  out->append(keys::U64(static_cast<uint64_t>(now_ms)));
-  put_bytes(o.discard_reason);
-  put_bytes(o.error_text);
-  out->append(o.raw);
-}
-
-}  // namespace
 
 std::optional<uint64_t> RocksWal::FirstLiveAtOrAfter(uint64_t from, uint64_t limit) const {
-  if (from >= limit) return std::nullopt;
+  if (from >= limit || !db_) return std::nullopt;
   std::string lo = keys::Seq(from), hi = keys::Seq(limit);
   rocksdb::Slice lo_s(lo), hi_s(hi);
   rocksdb::ReadOptions ro;
   ro.iterate_lower_bound = &lo_s;
   ro.iterate_upper_bound = &hi_s;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, log_));
+  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->log));
   it->Seek(lo_s);
   if (!it->Valid()) return std::nullopt;
   return keys::ParseSeq(it->key().ToString());
@@ -45,6 +26,8 @@ std::optional<uint64_t> RocksWal::FirstLiveAtOrAfter(uint64_t from, uint64_t lim
 
 absl::Status RocksWal::Scan(uint64_t from_seq, size_t max_entries, size_t max_bytes,
                             std::vector<Entry>* out) {
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
   uint64_t lower, upper;
   {
     MutexLock l(&mu_);
@@ -57,7 +40,7 @@ absl::Status RocksWal::Scan(uint64_t from_seq, size_t max_entries, size_t max_by
   rocksdb::ReadOptions ro;
   ro.iterate_lower_bound = &lo_s;
   ro.iterate_upper_bound = &hi_s;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, log_));
+  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->log));
   size_t n = 0, bytes = 0;
   for (it->Seek(lo_s); it->Valid() && n < max_entries && bytes < max_bytes; it->Next(), ++n) {
     Entry e;
@@ -65,11 +48,11 @@ absl::Status RocksWal::Scan(uint64_t from_seq, size_t max_entries, size_t max_by
     std::string_view raw(it->value().data(), it->value().size());
     e.size = raw.size();
     bytes += raw.size();
-    absl::StatusOr<Record> r = DecodeRecord(raw);
-    if (r.ok()) {
-      e.record = std::move(r).value();
+    absl::StatusOr<Record> rec = DecodeRecord(raw);
+    if (rec.ok()) {
+      e.record = std::move(rec).value();
     } else {
-      e.status = r.status();
+      e.status = rec.status();
       e.raw.assign(raw);
     }
     out->push_back(std::move(e));
@@ -80,6 +63,8 @@ absl::Status RocksWal::Scan(uint64_t from_seq, size_t max_entries, size_t max_by
 absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
   if (outcomes.empty()) return absl::OkStatus();
   MutexLock settle(&settle_mu_);
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
   uint64_t head;
   std::map<std::string, TopicStats> totals;  // new totals of the touched counters
   {
@@ -87,7 +72,8 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
     head = head_;
     for (const Outcome& o : outcomes) {
       auto [it, fresh] = totals.try_emplace(o.topic);
-      if (fresh && topics_.count(o.topic)) it->second = topics_[o.topic];
+      auto t = topics_.find(o.topic);
+      if (fresh && t != topics_.end()) it->second = t->second;
       Counts& c = o.discard_reason.empty() ? it->second.delivered
                                            : it->second.discarded[o.discard_reason];
       c.count += 1;
@@ -101,28 +87,32 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
   while (settled.count(cand)) ++cand;
 
   rocksdb::WriteBatch wb;
-  if (cand > head) wb.DeleteRange(log_, keys::Seq(head), keys::Seq(cand));
+  if (cand > head) wb.DeleteRange(db_->log, keys::Seq(head), keys::Seq(cand));
   const int64_t now_ms = options_.clock->NowMillis();
+  uint64_t bytes = 0;
   for (const Outcome& o : outcomes) {
-    if (o.seq >= cand) wb.Delete(log_, keys::Seq(o.seq));
+    bytes += o.size;
+    if (o.seq >= cand) wb.Delete(db_->log, keys::Seq(o.seq));
     if (!o.discard_reason.empty()) {
-      std::string v;
-      PutDeadLetter(o, now_ms, &v);
-      wb.Put(dead_, keys::Seq(o.seq), v);
+      wb.Put(db_->dead, keys::Seq(o.seq), EncodeDeadLetter(o, now_ms));
     }
   }
   for (const Outcome& o : outcomes) {
     const TopicStats& t = totals[o.topic];
     if (o.discard_reason.empty()) {
-      wb.Put(meta_, keys::Delivered(o.topic), keys::EncodeCounts(t.delivered));
+      wb.Put(db_->meta, keys::Delivered(o.topic), keys::EncodeCounts(t.delivered));
     } else {
-      wb.Put(meta_, keys::Discarded(o.topic, o.discard_reason),
+      wb.Put(db_->meta, keys::Discarded(o.topic, o.discard_reason),
              keys::EncodeCounts(t.discarded.at(o.discard_reason)));
     }
   }
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  RETURN_IF_ERROR(FromRocks(db_->Write(wo, &wb), "settle WAL entries"));
+  rocksdb::Status s = db_->db->Write(wo, &wb);
+  if (!s.ok()) {
+    RecordWriteError(s, "settle");
+    return FromRocks(s, "settle WAL entries");
+  }
 
   uint64_t limit;
   {
@@ -131,6 +121,7 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
       topics_[topic].delivered = t.delivered;
       for (auto& [reason, c] : t.discarded) topics_[topic].discarded[reason] = c;
     }
+    live_bytes_ -= std::min(live_bytes_, bytes);
     limit = committed_next_;
   }
   // Entries below cand are gone; a gap (a failed append, or entries deleted before a
@@ -144,13 +135,15 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
 }
 
 absl::StatusOr<int64_t> RocksWal::ReceiveTimeBound(uint64_t from_seq) {
-  // Held across the seek so that no group commits in between: the answer then covers
-  // the log, the group being written, and every future group.
+  // mu_ is held across the seek so that no group commits in between: the answer then
+  // covers the log, the group being written, and every future group.
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
   MutexLock l(&mu_);
   std::optional<uint64_t> first = FirstLiveAtOrAfter(std::max(from_seq, head_), committed_next_);
   if (first) {
     std::string v;
-    RETURN_IF_ERROR(FromRocks(db_->Get(rocksdb::ReadOptions(), log_, keys::Seq(*first), &v),
+    RETURN_IF_ERROR(FromRocks(db_->db->Get(rocksdb::ReadOptions(), db_->log, keys::Seq(*first), &v),
                               "read WAL entry " + std::to_string(*first)));
     absl::StatusOr<int64_t> t = PeekReceiveTime(v);
     if (t.ok()) return *t;
@@ -159,10 +152,40 @@ absl::StatusOr<int64_t> RocksWal::ReceiveTimeBound(uint64_t from_seq) {
     return saved_points_.global_ms + 1;
   }
   if (writing_receive_ms_) return *writing_receive_ms_;
-  int64_t bound = std::max(
-      std::max(options_.clock->NowMillis(), last_receive_ms_) + 1, receive_floor_ms_);
+  int64_t bound = std::max(std::max(options_.clock->NowMillis(), last_receive_ms_) + 1,
+                           receive_floor_ms_);
   receive_floor_ms_ = bound;
   return bound;
+}
+
+absl::Status RocksWal::ScanDeadLetters(uint64_t from_seq, size_t max_entries,
+                                       std::vector<DeadLetter>* out) {
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
+  std::string lo = keys::Seq(from_seq);
+  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(rocksdb::ReadOptions(), db_->dead));
+  for (it->Seek(lo); it->Valid() && out->size() < max_entries; it->Next()) {
+    uint64_t seq = keys::ParseSeq(std::string_view(it->key().data(), it->key().size()));
+    absl::StatusOr<DeadLetter> d =
+        DecodeDeadLetter(seq, std::string_view(it->value().data(), it->value().size()));
+    if (!d.ok()) return d.status();
+    out->push_back(std::move(d).value());
+  }
+  return FromRocks(it->status(), "scan dead letters");
+}
+
+absl::Status RocksWal::CountLive(std::map<std::string, Counts>* out) {
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
+  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(rocksdb::ReadOptions(), db_->log));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    std::string_view raw(it->value().data(), it->value().size());
+    absl::StatusOr<Record> rec = DecodeRecord(raw);
+    Counts& c = (*out)[rec.ok() ? rec->topic : std::string()];
+    c.count += 1;
+    c.bytes += raw.size();
+  }
+  return FromRocks(it->status(), "count WAL entries");
 }
 
 }  // namespace kspool::wal

@@ -8,7 +8,9 @@
 //    reopen: the next number is persisted in the same batch as the entries.
 //  * Receive times come from the Clock but never go backwards, also across reopen.
 //  * After a failed write or sync, every later Append() fails with UNAVAILABLE until
-//    the Wal is reopened: the state after a failed sync is unknown.
+//    Reopen() succeeds: the state after a failed sync is unknown.
+//  * Append() fails with RESOURCE_EXHAUSTED, writing nothing, when the live entries
+//    would exceed Options::max_bytes.
 //  * Settle() removes entries and updates the persisted counters (and the dead-letter
 //    store, for discards) in one atomic, synced write batch.
 // Thread safety: every method may be called from any thread.
@@ -37,6 +39,9 @@ struct Options {
   Clock* clock = SystemClock::Default();
   // File-system seam: tests pass an Env wrapping a fault-injecting FileSystem.
   std::shared_ptr<rocksdb::Env> env;
+  // Capacity: an append that would take the live entries' bytes past this fails with
+  // RESOURCE_EXHAUSTED (0 = unlimited).
+  uint64_t max_bytes = 0;
   // Upper bounds of one group commit.
   size_t max_group_bytes = 8 << 20;
   size_t max_group_requests = 4096;
@@ -68,6 +73,15 @@ struct Outcome {
   std::string raw;  // the stored record, kept in the dead-letter store on discard
 };
 
+// A discarded entry, as kept in the dead-letter store.
+struct DeadLetter {
+  uint64_t seq = 0;
+  int64_t discard_time_ms = 0;
+  std::string reason;
+  std::string error_text;
+  std::string raw;  // the original record bytes
+};
+
 struct Counts {
   uint64_t count = 0;
   uint64_t bytes = 0;
@@ -90,6 +104,7 @@ struct Stats {
   std::map<std::string, TopicStats> topics;
   uint64_t fsyncs = 0;        // group commits written with sync
   uint64_t appends = 0;       // Append() calls that succeeded
+  uint64_t capacity_bytes = 0;  // Options::max_bytes
 };
 
 struct CommitPoints {
@@ -132,6 +147,19 @@ class Wal {
   virtual std::string agent_id() const = 0;
   // Sticky write error, OK while healthy.
   virtual absl::Status health() const = 0;
+  // After a write error: closes and reopens the RocksDB directory (replaying what is
+  // durable) and accepts appends again if that works. A no-op while healthy. Entries
+  // of a failed append may reappear below sequence numbers already scanned; a reader
+  // that sees reopens() change must scan again from the head.
+  [[nodiscard]] virtual absl::Status Reopen() = 0;
+  virtual uint64_t reopens() const = 0;
+
+  // Reads dead letters with seq >= from_seq, in order.
+  [[nodiscard]] virtual absl::Status ScanDeadLetters(uint64_t from_seq, size_t max_entries,
+                                                     std::vector<DeadLetter>* out) = 0;
+  // Counts the live entries per topic by scanning the whole log (for verification:
+  // the persisted counters must agree with it). Undecodable entries count under "".
+  [[nodiscard]] virtual absl::Status CountLive(std::map<std::string, Counts>* out) = 0;
 };
 
 }  // namespace kspool::wal

@@ -211,28 +211,5 @@ TEST_F(WalTest, SecondOpenOfALiveWalIsUnavailable) {
   EXPECT_NE(s.message().find("LOCK"), std::string::npos) << s;
 }
 
-TEST_F(WalTest, FailedSyncIsStickyUntilReopen) {
-  auto fs = std::make_shared<kspool::testing::FaultInjectionFileSystem>();
-  env_ = kspool::testing::EnvFor(fs);
-  {
-    auto wal = OpenWal();
-    ASSERT_TRUE(wal->Append(MakeBatch("a", 1, "ok")).ok());
-    fs->FailNextSyncs(1);
-    EXPECT_EQ(wal->Append(MakeBatch("a", 1, "lost")).status().code(),
-              absl::StatusCode::kUnavailable);
-    // The sync would work now, but the state after a failed sync is unknown.
-    absl::Status s = wal->Append(MakeBatch("a", 1, "after")).status();
-    EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
-    EXPECT_FALSE(wal->health().ok());
-  }
-  auto wal = OpenWal();
-  ASSERT_TRUE(wal->Append(MakeBatch("a", 1, "again")).ok());
-  std::vector<Entry> e = ScanAll(wal.get());
-  ASSERT_GE(e.size(), 2u);
-  EXPECT_EQ(e.front().record.value, "ok0");
-  EXPECT_EQ(e.back().record.value, "again0");
-  for (size_t i = 1; i < e.size(); ++i) EXPECT_GT(e[i].seq, e[i - 1].seq);
-}
-
 }  // namespace
 }  // namespace kspool::wal

@@ -49,7 +49,8 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
                wo.max_bytes, stats.next_seq);
 
   a->tracker_ = std::make_unique<CommitTracker>(a->wal_.get());
-  ProducerConfig pc{config.kafka_brokers, config.kafka_options, a->agent_id_};
+  ProducerConfig pc{config.kafka_brokers, config.kafka_options, a->agent_id_,
+                    config.max_message_age_ms};
   DrainOptions dopts;
   dopts.max_inflight_messages = config.max_inflight_messages;
   dopts.max_inflight_bytes = config.max_inflight_bytes;

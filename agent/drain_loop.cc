@@ -113,35 +113,39 @@ bool DrainLoop::Refill() {
       Discard(seq, slot, kReasonCorrupt, slot.entry.status.ToString());
       continue;
     }
-    ready_.insert(seq);
+    Enqueue(seq, slot);
   }
   inflight_.store(window_.size());
   return added;
 }
 
 void DrainLoop::ProduceDue(int64_t now_ms) {
-  while (!backoff_.empty() && backoff_.begin()->first <= now_ms) {
-    ready_.insert(backoff_.begin()->second);
-    backoff_.erase(backoff_.begin());
-  }
-  while (!ready_.empty()) {
-    const uint64_t seq = *ready_.begin();
-    Slot& slot = window_.at(seq);
-    if (Expired(slot, now_ms)) {
-      ready_.erase(ready_.begin());
-      Discard(seq, slot, kReasonExpired, "older than --max-message-age");
-      continue;
+  for (auto& [topic, q] : queues_) {
+    if (!q.waiting.empty()) {
+      if (now_ms < q.retry_at_ms) continue;  // the whole topic waits for its retries
+      q.ready.insert(q.waiting.begin(), q.waiting.end());
+      q.waiting.clear();
     }
-    rd_kafka_resp_err_t err = producer_->Produce(slot.entry);
-    if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) return;  // try again after the next poll
-    ready_.erase(ready_.begin());
-    ++slot.attempts;
-    slot.state = Slot::kInKafka;
-    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      HandleReports({DeliveryReport{seq, err, rd_kafka_err2str(err)}}, now_ms);
-      continue;
+    while (!q.ready.empty()) {
+      const uint64_t seq = *q.ready.begin();
+      Slot& slot = window_.at(seq);
+      if (Expired(slot, now_ms)) {
+        q.ready.erase(q.ready.begin());
+        Discard(seq, slot, kReasonExpired, "older than --max-message-age");
+        continue;
+      }
+      rd_kafka_resp_err_t err = producer_->Produce(slot.entry);
+      if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) return;  // try again after the next poll
+      q.ready.erase(q.ready.begin());
+      ++slot.attempts;
+      slot.state = Slot::kInKafka;
+      if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        HandleReports({DeliveryReport{seq, err, rd_kafka_err2str(err)}}, now_ms);
+        if (!q.waiting.empty()) break;  // keep the rest behind the failed one
+        continue;
+      }
+      if (slot.attempts > 1) redelivered_.fetch_add(1);
     }
-    if (slot.attempts > 1) redelivered_.fetch_add(1);
   }
 }
 
@@ -196,7 +200,7 @@ void DrainLoop::ReplaceProducerIfFatal() {
   for (auto& [seq, slot] : window_) {
     if (slot.state == Slot::kInKafka) {
       slot.state = Slot::kReady;
-      ready_.insert(seq);
+      Enqueue(seq, slot);
     }
   }
 }

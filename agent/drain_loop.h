@@ -77,6 +77,7 @@ class DrainLoop {
   void ProduceDue(int64_t now_ms);
   void HandleReports(const std::vector<DeliveryReport>& reports, int64_t now_ms);
   void Retry(uint64_t seq, Slot& slot, const std::string& error, int64_t now_ms);
+  void Enqueue(uint64_t seq, const Slot& slot) { queues_[slot.entry.record.topic].ready.insert(seq); }
   void Discard(uint64_t seq, Slot& slot, const std::string& reason, const std::string& error);
   bool Expired(const Slot& slot, int64_t now_ms) const;
   // True once fresh metadata says the slot's topic (or explicit partition) is missing.
@@ -95,8 +96,16 @@ class DrainLoop {
 
   // Owned by the loop thread.
   std::map<uint64_t, Slot> window_;
-  std::set<uint64_t> ready_;                  // to produce now, lowest seq first
-  std::multimap<int64_t, uint64_t> backoff_;  // retry time -> seq
+  // Per topic: what to produce, and what waits for a retry. While a topic has entries
+  // waiting, none of its newer entries are produced either, and all of them go out
+  // again together, in sequence order, so a retry never reorders a partition.
+  struct TopicQueue {
+    std::set<uint64_t> ready;    // lowest seq first
+    std::set<uint64_t> waiting;  // failed, until retry_at_ms
+    int64_t retry_at_ms = 0;
+    int failures = 0;  // consecutive failed rounds, for the backoff
+  };
+  std::map<std::string, TopicQueue> queues_;
   uint64_t window_bytes_ = 0;
   uint64_t cursor_ = 0;  // next sequence number to read
   uint64_t wal_reopens_seen_ = 0;

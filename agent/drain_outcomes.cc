@@ -18,6 +18,7 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
       slot.state = Slot::kSettling;
       settling_.push_back({r.seq, slot.entry.record.topic, slot.entry.size, "", "", ""});
       last_delivery_ms_.store(now_ms);
+      queues_[slot.entry.record.topic].failures = 0;
       continue;
     }
     switch (ClassifyDeliveryError(r.err)) {
@@ -47,15 +48,22 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
 
 void DrainLoop::Retry(uint64_t seq, Slot& slot, const std::string& error, int64_t now_ms) {
   static thread_local std::mt19937 rng{std::random_device{}()};
-  uint64_t backoff = options_.retry_backoff_ms;
-  for (int i = 1; i < slot.attempts && backoff < options_.retry_backoff_max_ms; ++i) backoff *= 2;
-  backoff = std::min(backoff, options_.retry_backoff_max_ms);
-  backoff = backoff / 2 + std::uniform_int_distribution<uint64_t>(0, backoff / 2)(rng);
+  TopicQueue& q = queues_[slot.entry.record.topic];
+  if (q.waiting.empty() || now_ms >= q.retry_at_ms) {
+    // A new failed round for this topic: back off exponentially, with jitter. Failures
+    // that arrive while a round waits join it, so they go out together, in order.
+    uint64_t backoff = options_.retry_backoff_ms;
+    for (int i = 0; i < q.failures && backoff < options_.retry_backoff_max_ms; ++i) backoff *= 2;
+    backoff = std::min(backoff, options_.retry_backoff_max_ms);
+    backoff = backoff / 2 + std::uniform_int_distribution<uint64_t>(0, backoff / 2)(rng);
+    q.retry_at_ms = std::max(q.retry_at_ms, now_ms + static_cast<int64_t>(backoff));
+    ++q.failures;
+  }
+  q.waiting.insert(seq);
   slot.state = Slot::kBackoff;
-  backoff_.emplace(now_ms + static_cast<int64_t>(backoff), seq);
   if (slot.attempts <= 1 || slot.attempts % 10 == 0) {
     spdlog::warn("kafka: delivery of seq {} to {} failed (attempt {}): {}; retrying in {} ms", seq,
-                 slot.entry.record.topic, slot.attempts, error, backoff);
+                 slot.entry.record.topic, slot.attempts, error, q.retry_at_ms - now_ms);
   }
 }
 

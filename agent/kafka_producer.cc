@@ -54,6 +54,14 @@ absl::StatusOr<std::unique_ptr<KafkaProducer>> KafkaProducer::Create(const Produ
   for (const auto& [k, v] : kFixed) {
     if (s.ok()) s = set(k, v);
   }
+  if (s.ok() && cfg.max_message_age_ms > 0) {
+    char cur[64];
+    size_t n = sizeof(cur);
+    rd_kafka_conf_get(conf, "message.timeout.ms", cur, &n);
+    if (std::stoull(cur) == 0 || std::stoull(cur) > cfg.max_message_age_ms) {
+      s = set("message.timeout.ms", std::to_string(cfg.max_message_age_ms));
+    }
+  }
   if (!s.ok()) {
     rd_kafka_conf_destroy(conf);
     return s;

@@ -30,6 +30,9 @@ struct ProducerConfig {
   std::string brokers;
   std::vector<std::string> options;  // KEY=VALUE, applied after kspool's defaults
   std::string agent_id;
+  // With a maximum message age, librdkafka gives up on a message no later than that, so
+  // an expired entry comes back to the drain loop to be discarded.
+  uint64_t max_message_age_ms = 0;
 };
 
 class KafkaProducer {

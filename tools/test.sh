@@ -4,13 +4,16 @@
 #   build-asan/  AddressSanitizer + UBSan: unit and integration tests;
 #   build-tsan/  clang, ThreadSanitizer and -Wthread-safety: the unit tests of wal/ and
 #                agent/ (concurrent group commit and settling; Debian's librdkafka
-#                crashes under TSan at start, so nothing that starts it runs there).
-# Usage: tools/test.sh [plain|asan|tsan]...   (default: all three)
+#                crashes under TSan at start, so nothing that starts it runs there);
+#   build-fuzz/  clang + libFuzzer: the WAL record decoder and the Send request validator
+#                fuzzed for FUZZ_SECONDS (default 60) each, plus their regression inputs
+#                (tests/fuzz/run.sh).
+# Usage: tools/test.sh [plain|asan|tsan|fuzz]...   (default: all four)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-2}
 passes=("$@")
-[ ${#passes[@]} -eq 0 ] && passes=(plain asan tsan)
+[ ${#passes[@]} -eq 0 ] && passes=(plain asan tsan fuzz)
 
 configure() {  # dir, extra cmake args...
   local dir=$1; shift
@@ -37,6 +40,7 @@ for pass in "${passes[@]}"; do
       (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 \
         ctest --no-tests=error --output-on-failure -j"$JOBS" --timeout 600 -L unit)
       ;;
-    *) echo "unknown pass $pass (plain, asan, tsan)"; exit 2 ;;
+    fuzz) tests/fuzz/run.sh ;;
+    *) echo "unknown pass $pass (plain, asan, tsan, fuzz)"; exit 2 ;;
   esac
 done

@@ -1,7 +1,21 @@
 #include "tests/support/fault_fs.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
 namespace kspool::testing {
 namespace {
+
+using rocksdb::IODebugContext;
+using rocksdb::IOOptions;
+using rocksdb::IOStatus;
+using rocksdb::Slice;
 
 bool IsWalFile(const std::string& fname) {
   return fname.size() > 4 && fname.compare(fname.size() - 4, 4, ".log") == 0;
@@ -16,60 +30,225 @@ bool Take(std::atomic<int>* n) {
   return false;
 }
 
-class FaultFile : public rocksdb::FSWritableFileOwnerWrapper {
- public:
-  FaultFile(std::unique_ptr<rocksdb::FSWritableFile> f, FaultInjectionFileSystem* fs,
-            std::string fname)
-      : FSWritableFileOwnerWrapper(std::move(f)), fs_(fs), fname_(std::move(fname)) {}
+IOStatus PowerCut(const std::string& what) { return IOStatus::IOError("power cut", what); }
 
-  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
-                           rocksdb::IODebugContext* dbg) override {
-    rocksdb::IOStatus s = fs_->OnAppend(fname_);
-    return s.ok() ? FSWritableFileOwnerWrapper::Append(data, o, dbg) : s;
-  }
-  rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& o,
-                           const rocksdb::DataVerificationInfo& info,
-                           rocksdb::IODebugContext* dbg) override {
-    rocksdb::IOStatus s = fs_->OnAppend(fname_);
-    return s.ok() ? FSWritableFileOwnerWrapper::Append(data, o, info, dbg) : s;
-  }
-  rocksdb::IOStatus Sync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* dbg) override {
-    rocksdb::IOStatus s = fs_->OnSync(fname_);
-    return s.ok() ? FSWritableFileOwnerWrapper::Sync(o, dbg) : s;
-  }
-  rocksdb::IOStatus Fsync(const rocksdb::IOOptions& o, rocksdb::IODebugContext* dbg) override {
-    rocksdb::IOStatus s = fs_->OnSync(fname_);
-    return s.ok() ? FSWritableFileOwnerWrapper::Fsync(o, dbg) : s;
-  }
-
- private:
-  FaultInjectionFileSystem* fs_;
-  std::string fname_;
-};
+[[noreturn]] void Die(const char* op, const std::string& path) {
+  std::fprintf(stderr, "FaultInjectionFileSystem: %s %s: %s\n", op, path.c_str(),
+               std::strerror(errno));
+  std::abort();
+}
 
 }  // namespace
 
-rocksdb::IOStatus FaultInjectionFileSystem::NewWritableFile(
+class FaultInjectionFileSystem::File : public rocksdb::FSWritableFileOwnerWrapper {
+ public:
+  File(std::unique_ptr<rocksdb::FSWritableFile> f, FaultInjectionFileSystem* fs,
+       std::string fname, std::shared_ptr<FileState> state)
+      : FSWritableFileOwnerWrapper(std::move(f)),
+        fs_(fs),
+        fname_(std::move(fname)),
+        state_(std::move(state)) {}
+
+  IOStatus Append(const Slice& data, const IOOptions& o, IODebugContext* dbg) override {
+    return Write(data.size(), kAtEnd, [&] { return target()->Append(data, o, dbg); });
+  }
+  IOStatus Append(const Slice& data, const IOOptions& o,
+                  const rocksdb::DataVerificationInfo& info, IODebugContext* dbg) override {
+    return Write(data.size(), kAtEnd, [&] { return target()->Append(data, o, info, dbg); });
+  }
+  IOStatus PositionedAppend(const Slice& data, uint64_t offset, const IOOptions& o,
+                            IODebugContext* dbg) override {
+    return Write(data.size(), offset,
+                 [&] { return target()->PositionedAppend(data, offset, o, dbg); });
+  }
+  IOStatus PositionedAppend(const Slice& data, uint64_t offset, const IOOptions& o,
+                            const rocksdb::DataVerificationInfo& info,
+                            IODebugContext* dbg) override {
+    return Write(data.size(), offset,
+                 [&] { return target()->PositionedAppend(data, offset, o, info, dbg); });
+  }
+  IOStatus Truncate(uint64_t size, const IOOptions& o, IODebugContext* dbg) override {
+    IOStatus s = Guarded("truncate", [&] { return target()->Truncate(size, o, dbg); });
+    if (s.ok()) {
+      std::lock_guard<std::mutex> l(fs_->mu_);
+      state_->size = size;
+      state_->synced = std::min(state_->synced, size);
+    }
+    return s;
+  }
+  IOStatus Sync(const IOOptions& o, IODebugContext* dbg) override {
+    return SyncWith([&] { return target()->Sync(o, dbg); });
+  }
+  IOStatus Fsync(const IOOptions& o, IODebugContext* dbg) override {
+    return SyncWith([&] { return target()->Fsync(o, dbg); });
+  }
+  // sync_file_range does not make data durable; it only must not run after the cut.
+  IOStatus RangeSync(uint64_t offset, uint64_t nbytes, const IOOptions& o,
+                     IODebugContext* dbg) override {
+    return Guarded("range sync", [&] { return target()->RangeSync(offset, nbytes, o, dbg); });
+  }
+  IOStatus Flush(const IOOptions& o, IODebugContext* dbg) override {
+    return Guarded("flush", [&] { return target()->Flush(o, dbg); });
+  }
+  // After the cut the target is closed by its destructor, which writes no data.
+  IOStatus Close(const IOOptions& o, IODebugContext* dbg) override {
+    return Guarded("close", [&] { return target()->Close(o, dbg); });
+  }
+
+ private:
+  template <typename Op>
+  IOStatus Guarded(const char* what, Op op) {
+    IOStatus s = fs_->CheckActive(std::string(what) + " " + fname_);
+    return s.ok() ? op() : s;
+  }
+  template <typename Op>
+  IOStatus Write(uint64_t n, uint64_t offset, Op op) {
+    IOStatus s = fs_->BeforeAppend(fname_);
+    if (s.ok()) s = op();
+    if (s.ok()) fs_->AfterAppend(state_.get(), n, offset);
+    return s;
+  }
+  template <typename Op>
+  IOStatus SyncWith(Op op) {
+    uint64_t covered = 0;
+    IOStatus s = fs_->BeforeSync(fname_, state_.get(), &covered);
+    if (s.ok()) s = op();
+    return s.ok() ? fs_->AfterSync(fname_, state_.get(), covered) : s;
+  }
+
+  FaultInjectionFileSystem* const fs_;
+  const std::string fname_;
+  const std::shared_ptr<FileState> state_;  // outlives a rename or delete of the path
+};
+
+IOStatus FaultInjectionFileSystem::CheckActive(const std::string& what) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return active_ ? IOStatus::OK() : PowerCut(what);
+}
+
+void FaultInjectionFileSystem::TrackLocked(const std::string& fname,
+                                           std::shared_ptr<FileState> state,
+                                           std::unique_ptr<rocksdb::FSWritableFile>* result) {
+  files_[fname] = state;
+  result->reset(new File(std::move(*result), this, fname, std::move(state)));
+}
+
+// File creation, rename and delete run under mu_, so each is wholly before or after a cut.
+IOStatus FaultInjectionFileSystem::NewWritableFile(
     const std::string& fname, const rocksdb::FileOptions& opts,
-    std::unique_ptr<rocksdb::FSWritableFile>* result, rocksdb::IODebugContext* dbg) {
-  std::unique_ptr<rocksdb::FSWritableFile> f;
-  rocksdb::IOStatus s = target()->NewWritableFile(fname, opts, &f, dbg);
-  if (s.ok()) result->reset(new FaultFile(std::move(f), this, fname));
+    std::unique_ptr<rocksdb::FSWritableFile>* result, IODebugContext* dbg) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!active_) return PowerCut("create " + fname);
+  IOStatus s = target()->NewWritableFile(fname, opts, result, dbg);
+  if (s.ok()) TrackLocked(fname, std::make_shared<FileState>(), result);
   return s;
 }
 
-rocksdb::IOStatus FaultInjectionFileSystem::OnSync(const std::string& fname) {
-  if (Take(&fail_syncs_)) return rocksdb::IOStatus::IOError("injected sync failure: " + fname);
-  if (IsWalFile(fname)) wal_syncs_.fetch_add(1);
-  return rocksdb::IOStatus::OK();
+IOStatus FaultInjectionFileSystem::ReopenWritableFile(
+    const std::string& fname, const rocksdb::FileOptions& opts,
+    std::unique_ptr<rocksdb::FSWritableFile>* result, IODebugContext* dbg) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!active_) return PowerCut("reopen " + fname);
+  uint64_t size = 0;
+  IOStatus s = target()->GetFileSize(fname, IOOptions(), &size, dbg);
+  if (!s.ok()) size = 0;  // reopening creates a missing file
+  s = target()->ReopenWritableFile(fname, opts, result, dbg);
+  if (!s.ok()) return s;
+  auto it = files_.find(fname);
+  // A file tracked already keeps its sync mark; an untracked one is durable as it is.
+  std::shared_ptr<FileState> state =
+      it != files_.end() ? it->second : std::make_shared<FileState>(FileState{size, size});
+  state->size = size;
+  state->synced = std::min(state->synced, size);
+  TrackLocked(fname, std::move(state), result);
+  return s;
 }
 
-rocksdb::IOStatus FaultInjectionFileSystem::OnAppend(const std::string& fname) {
-  if (!Take(&fail_appends_)) return rocksdb::IOStatus::OK();
-  if (appends_no_space_.load()) {
-    return rocksdb::IOStatus::NoSpace("injected full disk: " + fname);
+IOStatus FaultInjectionFileSystem::ReuseWritableFile(
+    const std::string& fname, const std::string& old_fname, const rocksdb::FileOptions& opts,
+    std::unique_ptr<rocksdb::FSWritableFile>* result, IODebugContext* dbg) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!active_) return PowerCut("reuse " + old_fname + " as " + fname);
+  IOStatus s = target()->ReuseWritableFile(fname, old_fname, opts, result, dbg);
+  if (!s.ok()) return s;
+  files_.erase(old_fname);
+  // Conservative: the old contents count as unsynced and are dropped by a cut.
+  TrackLocked(fname, std::make_shared<FileState>(), result);
+  return s;
+}
+
+IOStatus FaultInjectionFileSystem::RenameFile(const std::string& src, const std::string& dst,
+                                              const IOOptions& opts, IODebugContext* dbg) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!active_) return PowerCut("rename " + src + " to " + dst);
+  IOStatus s = target()->RenameFile(src, dst, opts, dbg);
+  if (!s.ok()) return s;
+  std::shared_ptr<FileState> state;  // none: dst is now an untracked (durable) file
+  if (auto it = files_.find(src); it != files_.end()) {
+    state = std::move(it->second);
+    files_.erase(it);
   }
-  return rocksdb::IOStatus::IOError("injected write failure: " + fname);
+  if (state) files_[dst] = std::move(state); else files_.erase(dst);
+  return s;
+}
+
+IOStatus FaultInjectionFileSystem::DeleteFile(const std::string& fname, const IOOptions& opts,
+                                              IODebugContext* dbg) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (!active_) return PowerCut("delete " + fname);
+  IOStatus s = target()->DeleteFile(fname, opts, dbg);
+  if (s.ok()) files_.erase(fname);
+  return s;
+}
+
+IOStatus FaultInjectionFileSystem::BeforeAppend(const std::string& fname) {
+  IOStatus s = CheckActive("append to " + fname);
+  if (!s.ok()) return s;
+  if (no_space_.load()) return IOStatus::NoSpace("injected full disk: " + fname);
+  if (!Take(&fail_appends_)) return IOStatus::OK();
+  if (appends_no_space_.load()) return IOStatus::NoSpace("injected full disk: " + fname);
+  return IOStatus::IOError("injected write failure: " + fname);
+}
+
+void FaultInjectionFileSystem::AfterAppend(FileState* state, uint64_t n, uint64_t offset) {
+  std::lock_guard<std::mutex> l(mu_);
+  state->size = offset == kAtEnd ? state->size + n : std::max(state->size, offset + n);
+}
+
+IOStatus FaultInjectionFileSystem::BeforeSync(const std::string& fname, FileState* state,
+                                              uint64_t* covered) {
+  if (Take(&fail_syncs_)) return IOStatus::IOError("injected sync failure: " + fname);
+  std::lock_guard<std::mutex> l(mu_);
+  if (!active_) return PowerCut("sync " + fname);
+  *covered = state->size;  // appends racing with this sync may or may not be covered
+  return IOStatus::OK();
+}
+
+IOStatus FaultInjectionFileSystem::AfterSync(const std::string& fname, FileState* state,
+                                             uint64_t covered) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!active_) return PowerCut("sync " + fname + " did not complete before the cut");
+    state->synced = std::max(state->synced, covered);
+  }
+  if (IsWalFile(fname)) wal_syncs_.fetch_add(1);
+  return IOStatus::OK();
+}
+
+void FaultInjectionFileSystem::DropUnsyncedData() {
+  std::lock_guard<std::mutex> l(mu_);
+  for (const auto& [path, state] : files_) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT) continue;  // removed behind our back: nothing to drop
+      Die("stat", path);
+    }
+    const uint64_t size = static_cast<uint64_t>(st.st_size);
+    if (size <= state->synced) continue;
+    if (::truncate(path.c_str(), static_cast<off_t>(state->synced)) != 0) Die("truncate", path);
+    dropped_bytes_ += size - state->synced;
+  }
+  files_.clear();  // what is left on disk is durable
 }
 
 std::shared_ptr<rocksdb::Env> EnvFor(std::shared_ptr<rocksdb::FileSystem> fs) {

@@ -1,11 +1,27 @@
 // FaultInjectionFileSystem: a RocksDB FileSystem wrapper for tests (the seam LevelDB's
-// fault_injection_test uses through its Env). It counts syncs of RocksDB's write-ahead
-// log files and, on command, fails the next N syncs or appends (as EIO or as a full
-// disk). Thread-safe: RocksDB calls it from its own threads.
+// db/fault_injection_test.cc uses through its Env). It can
+//  * count syncs of RocksDB's write-ahead log files (`*.log`);
+//  * fail the next N syncs or appends (as EIO or as a full disk), or every append while
+//    a "disk full" switch is set;
+//  * simulate a power cut: it tracks, per file opened for writing, how many bytes were
+//    appended and how many of them a successful Sync/Fsync made durable. SetActive(false)
+//    is the cut: from then on every write, sync, flush and close of a tracked file, and
+//    every file creation, rename and delete, fails with IOError("power cut") and changes
+//    nothing on disk. After the DB is closed, DropUnsyncedData() truncates every tracked
+//    file to its durable size, which is what the disk would hold after the cut.
+// Model and its limits: a rename or delete is durable at once (directory syncs are not
+// modelled); RangeSync does not make data durable; a sync that completes after the cut
+// fails and counts for nothing. Files never opened for writing through this wrapper are
+// durable as they are.
+// Thread safety: every method may be called from any thread; RocksDB calls it from its
+// own threads. One mutex guards the tracking state, so the cut is atomic with respect to
+// every sync: a sync either returned OK before the cut (and its bytes survive) or fails.
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "rocksdb/env.h"
@@ -22,6 +38,20 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus NewWritableFile(const std::string& fname, const rocksdb::FileOptions& opts,
                                     std::unique_ptr<rocksdb::FSWritableFile>* result,
                                     rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus ReopenWritableFile(const std::string& fname,
+                                       const rocksdb::FileOptions& opts,
+                                       std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                       rocksdb::IODebugContext* dbg) override;
+  // Used by RocksDB only with recycle_log_file_num > 0 (default 0).
+  rocksdb::IOStatus ReuseWritableFile(const std::string& fname, const std::string& old_fname,
+                                      const rocksdb::FileOptions& opts,
+                                      std::unique_ptr<rocksdb::FSWritableFile>* result,
+                                      rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus RenameFile(const std::string& src, const std::string& target,
+                               const rocksdb::IOOptions& opts,
+                               rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus DeleteFile(const std::string& fname, const rocksdb::IOOptions& opts,
+                               rocksdb::IODebugContext* dbg) override;
 
   // Syncs of `*.log` (RocksDB WAL) files that succeeded.
   uint64_t wal_syncs() const { return wal_syncs_.load(); }
@@ -30,16 +60,58 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
     appends_no_space_.store(no_space);
     fail_appends_.store(n);
   }
+  // While set, every append fails with IOStatus::NoSpace (a disk that stays full).
+  void SetNoSpace(bool no_space) { no_space_.store(no_space); }
 
-  // Used by the wrapped files.
-  rocksdb::IOStatus OnSync(const std::string& fname);
-  rocksdb::IOStatus OnAppend(const std::string& fname);
+  // Power. SetActive(false) cuts it; see the header comment.
+  void SetActive(bool active) {
+    std::lock_guard<std::mutex> l(mu_);
+    active_ = active;
+  }
+  bool active() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return active_;
+  }
+  // Truncates every tracked file to the bytes its last successful sync covered, then
+  // forgets them (what is left is durable). Call only after the DB is closed; call it
+  // before SetActive(true). Aborts the process if a file cannot be truncated.
+  void DropUnsyncedData();
+  // Bytes that DropUnsyncedData() has removed so far.
+  uint64_t dropped_bytes() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return dropped_bytes_;
+  }
 
  private:
+  struct FileState {
+    uint64_t size = 0;    // bytes appended (or found at reopen)
+    uint64_t synced = 0;  // bytes a successful sync covered
+  };
+  class File;  // the wrapped writable file; fault_fs.cc
+
+  // OK while the power is on; takes mu_.
+  rocksdb::IOStatus CheckActive(const std::string& what) const;
+  // Wraps a freshly opened file and tracks it under `fname`. Caller holds mu_.
+  void TrackLocked(const std::string& fname, std::shared_ptr<FileState> state,
+                   std::unique_ptr<rocksdb::FSWritableFile>* result);
+  // Hooks of File, called around the target's operations.
+  rocksdb::IOStatus BeforeAppend(const std::string& fname);
+  // `n` bytes written at `offset`, or at the end when offset is kAtEnd.
+  static constexpr uint64_t kAtEnd = ~uint64_t{0};
+  void AfterAppend(FileState* state, uint64_t n, uint64_t offset = kAtEnd);
+  rocksdb::IOStatus BeforeSync(const std::string& fname, FileState* state, uint64_t* covered);
+  rocksdb::IOStatus AfterSync(const std::string& fname, FileState* state, uint64_t covered);
+
+  mutable std::mutex mu_;
+  bool active_ = true;                                             // guarded by mu_
+  std::map<std::string, std::shared_ptr<FileState>> files_;        // guarded by mu_
+  uint64_t dropped_bytes_ = 0;                                     // guarded by mu_
+
   std::atomic<uint64_t> wal_syncs_{0};
   std::atomic<int> fail_syncs_{0};
   std::atomic<int> fail_appends_{0};
   std::atomic<bool> appends_no_space_{false};
+  std::atomic<bool> no_space_{false};
 };
 
 // An Env whose file system is `fs`, for wal::Options::env.

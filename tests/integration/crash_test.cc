@@ -14,6 +14,7 @@
 #include "tests/support/dev_kafka.h"
 #include "tests/support/kafka_reader.h"
 #include "tests/support/temp_dir.h"
+#include "wal/wal.h"
 
 namespace kspool {
 namespace {
@@ -29,6 +30,7 @@ class Senders {
     address_ = address;
     ++generation_;
   }
+  explicit Senders(std::string topic = "crash") : topic_(std::move(topic)) {}
   void Start(int n) {
     for (int c = 0; c < n; ++c) threads_.emplace_back([this, c] { Run(c); });
   }
@@ -60,7 +62,7 @@ class Senders {
       int count = 1 + static_cast<int>(rng() % 20);
       for (int i = 0; i < count; ++i) {
         auto* m = req.add_messages();
-        m->set_topic("crash");
+        m->set_topic(topic_);
         m->set_value("c" + std::to_string(client) + "-" + std::to_string(n) + "-" + std::to_string(i));
         if (i % 3 == 0) m->set_key("k" + std::to_string(rng() % 16));
       }
@@ -78,6 +80,7 @@ class Senders {
     }
   }
 
+  const std::string topic_;
   Mutex mu_;
   std::string address_ ABSL_GUARDED_BY(mu_);
   uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
@@ -167,6 +170,73 @@ TEST(Crash, AckedMessagesSurviveRepeatedSigkill) {
   EXPECT_GE(kills, 10);
   EXPECT_GT(acked.size(), 1000u);
   EXPECT_EQ(delivered, acked.size());
+}
+
+TEST(Crash, KillsDuringDiscardsLoseNothingAndKeepTheLedger) {
+  kspool::testing::TempDir dir;
+  DevKafka kafka(dir.path(), 3, {"storm:4"});
+  const std::string wal = dir.sub("wal"), log = dir.sub("agent.log");
+  const std::vector<std::string> args = {"--max-message-age", "1500ms", "--kafka-option",
+                                         "reconnect.backoff.max.ms=200"};
+  ASSERT_EQ(kafka.Command("broker down all"), "OK");
+  auto agent = std::make_unique<AgentProcess>(wal, log, kafka.bootstrap(), args);
+  Senders senders("storm");
+  senders.SetAddress(agent->address());
+  senders.Start(2);
+  std::mt19937 rng(std::random_device{}());
+  int kills = 0;
+  for (int cycle = 0; cycle < 8; ++cycle) {
+    // Entries expire 1.5 s after they arrive: these kills land while discards run.
+    std::this_thread::sleep_for(std::chrono::milliseconds(800 + rng() % 1500));
+    if (cycle == 5) {
+      ASSERT_EQ(kafka.Command("broker up all"), "OK");
+    }
+    agent->process().Signal(SIGKILL);
+    ASSERT_TRUE(agent->process().Wait(std::chrono::seconds(10)).has_value());
+    ++kills;
+    agent.reset(new AgentProcess(wal, log, kafka.bootstrap(), args));
+    senders.SetAddress(agent->address());
+  }
+  senders.Stop();
+  ASSERT_TRUE(agent->WaitUntilDrained(std::chrono::seconds(60)));
+  agent->process().Signal(SIGTERM);
+  ASSERT_TRUE(agent->process().Wait(std::chrono::seconds(20)).has_value());
+
+  wal::Options o;
+  o.dir = wal;
+  auto w = std::move(wal::Wal::Open(o)).value();
+  std::vector<wal::DeadLetter> dead;
+  ASSERT_TRUE(w->ScanDeadLetters(0, 1 << 24, &dead).ok());
+  std::map<uint64_t, std::string> dead_reason;
+  for (const auto& d : dead) dead_reason[d.seq] = d.reason;
+  wal::Stats stats = w->GetStats();
+  std::map<std::string, wal::Counts> live;
+  ASSERT_TRUE(w->CountLive(&live).ok());
+  const wal::TopicStats& t = stats.topics["storm"];
+  uint64_t discarded = 0;
+  for (const auto& [reason, c] : t.discarded) discarded += c.count;
+  EXPECT_EQ(t.accepted.count, t.delivered.count + discarded + live["storm"].count);
+  EXPECT_EQ(discarded, dead.size()) << "every discard is in the dead letters";
+
+  std::map<uint64_t, std::string> acked = senders.acked();
+  auto records = kspool::testing::ReadTopic(kafka.bootstrap(), "storm", acked.size() - dead.size(),
+                                            std::chrono::seconds(60));
+  std::set<uint64_t> in_kafka;
+  for (const auto& r : records) in_kafka.insert(r.seq);
+  size_t delivered = 0, expired = 0;
+  for (const auto& [seq, value] : acked) {
+    bool k = in_kafka.count(seq), d = dead_reason.count(seq);
+    EXPECT_TRUE(k || d) << "acked seq " << seq << " is neither in Kafka nor a dead letter";
+    if (d) {
+      EXPECT_EQ(dead_reason[seq], "expired");
+    }
+    delivered += k;
+    expired += d && !k;
+  }
+  std::printf("kills=%d acked=%zu delivered=%zu expired=%zu (dead letters %zu)\n", kills,
+              acked.size(), delivered, expired, dead.size());
+  EXPECT_GT(expired, 0u) << "the test should have killed the agent around discards";
+  EXPECT_GT(delivered, 0u);
 }
 
 }  // namespace

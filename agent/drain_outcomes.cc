@@ -16,7 +16,8 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
     Slot& slot = it->second;
     if (r.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
       slot.state = Slot::kSettling;
-      settling_.push_back({r.seq, slot.entry.record.topic, slot.entry.size, "", "", ""});
+      settling_.push_back({r.seq, slot.entry.record.topic, slot.entry.size, "", "", "",
+                           slot.entry.record.receive_time_ms});
       last_delivery_ms_.store(now_ms);
       queues_[slot.entry.record.topic].failures = 0;
       continue;
@@ -76,7 +77,8 @@ void DrainLoop::Discard(uint64_t seq, Slot& slot, const std::string& reason,
                topic, reason, error);
   slot.state = Slot::kSettling;
   settling_.push_back({seq, topic, slot.entry.size, reason, error,
-                       decoded ? wal::EncodeRecord(slot.entry.record) : slot.entry.raw});
+                       decoded ? wal::EncodeRecord(slot.entry.record) : slot.entry.raw,
+                       decoded ? slot.entry.record.receive_time_ms : 0});
   discarded_.fetch_add(1);
 }
 

@@ -41,6 +41,7 @@ class RocksWal final : public Wal {
   CommitPoints SavedCommitPoints() const override;
   absl::Status CompactDeadRange() override;
   Stats GetStats() const override;
+  Report GetReport() const override;
   std::string agent_id() const override { return agent_id_; }
   absl::Status health() const override;
   absl::Status Reopen() override;
@@ -70,6 +71,14 @@ class RocksWal final : public Wal {
   std::optional<uint64_t> FirstLiveAtOrAfter(uint64_t from, uint64_t limit) const
       ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   absl::Status ClosedError() const;
+  // The commit-point split of the settled counts (rocks_wal_report.cc). Settle adds to
+  // `after_`; saving a commit point folds what it passed into `before_`.
+  void SplitSettled(const std::vector<Outcome>& outcomes, rocksdb::WriteBatch* wb,
+                    std::map<int64_t, OutcomeTable>* updated) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  void FoldSplit(int64_t commit_point_ms, rocksdb::WriteBatch* wb, OutcomeTable* before) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  void LoadSplit(std::string_view key, std::string_view value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Makes a failed write sticky (LevelDB's RecordBackgroundError).
   void RecordWriteError(const rocksdb::Status& s, std::string_view what) ABSL_LOCKS_EXCLUDED(mu_);
   void RecordWriteErrorLocked(const rocksdb::Status& s, std::string_view what)
@@ -96,6 +105,8 @@ class RocksWal final : public Wal {
   uint64_t appends_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t reopens_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t head_ ABSL_GUARDED_BY(mu_) = 1;  // oldest live seq, or committed_next_ when empty
+  OutcomeTable before_ ABSL_GUARDED_BY(mu_);                // received <= saved commit point
+  std::map<int64_t, OutcomeTable> after_ ABSL_GUARDED_BY(mu_);  // by receive time
 
   // Settle() is serialized: it owns the delete bookkeeping.
   mutable Mutex settle_mu_;

@@ -127,11 +127,14 @@ absl::Status RocksWal::LoadState(bool reopen) {
   ASSIGN_OR_RETURN(bool has_cp, get(keys::kCommitPoint, &v));
   if (has_cp) points.global_ms = static_cast<int64_t>(keys::ParseU64(v));
 
+  std::vector<std::pair<std::string, std::string>> split;
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), db_->meta));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     std::string_view k(it->key().data(), it->key().size());
     std::string_view val(it->value().data(), it->value().size());
-    if (StartsWith(k, keys::kCommitPointTopicPrefix)) {
+    if (StartsWith(k, "split/")) {
+      split.emplace_back(k, val);
+    } else if (StartsWith(k, keys::kCommitPointTopicPrefix)) {
       points.topics_ms[std::string(k.substr(keys::kCommitPointTopicPrefix.size()))] =
           static_cast<int64_t>(keys::ParseU64(val));
     } else if (StartsWith(k, keys::kAcceptedPrefix)) {
@@ -169,6 +172,9 @@ absl::Status RocksWal::LoadState(bool reopen) {
   head_ = first.value_or(committed_next_);
   last_receive_ms_ = last_receive;
   topics_ = std::move(topics);
+  before_.clear();
+  after_.clear();
+  for (const auto& [k, val] : split) LoadSplit(k, val);
   live_bytes_ = 0;
   for (const auto& [t, ts] : topics_) live_bytes_ += ts.pending().bytes;
   saved_points_ = points;
@@ -241,6 +247,7 @@ CommitPoints RocksWal::SavedCommitPoints() const {
 }
 
 absl::Status RocksWal::SaveCommitPoints(const CommitPoints& points) {
+  MutexLock settle(&settle_mu_);
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
   rocksdb::WriteBatch wb;
@@ -257,6 +264,8 @@ absl::Status RocksWal::SaveCommitPoints(const CommitPoints& points) {
   }
   rocksdb::WriteOptions wo;
   wo.sync = true;
+  OutcomeTable before;
+  FoldSplit(points.global_ms, &wb, &before);
   rocksdb::Status s = db_->db->Write(wo, &wb);
   if (!s.ok()) {
     RecordWriteError(s, "commit point write");
@@ -264,6 +273,8 @@ absl::Status RocksWal::SaveCommitPoints(const CommitPoints& points) {
   }
   MutexLock l(&mu_);
   saved_points_ = points;
+  before_ = std::move(before);
+  after_.erase(after_.begin(), after_.upper_bound(points.global_ms));
   return absl::OkStatus();
 }
 

@@ -106,6 +106,8 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
              keys::EncodeCounts(t.discarded.at(o.discard_reason)));
     }
   }
+  std::map<int64_t, OutcomeTable> split;
+  SplitSettled(outcomes, &wb, &split);
   rocksdb::WriteOptions wo;
   wo.sync = true;
   rocksdb::Status s = db_->db->Write(wo, &wb);
@@ -122,6 +124,11 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
       for (auto& [reason, c] : t.discarded) topics_[topic].discarded[reason] = c;
     }
     live_bytes_ -= std::min(live_bytes_, bytes);
+    for (auto& [r, table] : split) {
+      for (auto& [topic, outcomes_of] : table) {
+        for (auto& [outcome, c] : outcomes_of) after_[r][topic][outcome] = c;
+      }
+    }
     limit = committed_next_;
   }
   // Entries below cand are gone; a gap (a failed append, or entries deleted before a

@@ -71,6 +71,7 @@ struct Outcome {
   std::string discard_reason;
   std::string error_text;
   std::string raw;  // the stored record, kept in the dead-letter store on discard
+  int64_t receive_time_ms = 0;  // 0: unknown (an undecodable record)
 };
 
 // A discarded entry, as kept in the dead-letter store.
@@ -107,6 +108,29 @@ struct Stats {
   uint64_t capacity_bytes = 0;  // Options::max_bytes
 };
 
+inline constexpr char kOutcomeDelivered[] = "delivered";
+
+// Settled messages of one outcome: how many, how large, received when.
+struct OutcomeCounts {
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  int64_t min_receive_ms = 0;  // meaningful when count > 0
+  int64_t max_receive_ms = 0;
+  void Add(const OutcomeCounts& o);
+};
+// topic -> outcome ("delivered" or a discard reason) -> counts.
+using OutcomeTable = std::map<std::string, std::map<std::string, OutcomeCounts>>;
+
+// The discard report built on the commit point. `at_or_before` is cumulative and only
+// grows: for two reports, the difference is exactly what happened to the messages
+// received between their commit points, also across restarts.
+struct Report {
+  int64_t commit_point_ms = 0;
+  OutcomeTable at_or_before;  // messages received at or before commit_point_ms
+  OutcomeTable after;         // settled messages received after it (so far)
+  std::map<std::string, TopicStats> ledger;
+};
+
 struct CommitPoints {
   int64_t global_ms = 0;
   std::map<std::string, int64_t> topics_ms;
@@ -135,7 +159,9 @@ class Wal {
   // the answer stays true; the commit point is this minus one.
   [[nodiscard]] virtual absl::StatusOr<int64_t> ReceiveTimeBound(uint64_t from_seq) = 0;
 
-  // Persists published commit points (synced). Future receive times exceed them.
+  // Persists published commit points (synced). Future receive times exceed them. In the
+  // same batch, settled messages received at or before the global point move into the
+  // report's cumulative `at_or_before` counts.
   [[nodiscard]] virtual absl::Status SaveCommitPoints(const CommitPoints& points) = 0;
   // The commit points last saved (possibly by an earlier process).
   virtual CommitPoints SavedCommitPoints() const = 0;
@@ -144,6 +170,8 @@ class Wal {
   [[nodiscard]] virtual absl::Status CompactDeadRange() = 0;
 
   virtual Stats GetStats() const = 0;
+  // A report at the last saved commit point.
+  virtual Report GetReport() const = 0;
   virtual std::string agent_id() const = 0;
   // Sticky write error, OK while healthy.
   virtual absl::Status health() const = 0;

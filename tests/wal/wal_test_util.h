@@ -30,7 +30,9 @@ inline std::vector<Entry> ScanAll(Wal* wal, uint64_t from = 0) {
 
 inline std::vector<Outcome> Delivered(const std::vector<Entry>& entries) {
   std::vector<Outcome> out;
-  for (const Entry& e : entries) out.push_back({e.seq, e.record.topic, e.size, "", "", ""});
+  for (const Entry& e : entries) {
+    out.push_back({e.seq, e.record.topic, e.size, "", "", "", e.record.receive_time_ms});
+  }
   return out;
 }
 

@@ -1,5 +1,7 @@
 #include "agent/admin_service.h"
 
+#include "agent/discard_report.h"
+
 namespace kspool::agent {
 
 grpc::Status AdminService::GetCommitPoint(grpc::ServerContext*,
@@ -33,6 +35,13 @@ grpc::Status AdminService::GetWalStats(grpc::ServerContext*, const kspool::v1::G
     t->set_accepted(ts.accepted.count);
     t->set_delivered(ts.delivered.count);
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status AdminService::GetDiscardReport(grpc::ServerContext*,
+                                            const kspool::v1::GetDiscardReportRequest*,
+                                            kspool::v1::GetDiscardReportResponse* response) {
+  *response = ReportToProto(wal_->GetReport(), clock_->NowMillis());
   return grpc::Status::OK;
 }
 

@@ -19,6 +19,8 @@ class AdminService final : public kspool::v1::Admin::Service {
                               kspool::v1::GetCommitPointResponse* response) override;
   grpc::Status GetWalStats(grpc::ServerContext*, const kspool::v1::GetWalStatsRequest*,
                            kspool::v1::GetWalStatsResponse* response) override;
+  grpc::Status GetDiscardReport(grpc::ServerContext*, const kspool::v1::GetDiscardReportRequest*,
+                                kspool::v1::GetDiscardReportResponse* response) override;
 
  private:
   wal::Wal* const wal_;

@@ -10,13 +10,6 @@
 namespace kspool::agent {
 namespace {
 
-// Replaces the port of "host:port" by `port` (for the address bound to port 0).
-std::string WithPort(const std::string& addr, int port) {
-  if (addr.rfind("unix:", 0) == 0) return addr;
-  size_t colon = addr.rfind(':');
-  return addr.substr(0, colon) + ":" + std::to_string(port);
-}
-
 // Half of the file system that holds (or will hold) `dir`: room for RocksDB's own
 // overhead (compaction, tombstones) and for whatever else shares the volume.
 uint64_t DefaultWalCapacity(const std::string& dir) {
@@ -30,15 +23,37 @@ uint64_t DefaultWalCapacity(const std::string& dir) {
   return static_cast<uint64_t>(st.f_blocks) * st.f_frsize / 2;
 }
 
+DrainOptions DrainOptionsFrom(const Config& c, Clock* clock, Metrics* metrics) {
+  DrainOptions d;
+  d.max_inflight_messages = c.max_inflight_messages;
+  d.max_inflight_bytes = c.max_inflight_bytes;
+  d.retry_backoff_ms = c.retry_backoff_ms;
+  d.retry_backoff_max_ms = c.retry_backoff_max_ms;
+  d.commit_point_interval_ms = c.commit_point_interval_ms;
+  d.shutdown_grace_ms = c.shutdown_grace_ms;
+  d.max_message_age_ms = c.max_message_age_ms;
+  d.unknown_topic_checks = c.unknown_topic_checks;
+  d.wal_reopen_interval_ms = c.wal_reopen_interval_ms;
+  d.clock = clock;
+  d.metrics = metrics;
+  return d;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentDeps deps) {
   std::unique_ptr<Agent> a(new Agent());
+  a->config_ = config;
+  a->started_ms_ = deps.clock->NowMillis();
+  a->metrics_ = std::make_unique<Metrics>(KSPOOL_VERSION);
+  Metrics* metrics = a->metrics_.get();
+
   wal::Options wo;
   wo.dir = config.wal_dir;
   wo.env = deps.env;
   wo.clock = deps.clock;
   wo.max_bytes = config.wal_max_bytes ? config.wal_max_bytes : DefaultWalCapacity(config.wal_dir);
+  wo.on_group_commit = [metrics](size_t n, double s) { metrics->ObserveGroupCommit(n, s); };
   absl::StatusOr<std::unique_ptr<wal::Wal>> wal = wal::Wal::Open(wo);
   if (!wal.ok()) return wal.status();
   a->wal_ = std::move(wal).value();
@@ -51,33 +66,39 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
   a->tracker_ = std::make_unique<CommitTracker>(a->wal_.get());
   ProducerConfig pc{config.kafka_brokers, config.kafka_options, a->agent_id_,
                     config.max_message_age_ms};
-  DrainOptions dopts;
-  dopts.max_inflight_messages = config.max_inflight_messages;
-  dopts.max_inflight_bytes = config.max_inflight_bytes;
-  dopts.retry_backoff_ms = config.retry_backoff_ms;
-  dopts.retry_backoff_max_ms = config.retry_backoff_max_ms;
-  dopts.commit_point_interval_ms = config.commit_point_interval_ms;
-  dopts.shutdown_grace_ms = config.shutdown_grace_ms;
-  dopts.max_message_age_ms = config.max_message_age_ms;
-  dopts.unknown_topic_checks = config.unknown_topic_checks;
-  dopts.wal_reopen_interval_ms = config.wal_reopen_interval_ms;
-  dopts.clock = deps.clock;
   a->drain_ = std::make_unique<DrainLoop>(
-      a->wal_.get(), a->tracker_.get(), [pc] { return KafkaProducer::Create(pc); }, dopts);
+      a->wal_.get(), a->tracker_.get(), [pc] { return KafkaProducer::Create(pc); },
+      DrainOptionsFrom(config, deps.clock, metrics));
   if (absl::Status s = a->drain_->Start(); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<KafkaMetadata>> md =
+      KafkaMetadata::Create(config.kafka_brokers, config.kafka_options);
+  if (!md.ok()) return md.status();
+  a->metadata_ = std::move(md).value();
 
   DrainLoop* drain = a->drain_.get();
-  a->spool_ = std::make_unique<SpoolService>(
-      a->wal_.get(), RequestLimits{config.max_message_bytes, config.max_batch_messages},
+  metrics->SetSources({a->wal_.get(), a->tracker_.get(), [drain] { return drain->inflight(); },
+                       [drain] { return drain->brokers_up(); }, deps.clock});
+  a->heartbeater_ = std::make_unique<Heartbeater>(
+      a->wal_.get(), a->tracker_.get(), a->metadata_.get(), metrics, [drain] { drain->Notify(); },
+      deps.clock, HeartbeatOptions{config.heartbeat_interval_ms, config.heartbeat_topics});
+  if (absl::Status s = a->StartServers(config, deps.clock); !s.ok()) return s;
+  a->heartbeater_->Start();
+  return a;
+}
+
+absl::Status Agent::StartServers(const Config& config, Clock* clock) {
+  DrainLoop* drain = drain_.get();
+  spool_ = std::make_unique<SpoolService>(
+      wal_.get(), RequestLimits{config.max_message_bytes, config.max_batch_messages},
       [drain] { drain->Notify(); },
-      [drain, clock = deps.clock, reopen = config.wal_reopen_interval_ms](absl::StatusCode code) {
+      [drain, clock, reopen = config.wal_reopen_interval_ms](absl::StatusCode code) {
         if (code == absl::StatusCode::kUnavailable) return static_cast<int64_t>(reopen);
         // WAL full: soon if Kafka is taking messages, later if it is not.
         return clock->NowMillis() - drain->last_delivery_ms() < 5000 ? int64_t{200}
                                                                       : int64_t{2000};
-      });
-  a->admin_ = std::make_unique<AdminService>(a->wal_.get(), a->tracker_.get(), drain,
-                                             deps.clock);
+      },
+      metrics_.get(), metadata_.get());
+  admin_ = std::make_unique<AdminService>(wal_.get(), tracker_.get(), drain, clock);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -85,30 +106,45 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
   builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &port);
   builder.SetMaxReceiveMessageSize(
       static_cast<int>(std::min<uint64_t>(config.max_message_bytes * 2 + (64 << 20), INT32_MAX)));
-  builder.RegisterService(a->spool_.get());
-  builder.RegisterService(a->admin_.get());
-  a->server_ = builder.BuildAndStart();
-  if (!a->server_ || (port == 0 && config.listen.rfind("unix:", 0) != 0)) {
-    a->drain_->Stop();
+  builder.RegisterService(spool_.get());
+  builder.RegisterService(admin_.get());
+  server_ = builder.BuildAndStart();
+  if (!server_ || (port == 0 && config.listen.rfind("unix:", 0) != 0)) {
     return absl::UnavailableError("cannot listen on " + config.listen +
                                   " (address in use, or not HOST:PORT / unix:PATH)");
   }
-  a->grpc_address_ = WithPort(config.listen, port);
-  return a;
+  grpc_address_ = config.listen.rfind("unix:", 0) == 0
+                      ? config.listen
+                      : config.listen.substr(0, config.listen.rfind(':')) + ":" + std::to_string(port);
+
+  AdminService* admin = admin_.get();
+  HttpHandlers handlers;
+  handlers.metrics = [m = metrics_.get()] { return m->Serialize(); };
+  handlers.discards_json = [this, admin] { return DiscardsJson(admin); };
+  handlers.status_json = [this, clock] { return StatusJson(clock); };
+  handlers.health = [w = wal_.get()] { return w->health(); };
+  absl::StatusOr<std::unique_ptr<HttpServer>> http =
+      HttpServer::Start(config.metrics_listen, std::move(handlers));
+  if (!http.ok()) return http.status();
+  http_ = std::move(http).value();
+  return absl::OkStatus();
 }
 
 Agent::~Agent() { Shutdown(); }
 
 void Agent::Shutdown() {
+  if (heartbeater_) heartbeater_->Stop();
   if (server_) {
     spdlog::info("shutdown: no longer accepting Sends");
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
     server_.reset();
   }
+  http_.reset();
   if (drain_) {
     drain_->Stop();
     drain_.reset();
   }
+  heartbeater_.reset();
   wal_.reset();
 }
 

@@ -1,5 +1,6 @@
-// Agent: wires the WAL, the drain loop, the commit tracker and the gRPC services
-// together, and takes them down in the safe order. Owns all of them.
+// Agent: wires the WAL, the drain loop, the commit tracker, heartbeats, metrics and
+// the gRPC and HTTP servers together, and takes them down in the safe order. Owns all
+// of them.
 // Thread safety: Start and Shutdown from one thread.
 #pragma once
 
@@ -13,6 +14,10 @@
 #include "agent/commit_tracker.h"
 #include "agent/config.h"
 #include "agent/drain_loop.h"
+#include "agent/heartbeater.h"
+#include "agent/http_server.h"
+#include "agent/kafka_metadata.h"
+#include "agent/metrics.h"
 #include "agent/spool_service.h"
 #include "wal/wal.h"
 
@@ -26,17 +31,19 @@ struct AgentDeps {
 
 class Agent {
  public:
-  // Opens the WAL, connects the producer, and starts serving. Errors name the part
-  // that failed (WAL directory, Kafka option, listen address).
+  // Opens the WAL, connects to Kafka, and starts serving. Errors name the part that
+  // failed (WAL directory, Kafka option, listen address).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Agent>> Start(const Config& config,
                                                                     AgentDeps deps = {});
   ~Agent();
 
-  // The gRPC address actually bound (resolves port 0).
+  // The addresses actually bound (port 0 resolved).
   const std::string& grpc_address() const { return grpc_address_; }
+  std::string http_address() const { return http_ ? http_->address() : ""; }
   const std::string& agent_id() const { return agent_id_; }
   wal::Wal* wal() { return wal_.get(); }
   DrainLoop* drain() { return drain_.get(); }
+  Heartbeater* heartbeater() { return heartbeater_.get(); }
 
   // Stops accepting Sends (in-flight calls finish), gives in-flight produce the grace
   // period, persists the commit point, closes the WAL. Idempotent.
@@ -44,13 +51,22 @@ class Agent {
 
  private:
   Agent() = default;
+  absl::Status StartServers(const Config& config, Clock* clock);
+  std::string StatusJson(Clock* clock) const;          // GET /status
+  std::string DiscardsJson(AdminService* admin) const;  // GET /discards
 
+  Config config_;
+  int64_t started_ms_ = 0;
+  std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<wal::Wal> wal_;
   std::unique_ptr<CommitTracker> tracker_;
   std::unique_ptr<DrainLoop> drain_;
+  std::unique_ptr<KafkaMetadata> metadata_;
+  std::unique_ptr<Heartbeater> heartbeater_;
   std::unique_ptr<SpoolService> spool_;
   std::unique_ptr<AdminService> admin_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<HttpServer> http_;
   std::string grpc_address_;
   std::string agent_id_;
 };

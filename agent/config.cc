@@ -97,6 +97,18 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   add("wal-reopen-interval-ms", &c.wal_reopen_interval_ms,
       "After a WAL I/O error (e.g. full disk), how often to try reopening it")
       ->check(CLI::PositiveNumber);
+  std::string heartbeat_interval = "0";
+  app.add_option("--heartbeat-interval", heartbeat_interval,
+                 "Send a heartbeat with the commit point to every partition of the heartbeat "
+                 "topics this often, e.g. 10s; 0 = off")
+      ->check([](const std::string& v) {
+        absl::StatusOr<uint64_t> d = ParseDurationMs(v);
+        return d.ok() ? std::string() : std::string(d.status().message());
+      });
+  opts["heartbeat-interval"] = app.get_option("--heartbeat-interval");
+  add("heartbeat-topics", &c.heartbeat_topics,
+      "Topics that get heartbeats, comma-separated; empty = every topic the agent has seen")
+      ->delimiter(',');
   add("shutdown-grace-ms", &c.shutdown_grace_ms,
       "At SIGTERM, how long in-flight produce may finish; the rest stays in the WAL");
 
@@ -138,6 +150,7 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
     return out;
   }
   c.max_message_age_ms = ParseDurationMs(max_age).value_or(0);
+  c.heartbeat_interval_ms = ParseDurationMs(heartbeat_interval).value_or(0);
   return out;
 }
 

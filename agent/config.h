@@ -28,6 +28,8 @@ struct Config {
   // discarded as "unknown_topic" (for clusters with topic auto-creation off).
   uint64_t unknown_topic_checks = 3;
   uint64_t wal_reopen_interval_ms = 1000;  // retry period after a WAL I/O error
+  uint64_t heartbeat_interval_ms = 0;      // 0: no heartbeats
+  std::vector<std::string> heartbeat_topics;  // empty: every topic the agent has seen
 
   // Request limits (bad input is INVALID_ARGUMENT).
   uint64_t max_message_bytes = 1 << 20;

@@ -20,6 +20,7 @@ absl::Status DrainLoop::Start() {
   if (!p.ok()) return p.status();
   producer_ = std::move(p).value();
   wal_reopens_seen_ = wal_->reopens();
+  replay_below_ = wal_->GetStats().next_seq;
   thread_ = std::thread([this] { Run(); });
   return absl::OkStatus();
 }
@@ -56,6 +57,7 @@ void DrainLoop::Run() {
     HandleReports(reports, now);
     SettleFinished();
     ReplaceProducerIfFatal();
+    brokers_up_.store(producer_->BrokersUp());
     if (now >= next_commit_update_ms_) {
       UpdateCommitPoint();
       next_commit_update_ms_ = now + static_cast<int64_t>(options_.commit_point_interval_ms);
@@ -78,6 +80,7 @@ void DrainLoop::MaybeReopenWal(int64_t now_ms) {
       spdlog::warn("wal: still failing, Sends are refused until it reopens: {}", s.ToString());
     } else {
       spdlog::warn("wal: reopened after a write error; accepting Sends again");
+      if (options_.metrics) options_.metrics->WalReopened();
     }
   }
   if (wal_->reopens() != wal_reopens_seen_) {
@@ -144,7 +147,10 @@ void DrainLoop::ProduceDue(int64_t now_ms) {
         if (!q.waiting.empty()) break;  // keep the rest behind the failed one
         continue;
       }
-      if (slot.attempts > 1) redelivered_.fetch_add(1);
+      if (slot.attempts > 1 || seq < replay_below_) {
+        redelivered_.fetch_add(1);
+        if (options_.metrics) options_.metrics->Redelivered(slot.entry.record.topic);
+      }
     }
   }
 }

@@ -23,6 +23,7 @@
 
 #include "agent/commit_tracker.h"
 #include "agent/kafka_producer.h"
+#include "agent/metrics.h"
 #include "wal/clock.h"
 #include "wal/mutex.h"
 #include "wal/wal.h"
@@ -40,6 +41,7 @@ struct DrainOptions {
   uint64_t unknown_topic_checks = 3;
   uint64_t wal_reopen_interval_ms = 1000;
   Clock* clock = SystemClock::Default();
+  Metrics* metrics = nullptr;  // optional
 };
 
 using ProducerFactory = std::function<absl::StatusOr<std::unique_ptr<KafkaProducer>>()>;
@@ -59,6 +61,7 @@ class DrainLoop {
   uint64_t discarded() const { return discarded_.load(); }
   // Agent clock time of the last successful delivery report (0: none yet).
   int64_t last_delivery_ms() const { return last_delivery_ms_.load(); }
+  int brokers_up() const { return brokers_up_.load(); }
 
  private:
   struct Slot {
@@ -109,6 +112,7 @@ class DrainLoop {
   uint64_t window_bytes_ = 0;
   uint64_t cursor_ = 0;  // next sequence number to read
   uint64_t wal_reopens_seen_ = 0;
+  uint64_t replay_below_ = 0;  // entries below were in the WAL at start: maybe produced before
   std::vector<wal::Outcome> settling_;  // delivered or discarded, not yet removed
   std::map<std::string, TopicCheck> topic_checks_;
   int64_t next_commit_update_ms_ = 0;
@@ -121,6 +125,7 @@ class DrainLoop {
   std::atomic<uint64_t> redelivered_{0};
   std::atomic<uint64_t> discarded_{0};
   std::atomic<int64_t> last_delivery_ms_{0};
+  std::atomic<int> brokers_up_{-1};
   Mutex wake_mu_;
   CondVar wake_cv_;
   uint64_t wake_count_ ABSL_GUARDED_BY(wake_mu_) = 0;

@@ -22,6 +22,7 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
       queues_[slot.entry.record.topic].failures = 0;
       continue;
     }
+    if (options_.metrics) options_.metrics->ProduceError(rd_kafka_err2name(r.err));
     switch (ClassifyDeliveryError(r.err)) {
       case ErrorClass::kPermanent:
         Discard(r.seq, slot, DiscardReason(r.err), r.error);

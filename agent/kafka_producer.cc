@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstring>
 
 namespace kspool::agent {
@@ -16,7 +18,8 @@ const std::vector<std::pair<std::string, std::string>> kDefaults = {
     {"partitioner", "murmur2_random"},
     {"queue.buffering.max.messages", "1000000"},
     {"queue.buffering.max.kbytes", "1048576"},
-    {"socket.keepalive.enable", "true"}};
+    {"socket.keepalive.enable", "true"},
+    {"statistics.interval.ms", "1000"}};
 
 }  // namespace
 
@@ -70,6 +73,7 @@ absl::StatusOr<std::unique_ptr<KafkaProducer>> KafkaProducer::Create(const Produ
   rd_kafka_conf_set_dr_msg_cb(conf, &KafkaProducer::OnDelivery);
   rd_kafka_conf_set_error_cb(conf, &KafkaProducer::OnError);
   rd_kafka_conf_set_log_cb(conf, &KafkaProducer::OnLog);
+  rd_kafka_conf_set_stats_cb(conf, &KafkaProducer::OnStats);
   p->rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
   if (!p->rk_) return absl::InvalidArgumentError(std::string("kafka producer: ") + err);
   return p;
@@ -180,6 +184,18 @@ void KafkaProducer::OnError(rd_kafka_t* rk, int err, const char* reason, void*) 
   } else {
     spdlog::warn("kafka: {} ({})", reason, rd_kafka_err2name(e));
   }
+}
+
+int KafkaProducer::OnStats(rd_kafka_t*, char* json, size_t len, void* opaque) {
+  auto* self = static_cast<KafkaProducer*>(opaque);
+  nlohmann::json stats = nlohmann::json::parse(json, json + len, nullptr, /*exceptions=*/false);
+  if (stats.is_discarded() || !stats.contains("brokers")) return 0;
+  int up = 0;
+  for (const auto& [name, b] : stats["brokers"].items()) {
+    if (b.value("nodeid", -1) >= 0 && b.value("state", "") == "UP") ++up;
+  }
+  self->brokers_up_.store(up);
+  return 0;  // librdkafka frees the JSON
 }
 
 void KafkaProducer::OnLog(const rd_kafka_t*, int level, const char* fac, const char* buf) {

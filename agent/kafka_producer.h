@@ -8,6 +8,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -60,11 +61,15 @@ class KafkaProducer {
   // Non-empty once librdkafka has raised a fatal (idempotence) error: the instance is
   // then useless and must be replaced.
   std::string FatalError() const;
+  // Brokers with a connection in state UP, from librdkafka's statistics (every second);
+  // -1 until the first statistics arrive.
+  int BrokersUp() const { return brokers_up_.load(); }
 
  private:
   KafkaProducer() = default;
   static void OnDelivery(rd_kafka_t* rk, const rd_kafka_message_t* msg, void* opaque);
   static void OnError(rd_kafka_t* rk, int err, const char* reason, void* opaque);
+  static int OnStats(rd_kafka_t* rk, char* json, size_t len, void* opaque);
   static void OnLog(const rd_kafka_t* rk, int level, const char* fac, const char* buf);
   rd_kafka_topic_t* Topic(const std::string& name);
 
@@ -73,6 +78,7 @@ class KafkaProducer {
   std::unordered_map<std::string, rd_kafka_topic_t*> topics_;
   std::vector<DeliveryReport>* sink_ = nullptr;  // set during Poll()
   std::vector<DeliveryReport> stray_;            // reports served outside Poll()
+  std::atomic<int> brokers_up_{-1};
 };
 
 }  // namespace kspool::agent

@@ -34,9 +34,9 @@ int main(int argc, char** argv) {
     spdlog::critical("cannot start: {}", agent.status().ToString());
     return 1;
   }
-  std::printf("kspool-agent ready: grpc=%s agent_id=%s wal=%s\n",
-              (*agent)->grpc_address().c_str(), (*agent)->agent_id().c_str(),
-              config.wal_dir.c_str());
+  std::printf("kspool-agent ready: grpc=%s http=%s agent_id=%s wal=%s\n",
+              (*agent)->grpc_address().c_str(), (*agent)->http_address().c_str(),
+              (*agent)->agent_id().c_str(), config.wal_dir.c_str());
   std::fflush(stdout);
   spdlog::info("serving kspool.v1.Spool on {}; producing to {}", (*agent)->grpc_address(),
                config.kafka_brokers);

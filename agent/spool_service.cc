@@ -11,9 +11,66 @@ grpc::Status ToGrpc(const absl::Status& s) {
 
 grpc::Status SpoolService::Send(grpc::ServerContext* context, const kspool::v1::SendRequest* request,
                                 kspool::v1::SendResponse* response) {
-  if (absl::Status s = ValidateSendRequest(*request, limits_); !s.ok()) return ToGrpc(s);
+  const auto start = std::chrono::steady_clock::now();
+  grpc::Status status = Append(context, *request, response);
+  if (metrics_) {
+    metrics_->ObserveSend(
+        status.error_code(),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (!status.ok()) metrics_->SendRejected(status.error_code());
+  }
+  return status;
+}
+
+grpc::Status SpoolService::Broadcast(grpc::ServerContext* context,
+                                     const kspool::v1::BroadcastRequest* request,
+                                     kspool::v1::BroadcastResponse* response) {
+  std::vector<std::string> topics(request->topics().begin(), request->topics().end());
+  if (topics.empty()) {
+    for (const auto& [topic, stats] : wal_->GetStats().topics) topics.push_back(topic);
+  }
+  if (topics.empty()) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "broadcast to all topics, but the agent has seen none yet; name them");
+  }
+  kspool::v1::SendRequest expanded;
+  for (size_t i = 0; i < topics.size(); ++i) {
+    if (absl::Status s = ValidateTopicName(topics[i]); !s.ok()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "topics[" + std::to_string(i) + "]: " + std::string(s.message()));
+    }
+    absl::StatusOr<int> n = metadata_->PartitionCount(topics[i], 5000);
+    if (!n.ok()) {
+      return grpc::Status(absl::IsNotFound(n.status()) ? grpc::StatusCode::NOT_FOUND
+                                                       : grpc::StatusCode::UNAVAILABLE,
+                          "broadcast: " + std::string(n.status().message()));
+    }
+    for (int p = 0; p < *n; ++p) {
+      kspool::v1::Message* m = expanded.add_messages();
+      *m = request->message();
+      m->set_topic(topics[i]);
+      m->set_partition(p);
+    }
+  }
+  kspool::v1::SendResponse sent;
+  grpc::Status status = Append(context, expanded, &sent);
+  if (!status.ok()) return status;
+  for (int i = 0; i < expanded.messages_size(); ++i) {
+    auto* t = response->add_targets();
+    t->set_topic(expanded.messages(i).topic());
+    t->set_partition(expanded.messages(i).partition());
+    t->set_sequence(sent.sequence(i));
+  }
+  response->set_receive_time_ms(sent.receive_time_ms());
+  return status;
+}
+
+grpc::Status SpoolService::Append(grpc::ServerContext* context,
+                                  const kspool::v1::SendRequest& request,
+                                  kspool::v1::SendResponse* response) {
+  if (absl::Status s = ValidateSendRequest(request, limits_); !s.ok()) return ToGrpc(s);
   wal::AppendBatch batch;
-  for (const kspool::v1::Message& m : request->messages()) {
+  for (const kspool::v1::Message& m : request.messages()) {
     wal::RecordView v;
     v.topic = m.topic();
     v.partition = m.has_partition() ? m.partition() : -1;

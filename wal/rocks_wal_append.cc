@@ -5,6 +5,8 @@
 // numbers and one receive time, drops mu_, writes them with the meta updates in one
 // synced WriteBatch, then wakes every writer of the group. Writers that arrive during
 // the fsync queue up and form the next, larger group: batches grow with load.
+#include <chrono>
+
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
 #include "wal/status.h"
@@ -113,7 +115,13 @@ void RocksWal::CommitGroup(Writer* leader) {
         }
         rocksdb::WriteOptions wo;
         wo.sync = true;
+        auto start = std::chrono::steady_clock::now();
         s = db_->db->Write(wo, &wb);
+        if (s.ok() && options_.on_group_commit) {
+          options_.on_group_commit(
+              end_seq - first_seq,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        }
       }
     }
     mu_.Lock();

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -42,6 +43,9 @@ struct Options {
   // Capacity: an append that would take the live entries' bytes past this fails with
   // RESOURCE_EXHAUSTED (0 = unlimited).
   uint64_t max_bytes = 0;
+  // Called after each synced group commit with its message count and duration (for
+  // metrics); from the committing thread, so it must be cheap and thread-safe.
+  std::function<void(size_t messages, double seconds)> on_group_commit;
   // Upper bounds of one group commit.
   size_t max_group_bytes = 8 << 20;
   size_t max_group_requests = 4096;

@@ -1,0 +1,43 @@
+// Agent: the JSON documents of GET /status and GET /discards.
+#include <nlohmann/json.hpp>
+
+#include "agent/agent.h"
+#include "agent/discard_report.h"
+
+namespace kspool::agent {
+
+std::string Agent::DiscardsJson(AdminService* admin) const {
+  kspool::v1::GetDiscardReportResponse report;
+  grpc::ServerContext ctx;
+  admin->GetDiscardReport(&ctx, nullptr, &report);
+  return ReportToJson(report).dump(2) + "\n";
+}
+
+std::string Agent::StatusJson(Clock* clock) const {
+  const int64_t now = clock->NowMillis();
+  wal::Stats st = wal_->GetStats();
+  wal::CommitPoints cp = tracker_->Current();
+  absl::Status health = wal_->health();
+  nlohmann::json j;
+  j["version"] = KSPOOL_VERSION;
+  j["agent_id"] = agent_id_;
+  j["uptime_seconds"] = (now - started_ms_) / 1000.0;
+  j["wal"] = {{"dir", config_.wal_dir},
+              {"entries", st.entries},
+              {"bytes", st.bytes},
+              {"capacity_bytes", st.capacity_bytes},
+              {"next_sequence", st.next_seq},
+              {"oldest_sequence", st.oldest_seq.value_or(0)},
+              {"healthy", health.ok()},
+              {"error", health.ok() ? "" : health.ToString()}};
+  j["kafka"] = {{"brokers", config_.kafka_brokers},
+                {"brokers_up", drain_->brokers_up()},
+                {"inflight_messages", drain_->inflight()},
+                {"last_delivery_ms", drain_->last_delivery_ms()},
+                {"discarded_since_start", drain_->discarded()}};
+  j["commit_point"] = {{"global_ms", cp.global_ms}, {"lag_ms", now - cp.global_ms}};
+  for (const auto& [topic, ms] : cp.topics_ms) j["commit_point"]["topics"][topic] = ms;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace kspool::agent

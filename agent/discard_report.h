@@ -1,0 +1,15 @@
+// The discard report (DESIGN.md "Discard reports") in its two public shapes: the admin
+// API's protobuf and the JSON of GET /discards. Pure functions.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "kspool/v1/admin.pb.h"
+#include "wal/wal.h"
+
+namespace kspool::agent {
+
+kspool::v1::GetDiscardReportResponse ReportToProto(const wal::Report& report, int64_t now_ms);
+nlohmann::json ReportToJson(const kspool::v1::GetDiscardReportResponse& report);
+
+}  // namespace kspool::agent

@@ -1,0 +1,58 @@
+#include "agent/kafka_metadata.h"
+
+namespace kspool::agent {
+
+absl::StatusOr<std::unique_ptr<KafkaMetadata>> KafkaMetadata::Create(
+    const std::string& brokers, const std::vector<std::string>& options) {
+  std::unique_ptr<KafkaMetadata> m(new KafkaMetadata());
+  char err[512];
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  rd_kafka_conf_set(conf, "bootstrap.servers", brokers.c_str(), err, sizeof(err));
+  // Security and client settings the user passed apply here too; the producer-only
+  // ones are rejected by librdkafka for no handle type, so ignoring errors is safe.
+  for (const std::string& kv : options) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    rd_kafka_conf_set(conf, kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), err, sizeof(err));
+  }
+  rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
+  m->rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+  if (!m->rk_) return absl::InvalidArgumentError(std::string("kafka metadata client: ") + err);
+  return m;
+}
+
+KafkaMetadata::~KafkaMetadata() {
+  if (rk_) rd_kafka_destroy(rk_);
+}
+
+absl::StatusOr<int> KafkaMetadata::PartitionCount(const std::string& topic, int timeout_ms) {
+  rd_kafka_topic_t* rkt;
+  {
+    MutexLock l(&mu_);
+    rkt = rd_kafka_topic_new(rk_, topic.c_str(), nullptr);
+  }
+  const rd_kafka_metadata_t* md = nullptr;
+  rd_kafka_resp_err_t err = rd_kafka_metadata(rk_, 0, rkt, &md, timeout_ms);
+  rd_kafka_topic_destroy(rkt);
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    return absl::UnavailableError("metadata for topic " + topic + ": " + rd_kafka_err2str(err));
+  }
+  absl::StatusOr<int> result = absl::UnavailableError("no metadata for topic " + topic);
+  for (int i = 0; i < md->topic_cnt; ++i) {
+    const rd_kafka_metadata_topic_t& t = md->topics[i];
+    if (topic != t.topic) continue;
+    if (t.err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+      result = absl::NotFoundError("topic " + topic + " does not exist");
+    } else if (t.err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      result = absl::UnavailableError("metadata for topic " + topic + ": " + rd_kafka_err2str(t.err));
+    } else if (t.partition_cnt <= 0) {
+      result = absl::UnavailableError("topic " + topic + " has no partitions yet");
+    } else {
+      result = t.partition_cnt;
+    }
+  }
+  rd_kafka_metadata_destroy(md);
+  return result;
+}
+
+}  // namespace kspool::agent

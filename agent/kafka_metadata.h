@@ -1,0 +1,34 @@
+// KafkaMetadata: asks the cluster for fresh topic metadata (partition counts), for
+// heartbeats and broadcasts. Its own librdkafka handle, separate from the drain loop's
+// producer, so a slow metadata request never stalls delivery.
+// Thread safety: every method may be called from any thread.
+#pragma once
+
+#include <librdkafka/rdkafka.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "wal/mutex.h"
+
+namespace kspool::agent {
+
+class KafkaMetadata {
+ public:
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<KafkaMetadata>> Create(
+      const std::string& brokers, const std::vector<std::string>& options);
+  ~KafkaMetadata();
+
+  // Partitions of `topic` from a fresh metadata request. NOT_FOUND if the cluster says
+  // it does not exist; UNAVAILABLE if the cluster could not be asked in time.
+  absl::StatusOr<int> PartitionCount(const std::string& topic, int timeout_ms);
+
+ private:
+  KafkaMetadata() = default;
+  rd_kafka_t* rk_ = nullptr;
+  Mutex mu_;  // serializes topic-handle creation
+};
+
+}  // namespace kspool::agent

@@ -1,0 +1,221 @@
+#include "agent/metrics.h"
+
+#include <prometheus/collectable.h>
+#include <prometheus/text_serializer.h>
+
+#include <sstream>
+
+#include "agent/commit_tracker.h"
+#include "wal/mutex.h"
+
+namespace kspool::agent {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+const char* CodeName(int code) {
+  static const char* kNames[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT",
+                                 "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
+                                 "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+                                 "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+                                 "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS",
+                                 "UNAUTHENTICATED"};
+  return code >= 0 && code <= 16 ? kNames[code] : "UNKNOWN";
+}
+
+MetricFamily Family(const std::string& name, const std::string& help, MetricType type) {
+  MetricFamily f;
+  f.name = name;
+  f.help = help;
+  f.type = type;
+  return f;
+}
+
+void Add(MetricFamily* f, double value, std::vector<prometheus::ClientMetric::Label> labels = {}) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  if (f->type == MetricType::Counter) {
+    m.counter.value = value;
+  } else {
+    m.gauge.value = value;
+  }
+  f->metric.push_back(std::move(m));
+}
+
+// State read from the WAL, the commit tracker and the drain loop at scrape time.
+class StateCollector : public prometheus::Collectable {
+ public:
+  void Set(MetricSources s) {
+    MutexLock l(&mu_);
+    sources_ = std::move(s);
+  }
+
+  std::vector<MetricFamily> Collect() const override {
+    MetricSources s;
+    {
+      MutexLock l(&mu_);
+      s = sources_;
+    }
+    if (!s.wal) return {};
+    const double now = s.clock->NowMillis() / 1000.0;
+    wal::Stats st = s.wal->GetStats();
+    wal::CommitPoints cp = s.tracker ? s.tracker->Current() : s.wal->SavedCommitPoints();
+
+    auto point = Family("kspool_commit_point_timestamp_seconds",
+                        "Every message received at or before this time (Unix seconds) has been "
+                        "delivered or discarded and counted; global and per topic",
+                        MetricType::Gauge);
+    auto lag = Family("kspool_commit_lag_seconds", "Now minus the commit point", MetricType::Gauge);
+    Add(&point, cp.global_ms / 1000.0);
+    Add(&lag, now - cp.global_ms / 1000.0);
+    for (const auto& [topic, ms] : cp.topics_ms) {
+      Add(&point, ms / 1000.0, {{"topic", topic}});
+      Add(&lag, now - ms / 1000.0, {{"topic", topic}});
+    }
+    auto age = Family("kspool_oldest_entry_age_seconds",
+                      "Age of the oldest message still in the WAL (0 when empty)", MetricType::Gauge);
+    Add(&age, st.entries ? std::max(0.0, now - (cp.global_ms + 1) / 1000.0) : 0.0);
+
+    auto received = Family("kspool_messages_received_total",
+                           "Messages accepted into the WAL (persisted across restarts)",
+                           MetricType::Counter);
+    auto delivered = Family("kspool_messages_delivered_total",
+                            "Messages Kafka acknowledged (persisted across restarts)",
+                            MetricType::Counter);
+    auto discarded = Family("kspool_messages_discarded_total",
+                            "Messages discarded into the dead letters, by reason (persisted)",
+                            MetricType::Counter);
+    for (const auto& [topic, t] : st.topics) {
+      Add(&received, t.accepted.count, {{"topic", topic}});
+      Add(&delivered, t.delivered.count, {{"topic", topic}});
+      for (const auto& [reason, c] : t.discarded) {
+        Add(&discarded, c.count, {{"topic", topic}, {"reason", reason}});
+      }
+    }
+    auto entries = Family("kspool_wal_entries", "Messages in the WAL", MetricType::Gauge);
+    auto bytes = Family("kspool_wal_bytes", "Bytes of the messages in the WAL", MetricType::Gauge);
+    auto cap = Family("kspool_wal_capacity_bytes", "WAL capacity (--wal-max-bytes)", MetricType::Gauge);
+    auto fsyncs = Family("kspool_wal_fsyncs_total", "Synced WAL group commits", MetricType::Counter);
+    auto healthy = Family("kspool_wal_healthy", "1 while the WAL accepts writes, 0 after an I/O error",
+                          MetricType::Gauge);
+    Add(&entries, st.entries);
+    Add(&bytes, st.bytes);
+    Add(&cap, st.capacity_bytes);
+    Add(&fsyncs, st.fsyncs);
+    Add(&healthy, s.wal->health().ok() ? 1 : 0);
+    auto inflight = Family("kspool_kafka_inflight_messages",
+                           "Messages read from the WAL and not yet settled", MetricType::Gauge);
+    Add(&inflight, s.inflight ? s.inflight() : 0);
+    auto up = Family("kspool_kafka_brokers_up", "Kafka brokers with an open connection",
+                     MetricType::Gauge);
+    Add(&up, s.brokers_up ? s.brokers_up() : -1);
+    return {point, lag, age, received, delivered, discarded, entries, bytes, cap, fsyncs,
+            healthy, inflight, up};
+  }
+
+ private:
+  mutable Mutex mu_;
+  MetricSources sources_ ABSL_GUARDED_BY(mu_);
+};
+
+prometheus::Histogram::BucketBoundaries SecondsBuckets() {
+  return {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+}
+
+}  // namespace
+
+Metrics::Metrics(const std::string& version)
+    : registry_(std::make_shared<prometheus::Registry>()),
+      fsync_seconds_(prometheus::BuildHistogram()
+                         .Name("kspool_wal_fsync_duration_seconds")
+                         .Help("Duration of one synced WAL group commit")
+                         .Register(*registry_)),
+      group_commit_messages_(prometheus::BuildHistogram()
+                                 .Name("kspool_wal_group_commit_messages")
+                                 .Help("Messages written by one synced group commit")
+                                 .Register(*registry_)),
+      send_seconds_(prometheus::BuildHistogram()
+                        .Name("kspool_send_duration_seconds")
+                        .Help("Send RPC duration, by gRPC status code")
+                        .Register(*registry_)),
+      send_rejected_(prometheus::BuildCounter()
+                         .Name("kspool_send_rejected_total")
+                         .Help("Send RPCs answered with an error, by gRPC status code")
+                         .Register(*registry_)),
+      produce_errors_(prometheus::BuildCounter()
+                          .Name("kspool_kafka_produce_errors_total")
+                          .Help("Failed deliveries reported by librdkafka, by error")
+                          .Register(*registry_)),
+      redelivered_(prometheus::BuildCounter()
+                       .Name("kspool_messages_redelivered_total")
+                       .Help("Messages produced again after a failure or a restart: possible "
+                             "duplicates")
+                       .Register(*registry_)),
+      heartbeats_(prometheus::BuildCounter()
+                      .Name("kspool_heartbeats_sent_total")
+                      .Help("Heartbeat records appended, by topic")
+                      .Register(*registry_)),
+      heartbeat_failures_(prometheus::BuildCounter()
+                              .Name("kspool_heartbeat_failures_total")
+                              .Help("Heartbeat rounds skipped for a topic (no metadata, WAL "
+                                    "full or unavailable)")
+                              .Register(*registry_)),
+      wal_reopens_(prometheus::BuildCounter()
+                       .Name("kspool_wal_reopens_total")
+                       .Help("Times the WAL was reopened after an I/O error")
+                       .Register(*registry_)),
+      state_(std::make_shared<StateCollector>()) {
+  prometheus::BuildGauge()
+      .Name("kspool_build_info")
+      .Help("kspool build; the value is always 1")
+      .Register(*registry_)
+      .Add({{"version", version}})
+      .Set(1);
+  wal_reopens_.Add({});
+  registry_->Collect();  // validates the families once
+}
+
+void Metrics::SetSources(MetricSources sources) {
+  std::static_pointer_cast<StateCollector>(state_)->Set(std::move(sources));
+}
+
+void Metrics::ObserveGroupCommit(size_t messages, double seconds) {
+  fsync_seconds_.Add({}, SecondsBuckets()).Observe(seconds);
+  group_commit_messages_.Add({}, prometheus::Histogram::BucketBoundaries{1, 4, 16, 64, 256, 1024, 4096, 16384})
+      .Observe(static_cast<double>(messages));
+}
+
+void Metrics::ObserveSend(int code, double seconds) {
+  send_seconds_.Add({{"code", CodeName(code)}}, SecondsBuckets()).Observe(seconds);
+}
+
+void Metrics::SendRejected(int code) { send_rejected_.Add({{"code", CodeName(code)}}).Increment(); }
+
+void Metrics::ProduceError(const std::string& error) {
+  produce_errors_.Add({{"error", error}}).Increment();
+}
+
+void Metrics::Redelivered(const std::string& topic) { redelivered_.Add({{"topic", topic}}).Increment(); }
+
+void Metrics::HeartbeatSent(const std::string& topic, uint64_t n) {
+  heartbeats_.Add({{"topic", topic}}).Increment(static_cast<double>(n));
+}
+
+void Metrics::HeartbeatFailed(const std::string& topic) {
+  heartbeat_failures_.Add({{"topic", topic}}).Increment();
+}
+
+void Metrics::WalReopened() { wal_reopens_.Add({}).Increment(); }
+
+std::string Metrics::Serialize() const {
+  std::vector<MetricFamily> families = registry_->Collect();
+  std::vector<MetricFamily> state = state_->Collect();
+  families.insert(families.end(), state.begin(), state.end());
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, families);
+  return out.str();
+}
+
+}  // namespace kspool::agent

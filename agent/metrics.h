@@ -1,0 +1,67 @@
+// Metrics: every Prometheus metric of the agent, declared in this one place. Event
+// metrics (histograms, error counters) are recorded by the parts as things happen;
+// state metrics (commit points, WAL size, persisted delivered/discarded totals) are
+// read from their sources at scrape time, so totals restored from the WAL after a
+// restart are what a scrape sees.
+// Thread safety: every method may be called from any thread.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "wal/clock.h"
+#include "wal/wal.h"
+
+namespace kspool::agent {
+
+class CommitTracker;
+
+// Where the scrape-time metrics come from.
+struct MetricSources {
+  wal::Wal* wal = nullptr;
+  CommitTracker* tracker = nullptr;
+  std::function<uint64_t()> inflight;
+  std::function<int()> brokers_up;  // -1: unknown yet
+  Clock* clock = SystemClock::Default();
+};
+
+class Metrics {
+ public:
+  explicit Metrics(const std::string& version);
+
+  void SetSources(MetricSources sources);
+
+  void ObserveGroupCommit(size_t messages, double seconds);
+  void ObserveSend(int grpc_code, double seconds);
+  void SendRejected(int grpc_code);
+  void ProduceError(const std::string& error);
+  void Redelivered(const std::string& topic);
+  void HeartbeatSent(const std::string& topic, uint64_t n);
+  void HeartbeatFailed(const std::string& topic);
+  void WalReopened();
+
+  // The Prometheus text exposition of every metric.
+  std::string Serialize() const;
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Histogram>& fsync_seconds_;
+  prometheus::Family<prometheus::Histogram>& group_commit_messages_;
+  prometheus::Family<prometheus::Histogram>& send_seconds_;
+  prometheus::Family<prometheus::Counter>& send_rejected_;
+  prometheus::Family<prometheus::Counter>& produce_errors_;
+  prometheus::Family<prometheus::Counter>& redelivered_;
+  prometheus::Family<prometheus::Counter>& heartbeats_;
+  prometheus::Family<prometheus::Counter>& heartbeat_failures_;
+  prometheus::Family<prometheus::Counter>& wal_reopens_;
+  std::shared_ptr<prometheus::Collectable> state_;
+};
+
+}  // namespace kspool::agent

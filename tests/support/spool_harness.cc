@@ -19,6 +19,7 @@ void SpoolHarness::Start(const std::function<void(agent::Config*)>& tweak) {
   agent::Config c;
   c.wal_dir = wal_dir();
   c.listen = "127.0.0.1:0";
+  c.metrics_listen = "127.0.0.1:0";
   c.kafka_brokers = kafka_->bootstrap();
   c.commit_point_interval_ms = 50;
   c.retry_backoff_ms = 50;
@@ -32,14 +33,25 @@ void SpoolHarness::Start(const std::function<void(agent::Config*)>& tweak) {
   auto a = agent::Agent::Start(c, deps);
   ASSERT_TRUE(a.ok()) << a.status();
   agent_ = std::move(a).value();
-  stub_ = kspool::v1::Spool::NewStub(
-      grpc::CreateChannel(agent_->grpc_address(), grpc::InsecureChannelCredentials()));
+  auto channel = grpc::CreateChannel(agent_->grpc_address(), grpc::InsecureChannelCredentials());
+  stub_ = kspool::v1::Spool::NewStub(channel);
+  admin_ = kspool::v1::Admin::NewStub(channel);
 }
 
 void SpoolHarness::Stop() {
   if (agent_) agent_->Shutdown();
   agent_.reset();
   stub_.reset();
+  admin_.reset();
+}
+
+kspool::v1::GetDiscardReportResponse SpoolHarness::Report() {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  kspool::v1::GetDiscardReportResponse resp;
+  grpc::Status s = admin_->GetDiscardReport(&ctx, {}, &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return resp;
 }
 
 SendResult SpoolHarness::SendRequest(const kspool::v1::SendRequest& req) {
@@ -52,6 +64,7 @@ SendResult SpoolHarness::SendRequest(const kspool::v1::SendRequest& req) {
     if (k == "retry-after-ms") r.retry_after_ms.assign(v.data(), v.size());
   }
   if (r.status.ok()) {
+    r.receive_time_ms = resp.receive_time_ms();
     for (int i = 0; i < resp.sequence_size(); ++i) {
       r.seqs.push_back(resp.sequence(i));
       acked_[resp.sequence(i)] = {req.messages(i).topic(), req.messages(i).value()};

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "agent/agent.h"
+#include "kspool/v1/admin.grpc.pb.h"
 #include "kspool/v1/spool.grpc.pb.h"
 #include "tests/support/dev_kafka.h"
 #include "tests/support/fault_fs.h"
@@ -23,6 +24,7 @@ struct SendResult {
   grpc::Status status;
   std::vector<uint64_t> seqs;
   std::string retry_after_ms;  // trailing metadata, when present
+  int64_t receive_time_ms = 0;
 };
 
 class SpoolHarness {
@@ -39,6 +41,8 @@ class SpoolHarness {
   SendResult Send(const std::string& topic, const std::vector<std::string>& values,
                   const std::string& key = "");
   SendResult SendRequest(const kspool::v1::SendRequest& req);
+  kspool::v1::Spool::Stub& spool() { return *stub_; }
+  kspool::v1::GetDiscardReportResponse Report();
 
   bool WaitUntil(const std::function<bool()>& cond, std::chrono::milliseconds timeout);
   bool WaitUntilDrained(std::chrono::milliseconds timeout);
@@ -60,6 +64,7 @@ class SpoolHarness {
   std::shared_ptr<rocksdb::Env> env_;
   std::unique_ptr<agent::Agent> agent_;
   std::unique_ptr<kspool::v1::Spool::Stub> stub_;
+  std::unique_ptr<kspool::v1::Admin::Stub> admin_;
   std::map<uint64_t, std::pair<std::string, std::string>> acked_;  // seq -> (topic, value)
 };
 

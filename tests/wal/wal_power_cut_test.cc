@@ -28,9 +28,10 @@ namespace {
 
 using kspool::testing::FaultInjectionFileSystem;
 
-// Debian's librocksdb.a is not built with ThreadSanitizer, so TSan cannot see the atomics
-// by which two concurrent DB::Write calls hand over their batches and reports races inside
-// RocksDB. Under TSan the settler therefore runs before the appenders, not beside them.
+// Debian's librocksdb.a is not built with ThreadSanitizer: TSan cannot see the atomics
+// RocksDB synchronizes with and reports races inside RocksDB (write-group handover between
+// concurrent DB::Write calls, memtable inserts, background purges against foreground
+// reads). The long concurrent test below is skipped under TSan for that reason.
 #if defined(__SANITIZE_THREAD__)
 constexpr bool kThreadSanitizer = true;
 #elif defined(__has_feature)
@@ -219,6 +220,7 @@ struct Model {
 };
 
 TEST(WalPowerCut, AckedEntriesSurvivePowerCut) {
+  if (kThreadSanitizer) GTEST_SKIP() << "RocksDB is not TSan-instrumented: false reports";
   const uint64_t seed = EnvOr("KSPOOL_SEED", std::random_device{}());
   const int iterations = static_cast<int>(EnvOr("KSPOOL_POWER_CUT_ITERATIONS", 100));
   std::printf("WalPowerCut seed=%llu (KSPOOL_SEED to repeat)\n", (unsigned long long)seed);
@@ -246,10 +248,10 @@ TEST(WalPowerCut, AckedEntriesSurvivePowerCut) {
     // range. A compaction cut by the power costs a second: RocksDB sleeps 1 s after a
     // failed background job and Close waits for it.
     const bool draining = rng() % 4 != 0;
-    auto drain = [&, compact = rng() % 20 == 0, thread_seed = rng()](int rounds) {
+    auto drain = [&, compact = rng() % 20 == 0, thread_seed = rng()] {
       std::mt19937 r(thread_seed);
       bool compacted = !compact;
-      for (int i = 0; i < rounds && !stop.load(); ++i) {
+      while (!stop.load()) {
         std::this_thread::sleep_for(std::chrono::microseconds(r() % 2000));
         std::vector<Entry> entries;
         if (!wal->Scan(0, 1 + r() % 32, 1 << 20, &entries).ok()) break;
@@ -269,8 +271,6 @@ TEST(WalPowerCut, AckedEntriesSurvivePowerCut) {
         }
       }
     };
-    // Under TSan, no other writer runs beside the appenders: see kThreadSanitizer.
-    if (draining && kThreadSanitizer) drain(8);
     for (int t = 0; t < kAppenders; ++t) {
       threads.emplace_back([&, t, thread_seed = rng()] {
         std::mt19937 r(thread_seed);
@@ -288,7 +288,7 @@ TEST(WalPowerCut, AckedEntriesSurvivePowerCut) {
         }
       });
     }
-    if (draining && !kThreadSanitizer) threads.emplace_back(drain, 1 << 30);
+    if (draining) threads.emplace_back(drain);
     std::this_thread::sleep_for(std::chrono::milliseconds(2 + rng() % 29));
     fs->SetActive(false);  // the power cut
     stop.store(true);

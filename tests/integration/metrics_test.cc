@@ -1,0 +1,132 @@
+// /metrics, /status and /healthz scraped with an HTTP client from an agent that sent,
+// delivered and discarded known numbers of messages.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "tests/support/http_get.h"
+#include "tests/support/spool_harness.h"
+
+namespace kspool {
+namespace {
+
+using kspool::testing::HttpGet;
+using kspool::testing::SpoolHarness;
+using namespace std::chrono_literals;
+
+// "name{labels} value" lines of the Prometheus text format, keyed by "name{labels}".
+std::map<std::string, double> Scrape(const std::string& address) {
+  auto r = HttpGet(address, "/metrics");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_NE(r.content_type.find("text/plain"), std::string::npos);
+  std::map<std::string, double> out;
+  size_t pos = 0;
+  while (pos < r.body.size()) {
+    size_t nl = r.body.find('\n', pos);
+    std::string line = r.body.substr(pos, nl - pos);
+    pos = nl == std::string::npos ? r.body.size() : nl + 1;
+    if (line.empty() || line[0] == '#') continue;
+    size_t sp = line.rfind(' ');
+    out[line.substr(0, sp)] = std::stod(line.substr(sp + 1));
+  }
+  return out;
+}
+
+TEST(Metrics, CountsMatchWhatWasSentDeliveredAndDiscardedAndSurviveRestart) {
+  SpoolHarness h({"t:2", "u:1"});
+  h.Start([](agent::Config* c) { c->wal_max_bytes = 50'000'000; });
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(h.Send("t", {"a", "b", "c"}).status.ok());
+  ASSERT_TRUE(h.Send("u", {"x"}).status.ok());
+  ASSERT_TRUE(h.WaitUntilDrained(30s));
+  ASSERT_EQ(h.kafka().Command("request error Produce 1 MSG_SIZE_TOO_LARGE"), "OK");
+  ASSERT_TRUE(h.Send("u", {"too-big"}).status.ok());
+  ASSERT_TRUE(h.WaitUntilDrained(30s));
+  kspool::v1::SendRequest bad;
+  bad.add_messages()->set_topic("bad topic");
+  EXPECT_FALSE(h.SendRequest(bad).status.ok());
+  std::this_thread::sleep_for(200ms);
+
+  auto m = Scrape(h.agent().http_address());
+  EXPECT_EQ(m["kspool_messages_received_total{topic=\"t\"}"], 30);
+  EXPECT_EQ(m["kspool_messages_received_total{topic=\"u\"}"], 2);
+  EXPECT_EQ(m["kspool_messages_delivered_total{topic=\"t\"}"], 30);
+  EXPECT_EQ(m["kspool_messages_delivered_total{topic=\"u\"}"], 1);
+  EXPECT_EQ(m["kspool_messages_discarded_total{topic=\"u\",reason=\"msg_size_too_large\"}"], 1);
+  EXPECT_EQ(m["kspool_kafka_produce_errors_total{error=\"MSG_SIZE_TOO_LARGE\"}"], 1);
+  EXPECT_EQ(m["kspool_wal_entries"], 0);
+  EXPECT_EQ(m["kspool_wal_bytes"], 0);
+  EXPECT_EQ(m["kspool_wal_capacity_bytes"], 50'000'000);
+  EXPECT_GE(m["kspool_wal_fsyncs_total"], 1);
+  EXPECT_GE(m["kspool_wal_fsync_duration_seconds_count"], 1);
+  EXPECT_EQ(m["kspool_send_duration_seconds_count{code=\"OK\"}"], 12);
+  EXPECT_EQ(m["kspool_send_rejected_total{code=\"INVALID_ARGUMENT\"}"], 1);
+  EXPECT_EQ(m["kspool_kafka_inflight_messages"], 0);
+  EXPECT_EQ(m["kspool_wal_healthy"], 1);
+  EXPECT_EQ(m["kspool_build_info{version=\"" KSPOOL_VERSION "\"}"], 1);
+  const double now = std::chrono::duration<double>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_NEAR(m["kspool_commit_point_timestamp_seconds"], now, 5);
+  EXPECT_NEAR(m["kspool_commit_point_timestamp_seconds{topic=\"t\"}"], now, 5);
+  EXPECT_LT(m["kspool_commit_lag_seconds"], 5);
+  EXPECT_EQ(m["kspool_oldest_entry_age_seconds"], 0);
+  // Brokers librdkafka holds a connection to (the leaders it produces to, at least one).
+  EXPECT_TRUE(h.WaitUntil([&] {
+    return Scrape(h.agent().http_address())["kspool_kafka_brokers_up"] >= 1;
+  }, 10s));
+
+  h.Stop();
+  h.Start();
+  auto after = Scrape(h.agent().http_address());
+  EXPECT_EQ(after["kspool_messages_delivered_total{topic=\"t\"}"], 30) << "restored from the WAL";
+  EXPECT_EQ(after["kspool_messages_discarded_total{topic=\"u\",reason=\"msg_size_too_large\"}"], 1);
+  h.ExpectAllAccountedFor("t");
+  h.ExpectAllAccountedFor("u");
+}
+
+TEST(Metrics, BacklogShowsInEntriesAgeAndLagWhileKafkaIsDown) {
+  SpoolHarness h;
+  h.Start();
+  ASSERT_EQ(h.kafka().Command("broker down all"), "OK");
+  ASSERT_TRUE(h.Send("t", {"1", "2", "3"}).status.ok());
+  std::this_thread::sleep_for(1200ms);
+  auto m = Scrape(h.agent().http_address());
+  EXPECT_EQ(m["kspool_wal_entries"], 3);
+  EXPECT_GT(m["kspool_wal_bytes"], 0);
+  EXPECT_GE(m["kspool_oldest_entry_age_seconds"], 1.0);
+  EXPECT_GE(m["kspool_commit_lag_seconds"], 1.0);
+  EXPECT_TRUE(h.WaitUntil([&] {
+    return Scrape(h.agent().http_address())["kspool_kafka_brokers_up"] == 0;
+  }, 10s));
+  ASSERT_EQ(h.kafka().Command("broker up all"), "OK");
+  ASSERT_TRUE(h.WaitUntilDrained(30s));
+  h.ExpectAllAccountedFor("t");
+}
+
+TEST(Metrics, HealthAndStatusReportAWalErrorAndItsRecovery) {
+  SpoolHarness h;
+  h.Start([](agent::Config* c) { c->wal_reopen_interval_ms = 1500; });
+  const std::string http = h.agent().http_address();
+  EXPECT_EQ(HttpGet(http, "/healthz").status, 200);
+  h.fs().FailNextSyncs(1);
+  EXPECT_FALSE(h.Send("t", {"x"}).status.ok());
+  auto health = HttpGet(http, "/healthz");
+  EXPECT_EQ(health.status, 503);
+  EXPECT_NE(health.body.find("WAL append failed"), std::string::npos) << health.body;
+  EXPECT_EQ(Scrape(http)["kspool_wal_healthy"], 0);
+  auto status = nlohmann::json::parse(HttpGet(http, "/status").body);
+  EXPECT_FALSE(status["wal"]["healthy"].get<bool>());
+  EXPECT_EQ(status["agent_id"], h.agent().agent_id());
+  ASSERT_TRUE(h.WaitUntil([&] { return HttpGet(http, "/healthz").status == 200; }, 20s));
+  EXPECT_EQ(Scrape(http)["kspool_wal_reopens_total"], 1);
+  status = nlohmann::json::parse(HttpGet(http, "/status").body);
+  EXPECT_TRUE(status["wal"]["healthy"].get<bool>());
+  EXPECT_EQ(status["version"], KSPOOL_VERSION);
+  EXPECT_GT(status["uptime_seconds"].get<double>(), 0);
+  EXPECT_TRUE(status["commit_point"].contains("global_ms"));
+  EXPECT_EQ(HttpGet(http, "/nope").status, 404);
+}
+
+}  // namespace
+}  // namespace kspool

@@ -1,0 +1,17 @@
+// HttpGet: a minimal HTTP/1.1 client for tests (GET over a loopback TCP socket).
+#pragma once
+
+#include <string>
+
+namespace kspool::testing {
+
+struct HttpResponse {
+  int status = 0;  // 0: no connection or no valid response
+  std::string content_type;
+  std::string body;
+};
+
+// `address` is HOST:PORT.
+HttpResponse HttpGet(const std::string& address, const std::string& path);
+
+}  // namespace kspool::testing

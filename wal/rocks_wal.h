@@ -103,6 +103,7 @@ class RocksWal final : public Wal {
   CommitPoints saved_points_ ABSL_GUARDED_BY(mu_);
   uint64_t fsyncs_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t appends_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t appended_messages_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t reopens_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t head_ ABSL_GUARDED_BY(mu_) = 1;  // oldest live seq, or committed_next_ when empty
   OutcomeTable before_ ABSL_GUARDED_BY(mu_);                // received <= saved commit point

@@ -128,6 +128,7 @@ void RocksWal::CommitGroup(Writer* leader) {
     if (s.ok()) {
       ++fsyncs_;
       appends_ += group.size();
+      appended_messages_ += end_seq - first_seq;
       live_bytes_ += bytes;
       for (auto& [topic, c] : accepted) topics_[topic].accepted = c;
     } else {

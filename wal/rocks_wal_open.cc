@@ -228,6 +228,7 @@ Stats RocksWal::GetStats() const {
     s.topics = topics_;
     s.fsyncs = fsyncs_;
     s.appends = appends_;
+    s.appended_messages = appended_messages_;
     s.capacity_bytes = options_.max_bytes;
     head = head_;
     limit = committed_next_;

@@ -109,6 +109,7 @@ struct Stats {
   std::map<std::string, TopicStats> topics;
   uint64_t fsyncs = 0;        // group commits written with sync
   uint64_t appends = 0;       // Append() calls that succeeded
+  uint64_t appended_messages = 0;  // messages those calls wrote
   uint64_t capacity_bytes = 0;  // Options::max_bytes
 };
 

@@ -1,0 +1,41 @@
+// LoadGenerator: the client side of kspool-bench. N client threads, each with its own
+// gRPC channel, send batches of messages to the agent: closed loop (as fast as acks
+// come back) or open loop at a fixed total rate, where latency is measured from each
+// request's scheduled time so a stalled agent cannot hide its queueing (no coordinated
+// omission). Loopback only. Thread safety: Run() from one thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace kspool::bench {
+
+struct LoadOptions {
+  std::string agent;
+  int clients = 8;
+  int batch = 100;
+  int size = 100;
+  double duration_s = 10;
+  uint64_t count = 0;  // total messages; 0: run for duration_s
+  double rate = 0;     // total messages/s, open loop; 0: closed loop
+  int topics = 1;
+  bool keys = false;
+};
+
+struct LoadResult {
+  uint64_t acked = 0;  // messages
+  uint64_t requests = 0;
+  double seconds = 0;
+  std::vector<double> latencies_ms;     // per successful request, sorted
+  std::map<std::string, uint64_t> failures;  // by gRPC status code name
+};
+
+// Runs the load; `progress` is called about once a second with the messages acked so far.
+LoadResult RunLoad(const LoadOptions& options, const std::function<void(uint64_t)>& progress);
+
+double Percentile(const std::vector<double>& sorted, double p);
+
+}  // namespace kspool::bench

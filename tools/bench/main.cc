@@ -1,0 +1,131 @@
+// kspool-bench: load generator for a running agent. Reports acknowledged and delivered
+// rates, Send latency percentiles, failures by status code, the batch size the agent
+// committed with, and (with --ceiling DIR) kspool's ratio to raw RocksDB synced writes
+// of that batch size on the same disk, measured in the same run.
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "kspool/v1/admin.grpc.pb.h"
+#include "tools/bench/ceiling.h"
+#include "tools/bench/load.h"
+
+namespace {
+
+kspool::v1::GetWalStatsResponse Stats(kspool::v1::Admin::Stub& admin) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  kspool::v1::GetWalStatsResponse r;
+  grpc::Status s = admin.GetWalStats(&ctx, {}, &r);
+  if (!s.ok()) {
+    std::fprintf(stderr, "kspool-bench: agent stats: %s\n", s.error_message().c_str());
+    std::exit(1);
+  }
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"kspool-bench: load a kspool agent over gRPC and report rates and latency."};
+  kspool::bench::LoadOptions o;
+  o.agent = "127.0.0.1:7411";
+  std::string ceiling_dir;
+  bool json = false;
+  double drain_wait_s = 0;
+  app.add_option("--agent", o.agent, "Agent gRPC address")->capture_default_str();
+  app.add_option("--clients", o.clients, "Concurrent clients (one channel each)")->capture_default_str();
+  app.add_option("--batch", o.batch, "Messages per Send")->capture_default_str();
+  app.add_option("--size", o.size, "Value bytes per message")->capture_default_str();
+  app.add_option("--duration", o.duration_s, "Seconds to run")->capture_default_str();
+  app.add_option("--count", o.count, "Messages to send in total (instead of --duration)");
+  app.add_option("--rate", o.rate, "Open loop: total messages/s (latency from schedule)");
+  app.add_option("--topics", o.topics, "Topics bench-0..K-1")->capture_default_str();
+  app.add_flag("--keys", o.keys, "Give messages keys (1024 distinct)");
+  app.add_option("--ceiling", ceiling_dir,
+                 "Also measure raw RocksDB synced batches in this directory (same disk)");
+  app.add_option("--drain-wait", drain_wait_s,
+                 "After the load, wait up to this many seconds for the backlog to drain");
+  app.add_flag("--json", json, "One JSON object on stdout");
+  CLI11_PARSE(app, argc, argv);
+
+  auto admin = kspool::v1::Admin::NewStub(
+      grpc::CreateChannel(o.agent, grpc::InsecureChannelCredentials()));
+  const auto before = Stats(*admin);
+  const bool tty = isatty(2);
+  auto progress = [&](uint64_t acked) {
+    if (tty) std::fprintf(stderr, "\r  acked %llu messages...", static_cast<unsigned long long>(acked));
+  };
+  kspool::bench::LoadResult r = kspool::bench::RunLoad(o, progress);
+  if (tty) std::fprintf(stderr, "\n");
+  const auto after = Stats(*admin);
+  const double delivered_rate = (after.delivered() - before.delivered()) / r.seconds;
+  double drain_s = 0;
+  auto last = after;
+  if (drain_wait_s > 0) {
+    auto t0 = std::chrono::steady_clock::now();
+    while (last.entries() > 0 && drain_s < drain_wait_s) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      last = Stats(*admin);
+      drain_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+  }
+  const uint64_t commits = after.group_commits() - before.group_commits();
+  const double group = commits ? double(after.appended_messages() - before.appended_messages()) / commits : 0;
+
+  nlohmann::json j;
+  j["clients"] = o.clients;
+  j["batch"] = o.batch;
+  j["size"] = o.size;
+  j["rate_target"] = o.rate;
+  j["seconds"] = r.seconds;
+  j["acked"] = r.acked;
+  j["acked_per_s"] = r.acked / r.seconds;
+  j["acked_mb_per_s"] = r.acked * double(o.size) / r.seconds / 1e6;
+  j["delivered_per_s"] = delivered_rate;
+  j["backlog_before"] = before.entries();
+  j["backlog_after"] = after.entries();
+  j["drained_after_s"] = drain_s;
+  j["group_commit_messages"] = group;
+  j["latency_ms"] = {{"p50", kspool::bench::Percentile(r.latencies_ms, 0.5)},
+                     {"p99", kspool::bench::Percentile(r.latencies_ms, 0.99)},
+                     {"p999", kspool::bench::Percentile(r.latencies_ms, 0.999)},
+                     {"max", r.latencies_ms.empty() ? 0 : r.latencies_ms.back()}};
+  j["failures"] = r.failures;
+  if (!ceiling_dir.empty()) {
+    int b = std::max(1, static_cast<int>(group + 0.5));
+    auto c = kspool::bench::MeasureCeiling(ceiling_dir, b, o.size, 5);
+    if (!c.ok()) {
+      std::fprintf(stderr, "kspool-bench: %s\n", c.status().ToString().c_str());
+      return 1;
+    }
+    j["ceiling"] = {{"batch", b}, {"messages_per_s", c->messages_per_s},
+                    {"ratio", (r.acked / r.seconds) / c->messages_per_s}};
+  }
+  if (json) {
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf("acked      %.0f msg/s  (%.1f MB/s), %llu messages in %.1f s\n",
+              j["acked_per_s"].get<double>(), j["acked_mb_per_s"].get<double>(),
+              static_cast<unsigned long long>(r.acked), r.seconds);
+  std::printf("delivered  %.0f msg/s during the run; backlog %llu -> %llu",
+              delivered_rate, static_cast<unsigned long long>(before.entries()),
+              static_cast<unsigned long long>(after.entries()));
+  if (drain_wait_s > 0) std::printf(" (drained in %.1f s)", drain_s);
+  std::printf("\nlatency    p50 %.2f  p99 %.2f  p999 %.2f  max %.2f ms\n",
+              j["latency_ms"]["p50"].get<double>(), j["latency_ms"]["p99"].get<double>(),
+              j["latency_ms"]["p999"].get<double>(), j["latency_ms"]["max"].get<double>());
+  std::printf("group commit %.1f messages per fsync\n", group);
+  for (const auto& [code, n] : r.failures) std::printf("failures   %s: %llu\n", code.c_str(), (unsigned long long)n);
+  if (j.contains("ceiling")) {
+    std::printf("ceiling    raw RocksDB, %d x %d B per sync: %.0f msg/s; kspool ratio %.2f\n",
+                j["ceiling"]["batch"].get<int>(), o.size, j["ceiling"]["messages_per_s"].get<double>(),
+                j["ceiling"]["ratio"].get<double>());
+  }
+  return 0;
+}

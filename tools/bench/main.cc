@@ -57,7 +57,11 @@ int main(int argc, char** argv) {
       grpc::CreateChannel(o.agent, grpc::InsecureChannelCredentials()));
   const auto before = Stats(*admin);
   const bool tty = isatty(2);
+  std::vector<std::pair<double, uint64_t>> series;  // (seconds since start, acked)
+  const auto t0 = std::chrono::steady_clock::now();
   auto progress = [&](uint64_t acked) {
+    series.emplace_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), acked);
     if (tty) std::fprintf(stderr, "\r  acked %llu messages...", static_cast<unsigned long long>(acked));
   };
   kspool::bench::LoadResult r = kspool::bench::RunLoad(o, progress);
@@ -96,6 +100,19 @@ int main(int argc, char** argv) {
                      {"p999", kspool::bench::Percentile(r.latencies_ms, 0.999)},
                      {"max", r.latencies_ms.empty() ? 0 : r.latencies_ms.back()}};
   j["failures"] = r.failures;
+  // Throughput over the first and the last tenth of the run (flatness over long runs).
+  if (series.size() >= 10) {
+    size_t tenth = series.size() / 10;
+    auto rate = [&](size_t a, size_t b) {
+      double dt = series[b].first - (a ? series[a - 1].first : 0);
+      double dn = double(series[b].second - (a ? series[a - 1].second : 0));
+      return dt > 0 ? dn / dt : 0;
+    };
+    double first = rate(0, tenth - 1), last = rate(series.size() - tenth, series.size() - 1);
+    j["first_tenth_per_s"] = first;
+    j["last_tenth_per_s"] = last;
+    j["last_over_first"] = first > 0 ? last / first : 0;
+  }
   if (!ceiling_dir.empty()) {
     int b = std::max(1, static_cast<int>(group + 0.5));
     auto c = kspool::bench::MeasureCeiling(ceiling_dir, b, o.size, 5);
@@ -121,6 +138,11 @@ int main(int argc, char** argv) {
               j["latency_ms"]["p50"].get<double>(), j["latency_ms"]["p99"].get<double>(),
               j["latency_ms"]["p999"].get<double>(), j["latency_ms"]["max"].get<double>());
   std::printf("group commit %.1f messages per fsync\n", group);
+  if (j.contains("last_over_first")) {
+    std::printf("flatness   first tenth %.0f msg/s, last tenth %.0f msg/s (ratio %.2f)\n",
+                j["first_tenth_per_s"].get<double>(), j["last_tenth_per_s"].get<double>(),
+                j["last_over_first"].get<double>());
+  }
   for (const auto& [code, n] : r.failures) std::printf("failures   %s: %llu\n", code.c_str(), (unsigned long long)n);
   if (j.contains("ceiling")) {
     std::printf("ceiling    raw RocksDB, %d x %d B per sync: %.0f msg/s; kspool ratio %.2f\n",

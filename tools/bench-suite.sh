@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# The standard performance suite: kspool-devkafka + kspool-agent + kspool-bench on this
+# machine, all on loopback. Prints one table (and writes $OUT/results.json).
+#   T1 batched: 8 clients x 100 msgs x 100 B per Send, with the raw RocksDB ceiling
+#   T2 single-message Sends from 64 clients; then open loop at half that rate for p99
+#   T3 long run (T3_COUNT messages, default 20M): last tenth vs first tenth
+#   T4 backlog with Kafka down (BACKLOG_BYTES, default 10 GB): agent RSS, restart
+#      time until a Send is accepted, drain rate once Kafka returns
+# Knobs: T1_SECONDS (60), T2_SECONDS (20), T3_COUNT, BACKLOG_BYTES, OUT (/tmp/kspool-bench).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+T1_SECONDS=${T1_SECONDS:-60}
+T2_SECONDS=${T2_SECONDS:-20}
+T3_COUNT=${T3_COUNT:-20000000}
+BACKLOG_BYTES=${BACKLOG_BYTES:-10000000000}
+OUT=${OUT:-/tmp/kspool-bench}
+BUILD=${BUILD:-build}
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+ninja -C "$BUILD" -j2 kspool-agent kspool-devkafka kspool-bench kspoolctl >/dev/null
+BIN=$BUILD
+rm -rf "$OUT" && mkdir -p "$OUT"
+
+KAFKA_PID="" AGENT_PID=""
+cleanup() {
+  [ -n "$AGENT_PID" ] && kill -TERM "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null || true
+  [ -n "$KAFKA_PID" ] && kill -TERM "$KAFKA_PID" 2>/dev/null && wait "$KAFKA_PID" 2>/dev/null || true
+}
+trap cleanup EXIT
+wait_for() { for _ in $(seq 300); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+json() { python3 -c "import json,sys; d=json.load(open('$1')); print($2)"; }
+kafka_cmd() { python3 -c "import socket,sys; s=socket.create_connection(('${CONTROL%:*}',${CONTROL##*:})); s.sendall(b'$1\n'); print(s.recv(99).decode().strip())"; }
+
+"$BIN"/tools/kspool-devkafka --brokers 3 --topic bench-0:8 </dev/null >"$OUT/devkafka.out" 2>"$OUT/devkafka.log" &
+KAFKA_PID=$!
+wait_for "$OUT/devkafka.out" READY
+BROKERS=$(sed -n 's/^BOOTSTRAP //p' "$OUT/devkafka.out")
+CONTROL=$(sed -n 's/^CONTROL //p' "$OUT/devkafka.out")
+
+start_agent() {  # wal dir
+  : >"$OUT/agent.out"
+  "$BIN"/agent/kspool-agent --wal-dir "$1" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
+    --kafka-brokers "$BROKERS" --log-level warn >"$OUT/agent.out" 2>>"$OUT/agent.log" &
+  AGENT_PID=$!
+  wait_for "$OUT/agent.out" "kspool-agent ready"
+  AGENT=$(sed -n 's/.*grpc=\([^ ]*\).*/\1/p' "$OUT/agent.out")
+}
+stop_agent() { kill -TERM "$AGENT_PID"; wait "$AGENT_PID" || true; AGENT_PID=""; }
+bench() { "$BIN"/tools/kspool-bench --agent "$AGENT" --json "$@"; }
+
+echo "T1 batched..." >&2
+start_agent "$OUT/wal1"
+bench --clients 8 --batch 100 --size 100 --duration "$T1_SECONDS" --drain-wait 60 --ceiling "$OUT" >"$OUT/t1.json"
+stop_agent
+
+echo "T2 single-message..." >&2
+start_agent "$OUT/wal2"
+bench --clients 64 --batch 1 --size 100 --duration "$T2_SECONDS" --drain-wait 30 >"$OUT/t2a.json"
+HALF=$(json "$OUT/t2a.json" "int(d['acked_per_s']/2)")
+bench --clients 64 --batch 1 --size 100 --duration "$T2_SECONDS" --rate "$HALF" --drain-wait 30 >"$OUT/t2b.json"
+stop_agent
+
+echo "T3 long run ($T3_COUNT messages)..." >&2
+start_agent "$OUT/wal3"
+bench --clients 8 --batch 100 --size 100 --count "$T3_COUNT" --drain-wait 120 >"$OUT/t3.json"
+stop_agent
+rm -rf "$OUT/wal1" "$OUT/wal2" "$OUT/wal3"
+
+echo "T4 backlog ($BACKLOG_BYTES bytes with Kafka down)..." >&2
+start_agent "$OUT/wal4"
+kafka_cmd "broker down all" >/dev/null
+( peak=0; while kill -0 "$AGENT_PID" 2>/dev/null; do
+    r=$(awk '/VmRSS/{print $2}' /proc/"$AGENT_PID"/status 2>/dev/null || echo 0)
+    [ "${r:-0}" -gt "$peak" ] && peak=$r && echo "$peak" >"$OUT/rss_fill_kb"; sleep 0.5; done ) &
+bench --clients 8 --batch 100 --size 1000 --count $((BACKLOG_BYTES / 1000)) >"$OUT/t4fill.json"
+stop_agent
+WAL_DISK=$(du -sb "$OUT/wal4" | cut -f1)
+T0=$(date +%s.%N)
+start_agent "$OUT/wal4"
+until "$BIN"/tools/kspoolctl --agent "$AGENT" --timeout-ms 1000 send --topic bench-0 restart-probe >/dev/null 2>&1; do sleep 0.01; done
+RESTART_S=$(python3 -c "print(round($(date +%s.%N) - $T0, 2))")
+( peak=0; while kill -0 "$AGENT_PID" 2>/dev/null; do
+    r=$(awk '/VmRSS/{print $2}' /proc/"$AGENT_PID"/status 2>/dev/null || echo 0)
+    [ "${r:-0}" -gt "$peak" ] && peak=$r && echo "$peak" >"$OUT/rss_drain_kb"; sleep 0.5; done ) &
+BACKLOG=$("$BIN"/tools/kspoolctl --agent "$AGENT" --json stats | python3 -c "import json,sys; print(json.load(sys.stdin)['entries'])")
+D0=$(date +%s.%N)
+kafka_cmd "broker up all" >/dev/null
+until [ "$("$BIN"/tools/kspoolctl --agent "$AGENT" --json stats | python3 -c "import json,sys; print(json.load(sys.stdin)['entries'])")" = 0 ]; do sleep 1; done
+DRAIN_RATE=$(python3 -c "print(int($BACKLOG / ($(date +%s.%N) - $D0)))")
+stop_agent
+
+python3 - "$OUT" "$RESTART_S" "$DRAIN_RATE" "$BACKLOG" "$WAL_DISK" <<'PY' | tee "$OUT/table.txt"
+import json, sys, platform, os
+out, restart_s, drain_rate, backlog, wal_disk = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+ld = lambda n: json.load(open(f"{out}/{n}.json"))
+t1, t2a, t2b, t3, t4 = ld("t1"), ld("t2a"), ld("t2b"), ld("t3"), ld("t4fill")
+rss_fill = int(open(f"{out}/rss_fill_kb").read()) // 1024
+rss_drain = int(open(f"{out}/rss_drain_kb").read()) // 1024
+rows = [
+ ("T1 batched 8x100x100B: acked msg/s", ">= 250,000", f"{t1['acked_per_s']:,.0f}"),
+ ("T1 delivered msg/s during the run", ">= 250,000", f"{t1['delivered_per_s']:,.0f}"),
+ ("T1 backlog after / drained in", "not growing", f"{t1['backlog_after']:,} / {t1['drained_after_s']:.1f} s"),
+ ("T1 committed batch (msgs/fsync)", "", f"{t1['group_commit_messages']:.0f}"),
+ ("T1 raw RocksDB ceiling at that batch", "", f"{t1['ceiling']['messages_per_s']:,.0f} msg/s"),
+ ("T1 ratio to ceiling", ">= 0.4", f"{t1['ceiling']['ratio']:.2f}"),
+ ("T1 Send p99", "", f"{t1['latency_ms']['p99']:.1f} ms"),
+ ("T2 single-message, 64 clients: acks/s", ">= 25,000", f"{t2a['acked_per_s']:,.0f}"),
+ ("T2 open loop at half rate: p99", "<= 10 ms", f"{t2b['latency_ms']['p99']:.1f} ms at {t2b['acked_per_s']:,.0f}/s"),
+ (f"T3 long run {t3['acked']:,} msgs: last/first tenth", ">= 0.90", f"{t3.get('last_over_first', 0):.2f} ({t3.get('first_tenth_per_s',0):,.0f} -> {t3.get('last_tenth_per_s',0):,.0f} msg/s)"),
+ (f"T4 backlog {backlog:,} msgs, {wal_disk/1e9:.1f} GB on disk: RSS fill/drain", "<= 300 MB", f"{rss_fill} / {rss_drain} MB"),
+ ("T4 restart until a Send is accepted", "<= 2 s", f"{restart_s:.2f} s"),
+ ("T4 drain rate after Kafka returns", ">= T1 target", f"{drain_rate:,} msg/s"),
+]
+print(f"kspool bench suite on {platform.node()}: {os.cpu_count()} cores, {platform.platform()}")
+w = max(len(r[0]) for r in rows)
+print(f"{'measure':<{w}}  {'target':<12}  result")
+for r in rows: print(f"{r[0]:<{w}}  {r[1]:<12}  {r[2]}")
+PY

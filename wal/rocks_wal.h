@@ -27,6 +27,9 @@ struct OpenDb {
   ~OpenDb();
 };
 
+// FAILED_PRECONDITION "<dir> is not a kspool WAL: <why>" (rocks_wal_admin.cc).
+absl::Status NotAKspoolWal(const std::string& dir, const std::string& why);
+
 class RocksWal final : public Wal {
  public:
   static absl::StatusOr<std::unique_ptr<Wal>> Open(Options options);
@@ -49,6 +52,14 @@ class RocksWal final : public Wal {
   absl::Status ScanDeadLetters(uint64_t from_seq, size_t max_entries,
                                std::vector<DeadLetter>* out) override;
   absl::Status CountLive(std::map<std::string, Counts>* out) override;
+  absl::StatusOr<std::optional<Entry>> Newest() override;
+  absl::StatusOr<std::vector<ReplayedEntry>> ReplayDeadLetters(
+      const std::vector<uint64_t>& seqs) override;
+  absl::Status PurgeDeadLetters(const std::vector<uint64_t>& seqs) override;
+
+  // Options::read_only (rocks_wal_admin.cc): a view of `wal` whose writing methods fail
+  // with FAILED_PRECONDITION.
+  static std::unique_ptr<Wal> ReadOnlyView(std::unique_ptr<RocksWal> wal);
 
  private:
   // One Append() call waiting in the group-commit queue.
@@ -62,6 +73,11 @@ class RocksWal final : public Wal {
 
   explicit RocksWal(Options options) : options_(std::move(options)) {}
   absl::StatusOr<std::unique_ptr<OpenDb>> OpenDatabase();
+  // Options::read_only: refuses a directory that is not a kspool WAL; writes nothing.
+  absl::StatusOr<std::unique_ptr<OpenDb>> OpenDatabaseReadOnly() const;
+  // Until no group commit is queued or being written; returns with mu_ held, so that
+  // the caller's write takes the next sequence numbers in order.
+  void LockWithNoGroupCommit() ABSL_EXCLUSIVE_LOCK_FUNCTION(mu_);
   // Loads the persisted state into memory; on a reopen, in-memory high-water marks win.
   absl::Status LoadState(bool reopen) ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_);
   // Group commit: the writer at the queue's head writes for everyone queued behind it.

@@ -50,10 +50,12 @@ absl::StatusOr<std::unique_ptr<Wal>> RocksWal::Open(Options options) {
   WriterLock l(&wal->db_mu_);
   ASSIGN_OR_RETURN(wal->db_, wal->OpenDatabase());
   RETURN_IF_ERROR(wal->LoadState(/*reopen=*/false));
+  if (wal->options_.read_only) return ReadOnlyView(std::move(wal));
   return std::unique_ptr<Wal>(std::move(wal));
 }
 
 absl::StatusOr<std::unique_ptr<OpenDb>> RocksWal::OpenDatabase() {
+  if (options_.read_only) return OpenDatabaseReadOnly();
   rocksdb::DBOptions db_opts;
   db_opts.create_if_missing = true;
   db_opts.create_missing_column_families = true;
@@ -103,10 +105,12 @@ absl::Status RocksWal::LoadState(bool reopen) {
           std::to_string(kFormatVersion));
     }
   } else {
+    if (options_.read_only) return NotAKspoolWal(options_.dir, "no format_version in its meta");
     init.Put(db_->meta, keys::kFormatVersion, std::to_string(kFormatVersion));
   }
   ASSIGN_OR_RETURN(bool has_id, get(keys::kAgentId, &agent_id_));
   if (!has_id) {
+    if (options_.read_only) return NotAKspoolWal(options_.dir, "no agent_id in its meta");
     agent_id_ = RandomAgentId();
     init.Put(db_->meta, keys::kAgentId, agent_id_);
   }

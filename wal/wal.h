@@ -49,6 +49,11 @@ struct Options {
   // Upper bounds of one group commit.
   size_t max_group_bytes = 8 << 20;
   size_t max_group_requests = 4096;
+  // For inspection tools: opens RocksDB read-only and writes nothing, not even on open,
+  // so it works on a running agent's WAL and on a copy. Reads see the WAL as it was at
+  // Open(). A directory that is not a kspool WAL is refused (NOT_FOUND when it does
+  // not exist, else FAILED_PRECONDITION); writing methods fail with FAILED_PRECONDITION.
+  bool read_only = false;
 };
 
 // One stored entry as read back. `status` is not OK for an entry that fails to decode
@@ -141,6 +146,14 @@ struct CommitPoints {
   std::map<std::string, int64_t> topics_ms;
 };
 
+// A dead letter moved back into the log by ReplayDeadLetters().
+struct ReplayedEntry {
+  uint64_t dead_seq = 0;  // its sequence number as a dead letter (when first accepted)
+  uint64_t seq = 0;       // its new sequence number in the log
+  std::string topic;
+  int64_t receive_time_ms = 0;  // its new receive time
+};
+
 class Wal {
  public:
   virtual ~Wal() = default;
@@ -193,6 +206,24 @@ class Wal {
   // Counts the live entries per topic by scanning the whole log (for verification:
   // the persisted counters must agree with it). Undecodable entries count under "".
   [[nodiscard]] virtual absl::Status CountLive(std::map<std::string, Counts>* out) = 0;
+
+  // Operator tools (kspoolctl); rocks_wal_admin.cc.
+  //
+  // The live entry with the highest sequence number (decoded as Scan() does), or
+  // nullopt when the log is empty.
+  [[nodiscard]] virtual absl::StatusOr<std::optional<Entry>> Newest() = 0;
+  // Moves the dead letters `seqs` back into the log, in sequence order, under new
+  // sequence numbers and one new receive time, so that an agent delivers them again.
+  // One synced write batch appends them, deletes them from the dead letters and counts
+  // them as accepted again (the ledger accepted = delivered + discarded + pending keeps
+  // holding; their discard stays counted). All or nothing: NOT_FOUND if one is not a
+  // dead letter, FAILED_PRECONDITION if one does not hold a decodable record (a
+  // `corrupt` one cannot be replayed, only purged). Waits for group commits in flight.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<ReplayedEntry>> ReplayDeadLetters(
+      const std::vector<uint64_t>& seqs) = 0;
+  // Deletes the dead letters `seqs` in one synced batch; the counters keep their
+  // discard. All or nothing: NOT_FOUND if one is not a dead letter.
+  [[nodiscard]] virtual absl::Status PurgeDeadLetters(const std::vector<uint64_t>& seqs) = 0;
 };
 
 }  // namespace kspool::wal

@@ -6,7 +6,9 @@ namespace {
 absl::Status FromGrpc(const grpc::Status& s, const std::string& address) {
   if (s.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                      "agent " + address + ": " + s.error_message());
+                      "agent " + address + ": " +
+                          absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code())) +
+                          ": " + s.error_message());
 }
 
 }  // namespace
@@ -44,6 +46,14 @@ absl::StatusOr<kspool::v1::GetWalStatsResponse> AgentClient::GetWalStats() {
   kspool::v1::GetWalStatsResponse resp;
   auto ctx = Context();
   absl::Status s = FromGrpc(admin_->GetWalStats(ctx.get(), {}, &resp), address_);
+  if (!s.ok()) return s;
+  return resp;
+}
+
+absl::StatusOr<kspool::v1::GetDiscardReportResponse> AgentClient::GetDiscardReport() {
+  kspool::v1::GetDiscardReportResponse resp;
+  auto ctx = Context();
+  absl::Status s = FromGrpc(admin_->GetDiscardReport(ctx.get(), {}, &resp), address_);
   if (!s.ok()) return s;
   return resp;
 }

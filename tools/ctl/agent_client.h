@@ -1,4 +1,5 @@
-// AgentClient: kspoolctl's connection to a running agent's gRPC services.
+// AgentClient: kspoolctl's connection to a running agent's gRPC services. Every call
+// has the deadline given at construction; errors name the agent and the gRPC code.
 // Thread safety: one instance per thread.
 #pragma once
 
@@ -21,6 +22,7 @@ class AgentClient {
   absl::StatusOr<kspool::v1::SendResponse> Send(const kspool::v1::SendRequest& request);
   absl::StatusOr<kspool::v1::GetCommitPointResponse> GetCommitPoint();
   absl::StatusOr<kspool::v1::GetWalStatsResponse> GetWalStats();
+  absl::StatusOr<kspool::v1::GetDiscardReportResponse> GetDiscardReport();
 
  private:
   std::unique_ptr<grpc::ClientContext> Context() const;

@@ -1,125 +1,153 @@
-// kspoolctl: talk to a running agent (send, commit-point, stats). WAL inspection of a
-// stopped agent's directory comes with the inspection commands.
-//
-// Exit codes: 0 success; 1 the agent answered with an error or could not be reached;
-// 2 bad usage.
+// kspoolctl: inspect a WAL directory (also a running agent's, read-only), operate on its
+// dead letters, and ask a running agent. This file is the command line only; each
+// command lives in commands.h.
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <optional>
-#include <nlohmann/json.hpp>
 
-#include "tools/ctl/agent_client.h"
+#include "tools/ctl/commands.h"
+#include "tools/ctl/exit_codes.h"
 
 namespace {
 
-std::string FormatMs(int64_t ms) {
-  time_t secs = static_cast<time_t>(ms / 1000);
-  struct tm tm;
-  gmtime_r(&secs, &tm);
-  char buf[64];
-  strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[80];
-  snprintf(out, sizeof(out), "%s.%03dZ", buf, static_cast<int>(ms % 1000));
-  return out;
+using namespace kspool::ctl;
+
+constexpr char kFooter[] =
+    "Reading commands (wal ..., dead list|show) open the WAL read-only and change nothing, "
+    "so they work on a running agent's WAL and on a copy. dead replay and dead purge write, "
+    "and refuse while an agent runs on the WAL.\n"
+    "Output is text for people; --json prints one JSON object (wal list, wal dump and "
+    "dead list: one object per line).\n";
+
+void AddValueFormat(CLI::App* cmd, std::string* format) {
+  cmd->add_option("--value-format", *format,
+                  "How to show values, keys and headers: auto (text when printable, else hex), "
+                  "text, hex, base64")
+      ->check(CLI::IsMember({"auto", "text", "hex", "base64"}))
+      ->capture_default_str();
 }
 
-int Fail(const absl::Status& s) {
-  std::cerr << "kspoolctl: " << s.ToString() << "\n";
-  return 1;
+void AddEntryFilter(CLI::App* cmd, EntryFilter* f) {
+  cmd->add_option("--topic", f->topic, "Only entries of this topic");
+  cmd->add_option("--from", f->from_seq, "Start at this sequence number");
+  cmd->add_option("--limit", f->limit, "At most this many entries (0: all)");
+}
+
+void AddDeadSelection(CLI::App* cmd, DeadSelection* s, bool with_all) {
+  cmd->add_option("--seq", s->seqs, "These dead letters (repeatable, or comma-separated)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  cmd->add_option("--topic", s->topic, "Dead letters of this topic");
+  cmd->add_option("--reason", s->reason, "Dead letters discarded for this reason, e.g. msg_size_too_large");
+  if (with_all) cmd->add_flag("--all", s->all, "Every dead letter");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"kspoolctl: inspect and operate a kspool agent.\n"
-               "Exit codes: 0 success, 1 the agent returned an error or was unreachable, "
-               "2 bad usage."};
+  CLI::App app{std::string("kspoolctl: inspect a kspool WAL and operate a kspool agent.\n") +
+               kExitCodesHelp};
+  app.footer(kFooter);
+  app.fallthrough();  // global options may also follow the command
   app.require_subcommand(1);
-  std::string agent = "127.0.0.1:7411";
-  int timeout_ms = 10000;
-  bool json = false;
-  app.add_option("--agent", agent, "Agent gRPC address HOST:PORT or unix:PATH")
+  Output out;
+  AgentTarget agent{"127.0.0.1:7411", 10000};
+  std::string value_format = "auto";
+  app.add_option("--agent", agent.address, "Agent gRPC address HOST:PORT or unix:PATH")
       ->envname("KSPOOL_AGENT")
       ->capture_default_str();
-  app.add_option("--timeout-ms", timeout_ms, "Deadline of each call")->capture_default_str();
-  app.add_flag("--json", json, "Print JSON instead of text");
+  app.add_option("--timeout-ms", agent.timeout_ms, "Deadline of each call to the agent")
+      ->capture_default_str();
+  app.add_flag("--json", out.json, "Print JSON instead of text");
 
-  auto* send = app.add_subcommand("send", "Send messages (values as arguments, or stdin lines)");
-  std::string topic, key;
-  std::vector<std::string> values;
-  std::optional<int32_t> partition;
-  send->add_option("--topic", topic, "Topic")->required();
-  send->add_option("--key", key, "Key of every message");
-  send->add_option("--partition", partition, "Explicit partition");
-  send->add_option("values", values, "Values; without any, one message per stdin line");
-  auto* cp = app.add_subcommand("commit-point", "Show the agent's commit points");
-  auto* stats = app.add_subcommand("stats", "Show the agent's WAL statistics");
+  std::string dir;
+  uint64_t seq = 0;
+  EntryFilter filter;
+  DeadSelection selection;
+  bool yes = false;
+
+  auto* wal = app.add_subcommand("wal", "Inspect a WAL directory (read-only)");
+  wal->require_subcommand(1);
+  auto* wal_stats = wal->add_subcommand(
+      "stats", "Entries and bytes, per topic; oldest and newest entry; commit point; counters; dead letters");
+  auto* wal_list = wal->add_subcommand("list", "One line per entry");
+  auto* wal_show = wal->add_subcommand("show", "One whole entry");
+  auto* wal_dump = wal->add_subcommand("dump", "Every entry as JSON Lines, with values");
+  auto* wal_verify = wal->add_subcommand(
+      "verify", "Check every record (checksum, version), the order, and the counters; exit 3 on corruption");
+  for (CLI::App* c : {wal_stats, wal_list, wal_show, wal_dump, wal_verify}) {
+    c->add_option("DIR", dir, "The WAL directory (--wal-dir of the agent)")->required();
+  }
+  wal_show->add_option("SEQ", seq, "Sequence number")->required();
+  AddValueFormat(wal_show, &value_format);
+  AddValueFormat(wal_dump, &value_format);
+  AddEntryFilter(wal_list, &filter);
+  AddEntryFilter(wal_dump, &filter);
+
+  auto* dead = app.add_subcommand("dead", "The dead letters: discarded messages, kept with their reason");
+  dead->require_subcommand(1);
+  auto* dead_list = dead->add_subcommand("list", "One line per dead letter");
+  auto* dead_show = dead->add_subcommand("show", "One whole dead letter");
+  auto* dead_replay = dead->add_subcommand(
+      "replay", "Move dead letters back into the log, with new sequence numbers, for an agent to "
+                "deliver (no agent may run on the WAL)");
+  auto* dead_purge = dead->add_subcommand(
+      "purge", "Delete dead letters for good (needs --yes; no agent may run on the WAL)");
+  for (CLI::App* c : {dead_list, dead_show, dead_replay, dead_purge}) {
+    c->add_option("DIR", dir, "The WAL directory")->required();
+  }
+  dead_show->add_option("SEQ", seq, "Sequence number")->required();
+  AddValueFormat(dead_show, &value_format);
+  AddDeadSelection(dead_list, &selection, /*with_all=*/false);
+  dead_list->add_option("--from", selection.from_seq, "Start at this sequence number");
+  dead_list->add_option("--limit", selection.limit, "At most this many (0: all)");
+  AddDeadSelection(dead_replay, &selection, /*with_all=*/true);
+  AddDeadSelection(dead_purge, &selection, /*with_all=*/true);
+  dead_purge->add_flag("--yes", yes, "Really delete them");
+
+  auto* status = app.add_subcommand("status", "The agent's WAL, in-flight messages and commit points");
+  auto* stats = app.add_subcommand("stats", "Same as status");
+  auto* report = app.add_subcommand("report", "The agent's discard report at its commit point");
+  auto* commit_point = app.add_subcommand("commit-point", "The agent's commit points");
+  auto* send = app.add_subcommand("send", "Send messages (values as arguments, or one per stdin line)");
+  SendOptions send_options;
+  std::vector<std::string> headers;
+  send->add_option("--topic", send_options.topic, "Topic")->required();
+  send->add_option("--key", send_options.key, "Key of every message");
+  send->add_option("--partition", send_options.partition, "Explicit partition");
+  send->add_option("--header", headers, "Header KEY=VALUE of every message (repeatable)")
+      ->allow_extra_args(false);
+  send->add_option("VALUE", send_options.values, "Values; without any, one message per stdin line");
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
-  kspool::ctl::AgentClient client(agent, timeout_ms);
+  out.value_format = *ParseValueFormat(value_format);
 
+  if (*wal_stats) return WalStats(dir, out);
+  if (*wal_list) return WalList(dir, filter, out);
+  if (*wal_show) return WalShow(dir, seq, out);
+  if (*wal_dump) return WalDump(dir, filter, out);
+  if (*wal_verify) return WalVerify(dir, out);
+  if (*dead_list) return DeadList(dir, selection, out);
+  if (*dead_show) return DeadShow(dir, seq, out);
+  if (*dead_replay) return DeadReplay(dir, selection, out);
+  if (*dead_purge) return DeadPurge(dir, selection, yes, out);
+  if (*status || *stats) return AgentStatus(agent, out);
+  if (*report) return AgentReport(agent, out);
+  if (*commit_point) return AgentCommitPoint(agent, out);
   if (*send) {
-    if (values.empty()) {
-      for (std::string line; std::getline(std::cin, line);) values.push_back(line);
-    }
-    kspool::v1::SendRequest req;
-    for (const std::string& v : values) {
-      auto* m = req.add_messages();
-      m->set_topic(topic);
-      m->set_value(v);
-      if (send->count("--key")) m->set_key(key);
-      if (partition) m->set_partition(*partition);
-    }
-    auto r = client.Send(req);
-    if (!r.ok()) return Fail(r.status());
-    if (json) {
-      nlohmann::json j = {{"sequence", r->sequence()}, {"receive_time_ms", r->receive_time_ms()}};
-      std::cout << j.dump() << "\n";
-    } else {
-      std::cout << "accepted " << r->sequence_size() << " message(s), sequence "
-                << r->sequence(0) << ".." << r->sequence(r->sequence_size() - 1)
-                << ", received " << FormatMs(r->receive_time_ms()) << "\n";
-    }
-  } else if (*cp) {
-    auto r = client.GetCommitPoint();
-    if (!r.ok()) return Fail(r.status());
-    if (json) {
-      nlohmann::json j = {{"commit_point_ms", r->commit_point_ms()}, {"now_ms", r->now_ms()}};
-      for (const auto& t : r->topics()) j["topics"][t.topic()] = t.commit_point_ms();
-      std::cout << j.dump() << "\n";
-    } else {
-      std::cout << "commit point  " << FormatMs(r->commit_point_ms()) << "  (lag "
-                << (r->now_ms() - r->commit_point_ms()) << " ms)\n";
-      for (const auto& t : r->topics()) {
-        std::cout << "  " << t.topic() << "  " << FormatMs(t.commit_point_ms()) << "\n";
+    for (const std::string& h : headers) {
+      const size_t eq = h.find('=');
+      if (eq == std::string::npos || eq == 0) {
+        std::cerr << "kspoolctl: --header wants KEY=VALUE, got '" << h << "'\n";
+        return kExitUsage;
       }
+      send_options.headers.emplace_back(h.substr(0, eq), h.substr(eq + 1));
     }
-  } else if (*stats) {
-    auto r = client.GetWalStats();
-    if (!r.ok()) return Fail(r.status());
-    if (json) {
-      nlohmann::json j = {{"entries", r->entries()},         {"bytes", r->bytes()},
-                          {"next_sequence", r->next_sequence()},
-                          {"oldest_sequence", r->oldest_sequence()},
-                          {"agent_id", r->agent_id()},       {"inflight", r->inflight_messages()}};
-      for (const auto& t : r->topics()) {
-        j["topics"][t.topic()] = {{"entries", t.entries()},   {"bytes", t.bytes()},
-                                  {"accepted", t.accepted()}, {"delivered", t.delivered()}};
-      }
-      std::cout << j.dump() << "\n";
-    } else {
-      std::cout << "agent " << r->agent_id() << ": " << r->entries() << " entries, "
-                << r->bytes() << " bytes pending, " << r->inflight_messages()
-                << " in flight, next sequence " << r->next_sequence() << "\n";
-      for (const auto& t : r->topics()) {
-        std::cout << "  " << t.topic() << ": pending " << t.entries() << ", accepted "
-                  << t.accepted() << ", delivered " << t.delivered() << "\n";
-      }
-    }
+    return AgentSend(agent, std::move(send_options), out);
   }
-  return 0;
+  return kExitUsage;
 }

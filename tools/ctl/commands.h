@@ -1,0 +1,77 @@
+// kspoolctl's commands: one function per command, which prints its result (text, or
+// JSON with Output::json) and returns the process exit code (exit_codes.h).
+//
+//  * wal ... DIR: read a WAL directory read-only (wal_commands.cc, wal_verify.cc).
+//  * dead ... DIR: the dead letters; replay and purge write, with no agent running
+//    (dead_commands.cc).
+//  * status, report, commit-point, send: a running agent over gRPC (agent_commands.cc).
+// Thread safety: one command per process.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tools/ctl/format.h"
+
+namespace kspool::ctl {
+
+struct Output {
+  bool json = false;
+  ValueFormat value_format = ValueFormat::kAuto;
+};
+
+// Which log entries a listing shows.
+struct EntryFilter {
+  std::optional<std::string> topic;
+  uint64_t from_seq = 0;
+  uint64_t limit = 0;  // 0: all
+};
+
+// Which dead letters a command applies to: all conditions given must hold.
+struct DeadSelection {
+  std::vector<uint64_t> seqs;  // empty: any
+  std::optional<std::string> topic;
+  std::optional<std::string> reason;
+  bool all = false;  // replay/purge: explicitly everything
+  uint64_t from_seq = 0;
+  uint64_t limit = 0;  // list: 0 is all
+  bool chosen() const { return all || !seqs.empty() || topic || reason; }
+};
+
+int WalStats(const std::string& dir, const Output& out);
+int WalList(const std::string& dir, const EntryFilter& filter, const Output& out);
+int WalShow(const std::string& dir, uint64_t seq, const Output& out);
+int WalDump(const std::string& dir, const EntryFilter& filter, const Output& out);
+// Exit code 3 when a record fails its checksum or version, sequence or receive-time
+// order is broken, or the persisted counters disagree with the log.
+int WalVerify(const std::string& dir, const Output& out);
+
+int DeadList(const std::string& dir, const DeadSelection& selection, const Output& out);
+int DeadShow(const std::string& dir, uint64_t seq, const Output& out);
+int DeadReplay(const std::string& dir, const DeadSelection& selection, const Output& out);
+// Without `confirmed`, lists what it would delete and exits with 2.
+int DeadPurge(const std::string& dir, const DeadSelection& selection, bool confirmed,
+              const Output& out);
+
+struct AgentTarget {
+  std::string address;
+  int timeout_ms = 10000;
+};
+
+struct SendOptions {
+  std::string topic;
+  std::optional<std::string> key;
+  std::optional<int32_t> partition;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::vector<std::string> values;  // empty: one message per stdin line
+};
+
+int AgentSend(const AgentTarget& agent, SendOptions options, const Output& out);
+int AgentStatus(const AgentTarget& agent, const Output& out);
+int AgentReport(const AgentTarget& agent, const Output& out);
+int AgentCommitPoint(const AgentTarget& agent, const Output& out);
+
+}  // namespace kspool::ctl

@@ -3,6 +3,7 @@
 // drain_outcomes.cc.
 #include "agent/drain_loop.h"
 
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 #include "agent/kafka_errors.h"
@@ -39,6 +40,7 @@ void DrainLoop::Stop() {
 }
 
 void DrainLoop::Run() {
+  pthread_setname_np(pthread_self(), "kspool-drain");
   std::vector<DeliveryReport> reports;
   while (!stop_.load()) {
     uint64_t seen_wakes;
@@ -55,7 +57,7 @@ void DrainLoop::Run() {
     producer_->Poll(read_any || window_.empty() ? 0 : 5, &reports);
     now = options_.clock->NowMillis();
     HandleReports(reports, now);
-    SettleFinished();
+    SettleFinished(now, /*all=*/false);
     ReplaceProducerIfFatal();
     brokers_up_.store(producer_->BrokersUp());
     if (now >= next_commit_update_ms_) {
@@ -109,7 +111,8 @@ bool DrainLoop::Refill() {
     if (window_.count(e.seq)) continue;
     const uint64_t seq = e.seq;
     window_bytes_ += e.size;
-    Slot& slot = window_.emplace(seq, Slot{std::move(e)}).first->second;
+    Slot& slot = window_[seq];
+    slot.entry = std::move(e);
     added = true;
     if (!slot.entry.status.ok()) {
       // Quarantined, never a crash loop: the record is kept as stored in the dead letters.
@@ -155,25 +158,48 @@ void DrainLoop::ProduceDue(int64_t now_ms) {
   }
 }
 
-void DrainLoop::SettleFinished() {
-  if (settling_.empty()) return;
-  absl::Status s = wal_->Settle(settling_);
+void DrainLoop::SettleFinished(int64_t now_ms, bool all) {
+  if (!all && now_ms < next_settle_ms_) return;
+  std::vector<wal::Outcome> batch;
+  std::vector<Slot*> slots;
+  auto take = [&](Slot& slot) {
+    slot.batched = true;
+    batch.push_back(std::move(slot.outcome));
+    slots.push_back(&slot);
+  };
+  for (auto it = window_.begin(); it != window_.end() && it->second.state == Slot::kSettling; ++it) {
+    take(it->second);
+  }
+  for (auto it = finished_.begin(); it != finished_.end(); ++it) {
+    auto w = window_.find(*it);
+    if (w == window_.end() || w->second.batched) continue;
+    if (!all && now_ms - w->second.finished_ms < static_cast<int64_t>(options_.settle_delay_ms)) {
+      break;  // later ones finished later still
+    }
+    take(w->second);
+  }
+  if (batch.empty()) return;
+  next_settle_ms_ = now_ms + static_cast<int64_t>(options_.settle_interval_ms);
+  absl::Status s = wal_->Settle(batch);
   if (!s.ok()) {
+    for (size_t k = 0; k < slots.size(); ++k) {
+      slots[k]->batched = false;
+      slots[k]->outcome = std::move(batch[k]);
+    }
     // The entries stay in the window and are settled on a later round.
-    int64_t now = options_.clock->NowMillis();
-    if (now - last_settle_error_log_ms_ > 5000) {
+    if (now_ms - last_settle_error_log_ms_ > 5000) {
       spdlog::warn("drain: removing finished entries from the WAL failed, will retry: {}",
                    s.ToString());
-      last_settle_error_log_ms_ = now;
+      last_settle_error_log_ms_ = now_ms;
     }
     return;
   }
-  for (const wal::Outcome& o : settling_) {
+  for (const wal::Outcome& o : batch) {
     auto it = window_.find(o.seq);
     window_bytes_ -= it->second.entry.size;
     window_.erase(it);
   }
-  settling_.clear();
+  while (!finished_.empty() && !window_.count(finished_.front())) finished_.pop_front();
   inflight_.store(window_.size());
 }
 
@@ -196,7 +222,7 @@ void DrainLoop::ReplaceProducerIfFatal() {
   std::vector<DeliveryReport> reports;
   producer_->Poll(0, &reports);
   HandleReports(reports, options_.clock->NowMillis());
-  SettleFinished();
+  SettleFinished(options_.clock->NowMillis(), /*all=*/true);
   absl::StatusOr<std::unique_ptr<KafkaProducer>> p = factory_();
   if (!p.ok()) {
     spdlog::error("kafka: cannot create a new producer: {}", p.status().ToString());
@@ -222,7 +248,7 @@ void DrainLoop::DrainForShutdown() {
       if (r.err != RD_KAFKA_RESP_ERR_NO_ERROR) r.seq = 0;  // no retries now; nothing discarded
     }
     HandleReports(reports, options_.clock->NowMillis());
-    SettleFinished();
+    SettleFinished(options_.clock->NowMillis(), /*all=*/true);
   }
   // Whatever Kafka has not acknowledged stays in the WAL for the next start.
   producer_->PurgeAll();
@@ -232,7 +258,7 @@ void DrainLoop::DrainForShutdown() {
     if (r.err != RD_KAFKA_RESP_ERR_NO_ERROR) r.seq = 0;
   }
   HandleReports(reports, options_.clock->NowMillis());
-  SettleFinished();
+  SettleFinished(options_.clock->NowMillis(), /*all=*/true);
   UpdateCommitPoint();
   producer_.reset();
   spdlog::info("drain: stopped; {} entries in flight stay in the WAL", window_.size());

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -40,6 +41,8 @@ struct DrainOptions {
   uint64_t max_message_age_ms = 0;  // 0: never expire
   uint64_t unknown_topic_checks = 3;
   uint64_t wal_reopen_interval_ms = 1000;
+  uint64_t settle_delay_ms = 50;     // how long an out-of-order finished entry waits
+  uint64_t settle_interval_ms = 5;   // least time between two Settle() calls
   Clock* clock = SystemClock::Default();
   Metrics* metrics = nullptr;  // optional
 };
@@ -69,6 +72,9 @@ class DrainLoop {
     enum State { kReady, kInKafka, kBackoff, kSettling } state = kReady;
     int attempts = 0;
     int topic_checks = 0;  // fresh-metadata confirmations that the topic is missing
+    wal::Outcome outcome;  // set with kSettling
+    int64_t finished_ms = 0;
+    bool batched = false;  // part of the Settle() call being made
   };
   struct TopicCheck {
     int64_t at_ms = 0;
@@ -85,7 +91,9 @@ class DrainLoop {
   bool Expired(const Slot& slot, int64_t now_ms) const;
   // True once fresh metadata says the slot's topic (or explicit partition) is missing.
   bool TargetMissing(const Slot& slot, int64_t now_ms, std::string* why);
-  void SettleFinished();
+  void Finish(uint64_t seq, Slot& slot, wal::Outcome outcome, int64_t now_ms);
+  // Settles what is due; everything finished when `all`.
+  void SettleFinished(int64_t now_ms, bool all);
   void UpdateCommitPoint();
   void MaybeReopenWal(int64_t now_ms);
   void ReplaceProducerIfFatal();
@@ -113,7 +121,12 @@ class DrainLoop {
   uint64_t cursor_ = 0;  // next sequence number to read
   uint64_t wal_reopens_seen_ = 0;
   uint64_t replay_below_ = 0;  // entries below were in the WAL at start: maybe produced before
-  std::vector<wal::Outcome> settling_;  // delivered or discarded, not yet removed
+  // Finished (delivered or discarded) entries wait in the window until they can leave
+  // the WAL cheaply: the finished prefix of the window goes out as one range delete;
+  // entries finished out of order wait up to settle_delay_ms for the prefix to reach
+  // them, then go out one by one. `finished_` lists them in finishing order.
+  std::deque<uint64_t> finished_;
+  int64_t next_settle_ms_ = 0;
   std::map<std::string, TopicCheck> topic_checks_;
   int64_t next_commit_update_ms_ = 0;
   int64_t next_reopen_ms_ = 0;

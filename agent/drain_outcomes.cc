@@ -15,9 +15,10 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
     if (it == window_.end() || it->second.state != Slot::kInKafka) continue;
     Slot& slot = it->second;
     if (r.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      slot.state = Slot::kSettling;
-      settling_.push_back({r.seq, slot.entry.record.topic, slot.entry.size, "", "", "",
-                           slot.entry.record.receive_time_ms});
+      Finish(r.seq, slot,
+             {r.seq, slot.entry.record.topic, slot.entry.size, "", "", "",
+              slot.entry.record.receive_time_ms},
+             now_ms);
       last_delivery_ms_.store(now_ms);
       queues_[slot.entry.record.topic].failures = 0;
       continue;
@@ -48,6 +49,13 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
   }
 }
 
+void DrainLoop::Finish(uint64_t seq, Slot& slot, wal::Outcome outcome, int64_t now_ms) {
+  slot.state = Slot::kSettling;
+  slot.outcome = std::move(outcome);
+  slot.finished_ms = now_ms;
+  finished_.push_back(seq);
+}
+
 void DrainLoop::Retry(uint64_t seq, Slot& slot, const std::string& error, int64_t now_ms) {
   static thread_local std::mt19937 rng{std::random_device{}()};
   TopicQueue& q = queues_[slot.entry.record.topic];
@@ -76,10 +84,11 @@ void DrainLoop::Discard(uint64_t seq, Slot& slot, const std::string& reason,
       decoded ? slot.entry.record.topic : wal::SalvageTopic(slot.entry.raw);
   spdlog::warn("drain: discarding seq {} (topic '{}') as {}: {}; kept in the dead letters", seq,
                topic, reason, error);
-  slot.state = Slot::kSettling;
-  settling_.push_back({seq, topic, slot.entry.size, reason, error,
-                       decoded ? wal::EncodeRecord(slot.entry.record) : slot.entry.raw,
-                       decoded ? slot.entry.record.receive_time_ms : 0});
+  Finish(seq, slot,
+         {seq, topic, slot.entry.size, reason, error,
+          decoded ? wal::EncodeRecord(slot.entry.record) : slot.entry.raw,
+          decoded ? slot.entry.record.receive_time_ms : 0},
+         options_.clock->NowMillis());
   discarded_.fetch_add(1);
 }
 

@@ -46,6 +46,9 @@ OpenDb::~OpenDb() {
 
 absl::StatusOr<std::unique_ptr<Wal>> RocksWal::Open(Options options) {
   if (options.dir.empty()) return absl::InvalidArgumentError("WAL directory is empty");
+  if (options.max_group_requests == 0 || options.max_group_bytes == 0) {
+    return absl::InvalidArgumentError("group commit limits must be positive");
+  }
   std::unique_ptr<RocksWal> wal(new RocksWal(std::move(options)));
   WriterLock l(&wal->db_mu_);
   ASSIGN_OR_RETURN(wal->db_, wal->OpenDatabase());

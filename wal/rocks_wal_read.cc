@@ -4,6 +4,8 @@
 // The log is used as a queue, so deletes pile up at its head. Scans always start at
 // the oldest live entry (iterate_lower_bound), the contiguous settled prefix is removed
 // with one DeleteRange, and only entries settled out of order get point tombstones.
+#include <algorithm>
+
 #include "wal/dead_letter.h"
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
@@ -66,44 +68,73 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
   uint64_t head;
-  std::map<std::string, TopicStats> totals;  // new totals of the touched counters
   {
     MutexLock l(&mu_);
     head = head_;
-    for (const Outcome& o : outcomes) {
-      auto [it, fresh] = totals.try_emplace(o.topic);
-      auto t = topics_.find(o.topic);
-      if (fresh && t != topics_.end()) it->second = t->second;
-      Counts& c = o.discard_reason.empty() ? it->second.delivered
-                                           : it->second.discarded[o.discard_reason];
-      c.count += 1;
-      c.bytes += o.size;
+  }
+  // Which entries go: the settled prefix [head, cand) as one range tombstone, runs of
+  // consecutive sequence numbers above it as range tombstones, the rest one by one.
+  std::vector<uint64_t> seqs;
+  seqs.reserve(outcomes.size());
+  for (const Outcome& o : outcomes) seqs.push_back(o.seq);
+  if (!std::is_sorted(seqs.begin(), seqs.end())) std::sort(seqs.begin(), seqs.end());
+  uint64_t cand = head;
+  size_t i = std::lower_bound(seqs.begin(), seqs.end(), head) - seqs.begin();
+  while (true) {
+    if (i < seqs.size() && seqs[i] == cand) {
+      ++cand;
+      ++i;
+    } else if (deleted_above_head_.count(cand)) {
+      ++cand;
+    } else {
+      break;
     }
   }
-  // The settled prefix [head, cand) goes in one range tombstone; the rest get point ones.
-  std::set<uint64_t> settled = deleted_above_head_;
-  for (const Outcome& o : outcomes) settled.insert(o.seq);
-  uint64_t cand = head;
-  while (settled.count(cand)) ++cand;
-
   rocksdb::WriteBatch wb;
   if (cand > head) wb.DeleteRange(db_->log, keys::Seq(head), keys::Seq(cand));
+  constexpr size_t kMinRun = 16;
+  for (size_t run = i; run < seqs.size();) {
+    size_t end = run + 1;
+    while (end < seqs.size() && seqs[end] == seqs[end - 1] + 1) ++end;
+    if (end - run >= kMinRun) {
+      wb.DeleteRange(db_->log, keys::Seq(seqs[run]), keys::Seq(seqs[end - 1] + 1));
+    } else {
+      for (size_t k = run; k < end; ++k) wb.Delete(db_->log, keys::Seq(seqs[k]));
+    }
+    run = end;
+  }
   const int64_t now_ms = options_.clock->NowMillis();
   uint64_t bytes = 0;
   for (const Outcome& o : outcomes) {
     bytes += o.size;
-    if (o.seq >= cand) wb.Delete(db_->log, keys::Seq(o.seq));
-    if (!o.discard_reason.empty()) {
-      wb.Put(db_->dead, keys::Seq(o.seq), EncodeDeadLetter(o, now_ms));
+    if (!o.discard_reason.empty()) wb.Put(db_->dead, keys::Seq(o.seq), EncodeDeadLetter(o, now_ms));
+  }
+  // New totals of the touched counters, aggregated per (topic, outcome) first: a batch
+  // holds thousands of messages but only a few topics.
+  std::map<std::string, TopicStats> totals;
+  {
+    MutexLock l(&mu_);
+    const Outcome* last = nullptr;
+    Counts* last_counts = nullptr;
+    for (const Outcome& o : outcomes) {
+      if (!last || o.topic != last->topic || o.discard_reason != last->discard_reason) {
+        auto [it, fresh] = totals.try_emplace(o.topic);
+        if (fresh) {
+          auto t = topics_.find(o.topic);
+          if (t != topics_.end()) it->second = t->second;
+        }
+        last_counts = o.discard_reason.empty() ? &it->second.delivered
+                                               : &it->second.discarded[o.discard_reason];
+        last = &o;
+      }
+      last_counts->count += 1;
+      last_counts->bytes += o.size;
     }
   }
-  for (const Outcome& o : outcomes) {
-    const TopicStats& t = totals[o.topic];
-    if (o.discard_reason.empty()) {
-      wb.Put(db_->meta, keys::Delivered(o.topic), keys::EncodeCounts(t.delivered));
-    } else {
-      wb.Put(db_->meta, keys::Discarded(o.topic, o.discard_reason),
-             keys::EncodeCounts(t.discarded.at(o.discard_reason)));
+  for (const auto& [topic, t] : totals) {
+    wb.Put(db_->meta, keys::Delivered(topic), keys::EncodeCounts(t.delivered));
+    for (const auto& [reason, c] : t.discarded) {
+      wb.Put(db_->meta, keys::Discarded(topic, reason), keys::EncodeCounts(c));
     }
   }
   std::map<int64_t, OutcomeTable> split;
@@ -124,18 +155,18 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
       for (auto& [reason, c] : t.discarded) topics_[topic].discarded[reason] = c;
     }
     live_bytes_ -= std::min(live_bytes_, bytes);
-    for (auto& [r, table] : split) {
+    for (auto& [rt, table] : split) {
       for (auto& [topic, outcomes_of] : table) {
-        for (auto& [outcome, c] : outcomes_of) after_[r][topic][outcome] = c;
+        for (auto& [outcome, c] : outcomes_of) after_[rt][topic][outcome] = c;
       }
     }
     limit = committed_next_;
   }
   // Entries below cand are gone; a gap (a failed append, or entries deleted before a
   // restart) is skipped by seeking to the next live one.
+  deleted_above_head_.insert(seqs.begin() + static_cast<std::ptrdiff_t>(i), seqs.end());
   uint64_t new_head = FirstLiveAtOrAfter(cand, limit).value_or(limit);
-  settled.erase(settled.begin(), settled.lower_bound(new_head));
-  deleted_above_head_ = std::move(settled);
+  deleted_above_head_.erase(deleted_above_head_.begin(), deleted_above_head_.lower_bound(new_head));
   MutexLock l(&mu_);
   head_ = std::max(head_, new_head);
   return absl::OkStatus();

@@ -15,6 +15,7 @@ namespace {
 
 constexpr std::string_view kBefore = "split/b/";
 constexpr std::string_view kAfter = "split/a/";
+const std::string kDelivered = kOutcomeDelivered;
 
 std::string BeforeKey(const std::string& topic, const std::string& outcome) {
   return std::string(kBefore) + topic + "/" + outcome;
@@ -55,20 +56,33 @@ void OutcomeCounts::Add(const OutcomeCounts& o) {
 void RocksWal::SplitSettled(const std::vector<Outcome>& outcomes, rocksdb::WriteBatch* wb,
                             std::map<int64_t, OutcomeTable>* updated) const {
   MutexLock l(&mu_);
+  const Outcome* last = nullptr;
+  int64_t last_r = 0;
+  OutcomeCounts* counts = nullptr;
   for (const Outcome& o : outcomes) {
     // An undecodable record's receive time is unknown; it was not settled at the last
     // saved commit point, so it counts just after it.
     const int64_t r = o.receive_time_ms ? o.receive_time_ms : saved_points_.global_ms + 1;
-    const std::string outcome = o.discard_reason.empty() ? kOutcomeDelivered : o.discard_reason;
-    auto& slot = (*updated)[r][o.topic];
-    auto [it, fresh] = slot.try_emplace(outcome);
-    if (fresh) {
-      auto a = after_.find(r);
-      if (a != after_.end() && a->second.count(o.topic) && a->second.at(o.topic).count(outcome)) {
-        it->second = a->second.at(o.topic).at(outcome);
+    // Consecutive outcomes mostly share topic, outcome and receive time (one group
+    // commit): look the slot up only when one of them changes.
+    if (!last || r != last_r || o.topic != last->topic || o.discard_reason != last->discard_reason) {
+      const std::string& outcome = o.discard_reason.empty() ? kDelivered : o.discard_reason;
+      auto [it, fresh] = (*updated)[r][o.topic].try_emplace(outcome);
+      if (fresh) {
+        auto a = after_.find(r);
+        if (a != after_.end()) {
+          auto t = a->second.find(o.topic);
+          if (t != a->second.end()) {
+            auto c = t->second.find(outcome);
+            if (c != t->second.end()) it->second = c->second;
+          }
+        }
       }
+      counts = &it->second;
+      last = &o;
+      last_r = r;
     }
-    it->second.Add({1, o.size, r, r});
+    counts->Add({1, o.size, r, r});
   }
   for (const auto& [r, table] : *updated) {
     for (const auto& [topic, outcomes_of] : table) {

@@ -48,6 +48,9 @@ int main(int argc, char** argv) {
   app.add_flag("--keys", o.keys, "Give messages keys (1024 distinct)");
   app.add_option("--ceiling", ceiling_dir,
                  "Also measure raw RocksDB synced batches in this directory (same disk)");
+  int ceiling_batch = 0;
+  app.add_option("--ceiling-batch", ceiling_batch,
+                 "Ceiling batch size (default: the agent's committed batch size in this run)");
   app.add_option("--drain-wait", drain_wait_s,
                  "After the load, wait up to this many seconds for the backlog to drain");
   app.add_flag("--json", json, "One JSON object on stdout");
@@ -114,7 +117,7 @@ int main(int argc, char** argv) {
     j["last_over_first"] = first > 0 ? last / first : 0;
   }
   if (!ceiling_dir.empty()) {
-    int b = std::max(1, static_cast<int>(group + 0.5));
+    int b = ceiling_batch > 0 ? ceiling_batch : std::max(1, static_cast<int>(group + 0.5));
     auto c = kspool::bench::MeasureCeiling(ceiling_dir, b, o.size, 5);
     if (!c.ok()) {
       std::fprintf(stderr, "kspool-bench: %s\n", c.status().ToString().c_str());

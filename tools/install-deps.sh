@@ -9,7 +9,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake ninja-build pkg-config ccache clang \
   librdkafka-dev librocksdb-dev \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
-  prometheus-cpp-dev libgtest-dev libgmock-dev libabsl-dev \
+  prometheus-cpp-dev libcivetweb-dev libgtest-dev libgmock-dev libabsl-dev \
   libcli11-dev libspdlog-dev nlohmann-json3-dev \
-  kcat >/dev/null
+  kcat python3 curl >/dev/null
 echo "install-deps: done"

@@ -6,7 +6,7 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
-  build-essential cmake ninja-build pkg-config ccache clang \
+  build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-dev \
   librdkafka-dev librocksdb-dev \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
   prometheus-cpp-dev libcivetweb-dev libgtest-dev libgmock-dev libabsl-dev \

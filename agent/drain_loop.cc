@@ -4,6 +4,9 @@
 #include "agent/drain_loop.h"
 
 #include <pthread.h>
+
+#include <algorithm>
+#include <iterator>
 #include <spdlog/spdlog.h>
 
 #include "agent/kafka_errors.h"
@@ -125,24 +128,36 @@ bool DrainLoop::Refill() {
   return added;
 }
 
+void DrainLoop::Enqueue(uint64_t seq, const Slot& slot) {
+  std::deque<uint64_t>& ready = queues_[slot.entry.record.topic].ready;
+  if (ready.empty() || seq > ready.back()) {
+    ready.push_back(seq);  // the common case: the WAL is read in order
+  } else {
+    ready.insert(std::lower_bound(ready.begin(), ready.end(), seq), seq);
+  }
+}
+
 void DrainLoop::ProduceDue(int64_t now_ms) {
   for (auto& [topic, q] : queues_) {
     if (!q.waiting.empty()) {
       if (now_ms < q.retry_at_ms) continue;  // the whole topic waits for its retries
-      q.ready.insert(q.waiting.begin(), q.waiting.end());
+      std::deque<uint64_t> merged;
+      std::merge(q.ready.begin(), q.ready.end(), q.waiting.begin(), q.waiting.end(),
+                 std::back_inserter(merged));
+      q.ready.swap(merged);
       q.waiting.clear();
     }
     while (!q.ready.empty()) {
       const uint64_t seq = *q.ready.begin();
       Slot& slot = window_.at(seq);
       if (Expired(slot, now_ms)) {
-        q.ready.erase(q.ready.begin());
+        q.ready.pop_front();
         Discard(seq, slot, kReasonExpired, "older than --max-message-age");
         continue;
       }
       rd_kafka_resp_err_t err = producer_->Produce(slot.entry);
       if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) return;  // try again after the next poll
-      q.ready.erase(q.ready.begin());
+      q.ready.pop_front();
       ++slot.attempts;
       slot.state = Slot::kInKafka;
       if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -162,6 +177,8 @@ void DrainLoop::SettleFinished(int64_t now_ms, bool all) {
   if (!all && now_ms < next_settle_ms_) return;
   std::vector<wal::Outcome> batch;
   std::vector<Slot*> slots;
+  batch.reserve(window_.size());
+  slots.reserve(window_.size());
   auto take = [&](Slot& slot) {
     slot.batched = true;
     batch.push_back(std::move(slot.outcome));

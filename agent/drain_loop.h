@@ -86,7 +86,7 @@ class DrainLoop {
   void ProduceDue(int64_t now_ms);
   void HandleReports(const std::vector<DeliveryReport>& reports, int64_t now_ms);
   void Retry(uint64_t seq, Slot& slot, const std::string& error, int64_t now_ms);
-  void Enqueue(uint64_t seq, const Slot& slot) { queues_[slot.entry.record.topic].ready.insert(seq); }
+  void Enqueue(uint64_t seq, const Slot& slot);
   void Discard(uint64_t seq, Slot& slot, const std::string& reason, const std::string& error);
   bool Expired(const Slot& slot, int64_t now_ms) const;
   // True once fresh metadata says the slot's topic (or explicit partition) is missing.
@@ -111,7 +111,7 @@ class DrainLoop {
   // waiting, none of its newer entries are produced either, and all of them go out
   // again together, in sequence order, so a retry never reorders a partition.
   struct TopicQueue {
-    std::set<uint64_t> ready;    // lowest seq first
+    std::deque<uint64_t> ready;  // sorted, lowest seq first
     std::set<uint64_t> waiting;  // failed, until retry_at_ms
     int64_t retry_at_ms = 0;
     int failures = 0;  // consecutive failed rounds, for the backoff

@@ -43,6 +43,7 @@ absl::Status RocksWal::Scan(uint64_t from_seq, size_t max_entries, size_t max_by
   ro.iterate_lower_bound = &lo_s;
   ro.iterate_upper_bound = &hi_s;
   std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->log));
+  out->reserve(out->size() + std::min<uint64_t>({max_entries, upper - lower, 65536}));
   size_t n = 0, bytes = 0;
   for (it->Seek(lo_s); it->Valid() && n < max_entries && bytes < max_bytes; it->Next(), ++n) {
     Entry e;

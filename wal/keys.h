@@ -38,6 +38,7 @@ inline Counts ParseCounts(std::string_view s) { return {ParseU64(s, 0), ParseU64
 inline constexpr std::string_view kFormatVersion = "format_version";
 inline constexpr std::string_view kAgentId = "agent_id";
 inline constexpr std::string_view kNextSeq = "next_seq";
+inline constexpr std::string_view kHead = "head_seq";
 inline constexpr std::string_view kLastReceive = "last_receive_ms";
 inline constexpr std::string_view kCommitPoint = "commit_point_ms";
 inline constexpr std::string_view kCommitPointTopicPrefix = "commit_point_ms/";

@@ -79,7 +79,7 @@ class RocksWal final : public Wal {
   // the caller's write takes the next sequence numbers in order.
   void LockWithNoGroupCommit() ABSL_EXCLUSIVE_LOCK_FUNCTION(mu_);
   // Loads the persisted state into memory; on a reopen, in-memory high-water marks win.
-  absl::Status LoadState(bool reopen) ABSL_EXCLUSIVE_LOCKS_REQUIRED(db_mu_);
+  absl::Status LoadState(bool reopen) ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_, db_mu_);
   // Group commit: the writer at the queue's head writes for everyone queued behind it.
   void CommitGroup(Writer* leader) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t NextReceiveTime() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -128,6 +128,12 @@ class RocksWal final : public Wal {
   // Settle() is serialized: it owns the delete bookkeeping.
   mutable Mutex settle_mu_;
   std::set<uint64_t> deleted_above_head_ ABSL_GUARDED_BY(settle_mu_);
+  // Entries below the persisted head are dead whether or not they are still stored; the
+  // range delete that removes them physically trails behind, at most once a second, so
+  // few range tombstones sit in the memtable (RocksDB re-fragments them for every new
+  // iterator).
+  uint64_t range_deleted_below_ ABSL_GUARDED_BY(settle_mu_) = 1;
+  int64_t last_range_delete_ms_ ABSL_GUARDED_BY(settle_mu_) = 0;
 };
 
 }  // namespace kspool::wal

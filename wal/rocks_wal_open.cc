@@ -50,6 +50,7 @@ absl::StatusOr<std::unique_ptr<Wal>> RocksWal::Open(Options options) {
     return absl::InvalidArgumentError("group commit limits must be positive");
   }
   std::unique_ptr<RocksWal> wal(new RocksWal(std::move(options)));
+  MutexLock settle(&wal->settle_mu_);
   WriterLock l(&wal->db_mu_);
   ASSIGN_OR_RETURN(wal->db_, wal->OpenDatabase());
   RETURN_IF_ERROR(wal->LoadState(/*reopen=*/false));
@@ -129,6 +130,9 @@ absl::Status RocksWal::LoadState(bool reopen) {
   std::map<std::string, TopicStats> topics;
   ASSIGN_OR_RETURN(bool has_next, get(keys::kNextSeq, &v));
   if (has_next) next_seq = std::max<uint64_t>(1, keys::ParseU64(v));
+  uint64_t persisted_head = 0;
+  ASSIGN_OR_RETURN(bool has_head, get(keys::kHead, &v));
+  if (has_head) persisted_head = keys::ParseU64(v);
   ASSIGN_OR_RETURN(bool has_last, get(keys::kLastReceive, &v));
   if (has_last) last_receive = static_cast<int64_t>(keys::ParseU64(v));
   ASSIGN_OR_RETURN(bool has_cp, get(keys::kCommitPoint, &v));
@@ -165,8 +169,12 @@ absl::Status RocksWal::LoadState(bool reopen) {
   if (log_it->Valid()) next_seq = std::max(next_seq, keys::ParseSeq(log_it->key().ToString()) + 1);
   log_it->SeekToFirst();
   RETURN_IF_ERROR(FromRocks(log_it->status(), "read WAL log"));
+  const uint64_t physical_first = log_it->Valid() ? keys::ParseSeq(log_it->key().ToString()) : 0;
   std::optional<uint64_t> first;
-  if (log_it->Valid()) first = keys::ParseSeq(log_it->key().ToString());
+  if (log_it->Valid()) {
+    if (persisted_head > physical_first) log_it->Seek(keys::Seq(persisted_head));
+    if (log_it->Valid()) first = keys::ParseSeq(log_it->key().ToString());
+  }
 
   MutexLock l(&mu_);
   if (reopen) {
@@ -177,6 +185,7 @@ absl::Status RocksWal::LoadState(bool reopen) {
   }
   next_seq_ = committed_next_ = next_seq;
   head_ = first.value_or(committed_next_);
+  range_deleted_below_ = physical_first ? physical_first : head_;
   last_receive_ms_ = last_receive;
   topics_ = std::move(topics);
   before_.clear();

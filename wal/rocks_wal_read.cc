@@ -92,7 +92,15 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
     }
   }
   rocksdb::WriteBatch wb;
-  if (cand > head) wb.DeleteRange(db_->log, keys::Seq(head), keys::Seq(cand));
+  const int64_t now_ms = options_.clock->NowMillis();
+  bool range_deleted = false;
+  if (cand > head) {
+    wb.Put(db_->meta, keys::kHead, keys::U64(cand));
+    if (cand - range_deleted_below_ >= 65536 || now_ms - last_range_delete_ms_ >= 1000) {
+      wb.DeleteRange(db_->log, keys::Seq(range_deleted_below_), keys::Seq(cand));
+      range_deleted = true;
+    }
+  }
   constexpr size_t kMinRun = 16;
   for (size_t run = i; run < seqs.size();) {
     size_t end = run + 1;
@@ -104,7 +112,6 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
     }
     run = end;
   }
-  const int64_t now_ms = options_.clock->NowMillis();
   uint64_t bytes = 0;
   for (const Outcome& o : outcomes) {
     bytes += o.size;
@@ -163,6 +170,10 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
     }
     limit = committed_next_;
   }
+  if (range_deleted) {
+    range_deleted_below_ = cand;
+    last_range_delete_ms_ = now_ms;
+  }
   // Entries below cand are gone; a gap (a failed append, or entries deleted before a
   // restart) is skipped by seeking to the next live one.
   deleted_above_head_.insert(seqs.begin() + static_cast<std::ptrdiff_t>(i), seqs.end());
@@ -216,8 +227,16 @@ absl::Status RocksWal::ScanDeadLetters(uint64_t from_seq, size_t max_entries,
 absl::Status RocksWal::CountLive(std::map<std::string, Counts>* out) {
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
-  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(rocksdb::ReadOptions(), db_->log));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+  std::string lo;
+  {
+    MutexLock l(&mu_);
+    lo = keys::Seq(head_);
+  }
+  rocksdb::Slice lo_s(lo);
+  rocksdb::ReadOptions ro;
+  ro.iterate_lower_bound = &lo_s;
+  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->log));
+  for (it->Seek(lo_s); it->Valid(); it->Next()) {
     std::string_view raw(it->value().data(), it->value().size());
     absl::StatusOr<Record> rec = DecodeRecord(raw);
     Counts& c = (*out)[rec.ok() ? rec->topic : std::string()];

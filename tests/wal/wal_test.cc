@@ -90,6 +90,29 @@ TEST_F(WalTest, OutOfOrderSettlesAdvanceTheHeadOnceThePrefixIsDone) {
   EXPECT_EQ(rest[0].seq, 6u);
 }
 
+TEST_F(WalTest, SettledPrefixStaysDeadAcrossReopenBeforeItIsPhysicallyDeleted) {
+  {
+    auto wal = OpenWal();
+    ASSERT_TRUE(wal->Append(MakeBatch("a", 10, "x")).ok());
+    std::vector<Entry> e = ScanAll(wal.get());
+    ASSERT_TRUE(wal->Settle(Delivered({e[0], e[1], e[2]})).ok());
+    // Same millisecond: the persisted head moves, the physical range delete waits.
+    ASSERT_TRUE(wal->Settle(Delivered({e[3], e[4], e[5], e[6]})).ok());
+  }
+  auto wal = OpenWal();
+  std::vector<Entry> rest = ScanAll(wal.get());
+  ASSERT_EQ(rest.size(), 3u);
+  EXPECT_EQ(rest[0].seq, 8u);
+  EXPECT_EQ(wal->GetStats().oldest_seq, std::optional<uint64_t>(8));
+  std::map<std::string, Counts> live;
+  ASSERT_TRUE(wal->CountLive(&live).ok());
+  EXPECT_EQ(live["a"].count, 3u);
+  EXPECT_EQ(wal->GetStats().topics["a"].pending().count, 3u);
+  clock_.Advance(2000);  // now the trailing range delete catches up
+  ASSERT_TRUE(wal->Settle(Delivered({rest[0]})).ok());
+  EXPECT_EQ(ScanAll(wal.get()).size(), 2u);
+}
+
 TEST_F(WalTest, SequenceNumbersContinueAfterFullDrainAndReopen) {
   {
     auto wal = OpenWal();

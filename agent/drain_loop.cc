@@ -83,6 +83,7 @@ void DrainLoop::MaybeReopenWal(int64_t now_ms) {
     next_reopen_ms_ = now_ms + static_cast<int64_t>(options_.wal_reopen_interval_ms);
     if (absl::Status s = wal_->Reopen(); !s.ok()) {
       spdlog::warn("wal: still failing, Sends are refused until it reopens: {}", s.ToString());
+      Degraded("wal_reopen_failed");
     } else {
       spdlog::warn("wal: reopened after a write error; accepting Sends again");
       if (options_.metrics) options_.metrics->WalReopened();
@@ -106,6 +107,7 @@ bool DrainLoop::Refill() {
                               options_.max_inflight_bytes - window_bytes_, &entries);
   if (!s.ok()) {
     spdlog::warn("drain: WAL scan failed, retrying: {}", s.ToString());
+    Degraded("wal_scan_failed");
     return false;
   }
   bool added = false;
@@ -204,6 +206,7 @@ void DrainLoop::SettleFinished(int64_t now_ms, bool all) {
       slots[k]->outcome = std::move(batch[k]);
     }
     // The entries stay in the window and are settled on a later round.
+    Degraded("settle_failed");
     if (now_ms - last_settle_error_log_ms_ > 5000) {
       spdlog::warn("drain: removing finished entries from the WAL failed, will retry: {}",
                    s.ToString());
@@ -228,6 +231,7 @@ void DrainLoop::UpdateCommitPoint() {
   }
   if (absl::Status s = tracker_->Update(cursor_, oldest); !s.ok()) {
     spdlog::warn("commit point: update failed, keeping the last one: {}", s.ToString());
+    Degraded("commit_point_failed");
   }
 }
 
@@ -235,6 +239,7 @@ void DrainLoop::ReplaceProducerIfFatal() {
   std::string fatal = producer_->FatalError();
   if (fatal.empty()) return;
   spdlog::error("kafka: replacing the producer after a fatal error: {}", fatal);
+  Degraded("producer_replaced");
   producer_->PurgeAll();
   std::vector<DeliveryReport> reports;
   producer_->Poll(0, &reports);

@@ -97,6 +97,9 @@ class DrainLoop {
   void UpdateCommitPoint();
   void MaybeReopenWal(int64_t now_ms);
   void ReplaceProducerIfFatal();
+  void Degraded(const char* event) {
+    if (options_.metrics) options_.metrics->Degraded(event);
+  }
   void DrainForShutdown();
 
   wal::Wal* const wal_;

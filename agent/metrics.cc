@@ -166,6 +166,10 @@ Metrics::Metrics(const std::string& version)
                        .Name("kspool_wal_reopens_total")
                        .Help("Times the WAL was reopened after an I/O error")
                        .Register(*registry_)),
+      degraded_(prometheus::BuildCounter()
+                    .Name("kspool_degraded_events_total")
+                    .Help("Degraded-mode events, each also logged as a warning, by event")
+                    .Register(*registry_)),
       state_(std::make_shared<StateCollector>()) {
   prometheus::BuildGauge()
       .Name("kspool_build_info")
@@ -208,6 +212,8 @@ void Metrics::HeartbeatFailed(const std::string& topic) {
 }
 
 void Metrics::WalReopened() { wal_reopens_.Add({}).Increment(); }
+
+void Metrics::Degraded(const std::string& event) { degraded_.Add({{"event", event}}).Increment(); }
 
 std::string Metrics::Serialize() const {
   std::vector<MetricFamily> families = registry_->Collect();

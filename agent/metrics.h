@@ -46,6 +46,9 @@ class Metrics {
   void HeartbeatSent(const std::string& topic, uint64_t n);
   void HeartbeatFailed(const std::string& topic);
   void WalReopened();
+  // A degraded-mode event without a metric of its own: "wal_reopen_failed",
+  // "wal_scan_failed", "settle_failed", "commit_point_failed", "producer_replaced".
+  void Degraded(const std::string& event);
 
   // The Prometheus text exposition of every metric.
   std::string Serialize() const;
@@ -61,6 +64,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& heartbeats_;
   prometheus::Family<prometheus::Counter>& heartbeat_failures_;
   prometheus::Family<prometheus::Counter>& wal_reopens_;
+  prometheus::Family<prometheus::Counter>& degraded_;
   std::shared_ptr<prometheus::Collectable> state_;
 };
 

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "rocksdb/db.h"
+#include "tests/support/http_get.h"
 #include "tests/support/spool_harness.h"
 #include "wal/record.h"
 
@@ -24,6 +25,12 @@ TEST(WalFaultE2E, FullDiskIsUnavailableAndAcceptsAgainOnceSpaceReturns) {
   EXPECT_FALSE(r.retry_after_ms.empty());
   std::this_thread::sleep_for(700ms);  // several reopen attempts fail meanwhile
   EXPECT_EQ(h.Send("t", {"still-full"}).status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  // The degraded mode is logged and counted.
+  auto metrics = kspool::testing::HttpGet(h.agent().http_address(), "/metrics").body;
+  EXPECT_NE(metrics.find("kspool_degraded_events_total{event=\"wal_reopen_failed\"}"),
+            std::string::npos);
+  EXPECT_NE(metrics.find("kspool_wal_healthy 0"), std::string::npos);
+  EXPECT_NE(metrics.find("kspool_send_rejected_total{code=\"UNAVAILABLE\"} 2"), std::string::npos);
   h.fs().SetNoSpace(false);
   ASSERT_TRUE(h.WaitUntil([&] { return h.Send("t", {"after"}).status.ok(); }, 20s))
       << "the agent resumes accepting by itself";

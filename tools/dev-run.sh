@@ -29,15 +29,17 @@ wait_for "$RUN/devkafka.out" READY
 BROKERS=$(sed -n 's/^BOOTSTRAP //p' "$RUN/devkafka.out")
 CONTROL=$(sed -n 's/^CONTROL //p' "$RUN/devkafka.out")
 
-build/agent/kspool-agent --wal-dir "$RUN/wal" --listen 127.0.0.1:0 --kafka-brokers "$BROKERS" \
+build/agent/kspool-agent --wal-dir "$RUN/wal" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
+  --kafka-brokers "$BROKERS" --heartbeat-interval 10s \
   >"$RUN/agent.out" 2>"$RUN/agent.log" &
 AGENT_PID=$!
 wait_for "$RUN/agent.out" "kspool-agent ready"
 AGENT=$(sed -n 's/.*grpc=\([^ ]*\).*/\1/p' "$RUN/agent.out")
+HTTP=$(sed -n 's/.*http=\([^ ]*\).*/\1/p' "$RUN/agent.out")
 CTL="build/tools/kspoolctl --agent $AGENT"
 
 echo "dev Kafka: $BROKERS (fault commands: $CONTROL)"
-echo "agent:     $AGENT  (WAL $RUN/wal, log $RUN/agent.log)"
+echo "agent:     $AGENT  (WAL $RUN/wal, log $RUN/agent.log, http://$HTTP/metrics)"
 echo
 echo "\$ kspoolctl send --topic demo --key user-1 'hello kspool'"
 $CTL send --topic demo --key user-1 "hello kspool"
@@ -48,12 +50,18 @@ if command -v kcat >/dev/null; then
   echo "\$ kcat -C -t demo  (what reached Kafka, with the kspool headers)"
   kcat -b "$BROKERS" -C -t demo -e -o beginning -q -f 'partition %p offset %o key %k value %s headers %h\n' || true
 fi
+if command -v curl >/dev/null; then
+  echo "\$ curl http://$HTTP/metrics | grep kspool_messages"
+  curl -s "http://$HTTP/metrics" | grep '^kspool_messages' || true
+fi
 [ "$DEMO_ONLY" = 1 ] && exit 0
 cat <<TXT
 
 Both keep running. Try, in another shell:
   $CTL send --topic demo one two three
   $CTL commit-point
+  $CTL report
+  curl http://$HTTP/status
   python3 -c 'import socket;s=socket.create_connection(("${CONTROL%:*}",${CONTROL##*:}));s.sendall(b"broker down all\n");print(s.recv(99))'
 Ctrl-C stops both.
 TXT

@@ -12,7 +12,8 @@ AgentProcess::AgentProcess(const std::string& wal_dir, const std::string& log_pa
   std::vector<std::string> argv = {KSPOOL_AGENT_BIN,  "--wal-dir",       wal_dir,
                                    "--listen",        "127.0.0.1:0",     "--kafka-brokers",
                                    brokers,           "--log-level",     "info",
-                                   "--commit-point-interval-ms", "50"};
+                                   "--commit-point-interval-ms", "50", "--metrics-listen",
+                                   "127.0.0.1:0"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   proc_ = std::make_unique<ChildProcess>(argv, log_path);
   auto ready = proc_->WaitForLine("kspool-agent ready: grpc=", std::chrono::seconds(30));

@@ -36,7 +36,7 @@ for pass in "${passes[@]}"; do
       ;;
     tsan)
       CC=clang CXX=clang++ configure build-tsan -DKSPOOL_SANITIZE=thread -DKSPOOL_THREAD_SAFETY=ON
-      ninja -C build-tsan -j"$JOBS" wal_tests agent_tests
+      ninja -C build-tsan -j"$JOBS" wal_tests wal_admin_tests agent_tests
       (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 \
         ctest --no-tests=error --output-on-failure -j"$JOBS" --timeout 600 -L unit)
       ;;

@@ -93,8 +93,9 @@ absl::StatusOr<std::unique_ptr<OpenDb>> RocksWal::OpenDatabase() {
 
 absl::Status RocksWal::LoadState(bool reopen) {
   rocksdb::DB* db = db_->db.get();
+  rocksdb::ColumnFamilyHandle* meta = db_->meta;  // lambdas are outside the lock analysis
   auto get = [&](std::string_view key, std::string* v) -> absl::StatusOr<bool> {
-    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), db_->meta, key, v);
+    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), meta, key, v);
     if (s.IsNotFound()) return false;
     RETURN_IF_ERROR(FromRocks(s, "read WAL meta " + std::string(key)));
     return true;

@@ -25,15 +25,10 @@ KafkaMetadata::~KafkaMetadata() {
   if (rk_) rd_kafka_destroy(rk_);
 }
 
-absl::StatusOr<int> KafkaMetadata::PartitionCount(const std::string& topic, int timeout_ms) {
-  rd_kafka_topic_t* rkt;
-  {
-    MutexLock l(&mu_);
-    rkt = rd_kafka_topic_new(rk_, topic.c_str(), nullptr);
-  }
+absl::StatusOr<int> FreshPartitionCount(rd_kafka_t* rk, rd_kafka_topic_t* rkt,
+                                        const std::string& topic, int timeout_ms) {
   const rd_kafka_metadata_t* md = nullptr;
-  rd_kafka_resp_err_t err = rd_kafka_metadata(rk_, 0, rkt, &md, timeout_ms);
-  rd_kafka_topic_destroy(rkt);
+  rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return absl::UnavailableError("metadata for topic " + topic + ": " + rd_kafka_err2str(err));
   }
@@ -53,6 +48,17 @@ absl::StatusOr<int> KafkaMetadata::PartitionCount(const std::string& topic, int 
   }
   rd_kafka_metadata_destroy(md);
   return result;
+}
+
+absl::StatusOr<int> KafkaMetadata::PartitionCount(const std::string& topic, int timeout_ms) {
+  rd_kafka_topic_t* rkt;
+  {
+    MutexLock l(&mu_);
+    rkt = rd_kafka_topic_new(rk_, topic.c_str(), nullptr);
+  }
+  absl::StatusOr<int> n = FreshPartitionCount(rk_, rkt, topic, timeout_ms);
+  rd_kafka_topic_destroy(rkt);
+  return n;
 }
 
 }  // namespace kspool::agent

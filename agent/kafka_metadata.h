@@ -15,6 +15,11 @@
 
 namespace kspool::agent {
 
+// One fresh metadata request for `rkt` (named `topic`) on handle `rk`: the partition
+// count, NOT_FOUND if the cluster says the topic does not exist, else UNAVAILABLE.
+absl::StatusOr<int> FreshPartitionCount(rd_kafka_t* rk, rd_kafka_topic_t* rkt,
+                                        const std::string& topic, int timeout_ms);
+
 class KafkaMetadata {
  public:
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<KafkaMetadata>> Create(

@@ -1,5 +1,7 @@
 #include "agent/kafka_producer.h"
 
+#include "agent/kafka_metadata.h"
+
 #include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
@@ -137,25 +139,7 @@ void KafkaProducer::PurgeAll() {
 }
 
 absl::StatusOr<int> KafkaProducer::PartitionCount(const std::string& topic, int timeout_ms) {
-  const rd_kafka_metadata_t* md = nullptr;
-  rd_kafka_resp_err_t err = rd_kafka_metadata(rk_, 0, Topic(topic), &md, timeout_ms);
-  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    return absl::UnavailableError("metadata for topic " + topic + ": " + rd_kafka_err2str(err));
-  }
-  absl::StatusOr<int> result = absl::UnavailableError("no metadata for topic " + topic);
-  for (int i = 0; i < md->topic_cnt; ++i) {
-    const rd_kafka_metadata_topic_t& t = md->topics[i];
-    if (topic != t.topic) continue;
-    if (t.err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
-      result = absl::NotFoundError("topic " + topic + " does not exist");
-    } else if (t.err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      result = absl::UnavailableError("metadata for topic " + topic + ": " + rd_kafka_err2str(t.err));
-    } else {
-      result = t.partition_cnt;
-    }
-  }
-  rd_kafka_metadata_destroy(md);
-  return result;
+  return FreshPartitionCount(rk_, Topic(topic), topic, timeout_ms);
 }
 
 std::string KafkaProducer::FatalError() const {

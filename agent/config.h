@@ -38,7 +38,7 @@ struct Config {
   // The drain window: what may be in flight to Kafka at once. Memory is bounded by these,
   // not by the backlog.
   uint64_t max_inflight_messages = 100000;
-  uint64_t max_inflight_bytes = 64ull << 20;
+  uint64_t max_inflight_bytes = 32ull << 20;
   uint64_t retry_backoff_ms = 100;       // first re-produce delay after a failed delivery
   uint64_t retry_backoff_max_ms = 5000;  // cap of the exponential backoff
   uint64_t commit_point_interval_ms = 100;

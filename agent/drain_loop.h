@@ -33,7 +33,7 @@ namespace kspool::agent {
 
 struct DrainOptions {
   uint64_t max_inflight_messages = 100000;
-  uint64_t max_inflight_bytes = 64ull << 20;
+  uint64_t max_inflight_bytes = 32ull << 20;
   uint64_t retry_backoff_ms = 100;
   uint64_t retry_backoff_max_ms = 5000;
   uint64_t commit_point_interval_ms = 100;

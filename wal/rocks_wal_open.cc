@@ -66,11 +66,14 @@ absl::StatusOr<std::unique_ptr<OpenDb>> RocksWal::OpenDatabase() {
   db_opts.max_background_jobs = 2;
   db_opts.keep_log_file_num = 5;
   db_opts.avoid_flush_during_shutdown = true;  // the log replays; exit fast
+  db_opts.db_write_buffer_size = 96 << 20;
   if (options_.env) db_opts.env = options_.env.get();
 
   rocksdb::ColumnFamilyOptions log_opts;
-  log_opts.write_buffer_size = 64 << 20;
-  log_opts.max_write_buffer_number = 3;
+  // Memory is bounded by configuration, not by the backlog: at most two 32 MiB memtables
+  // for the log, and a cap on all memtables together.
+  log_opts.write_buffer_size = 32 << 20;
+  log_opts.max_write_buffer_number = 2;
   log_opts.compression = rocksdb::kLZ4Compression;
   rocksdb::ColumnFamilyOptions small_opts;
   small_opts.write_buffer_size = 4 << 20;

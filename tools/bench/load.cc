@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -24,12 +25,27 @@ const char* CodeName(grpc::StatusCode c) {
   }
 }
 
+// Fills `v` with incompressible bytes (LZ4 in RocksDB and librdkafka must not shrink
+// the load), 8 at a time from a xorshift generator.
+void FillRandom(std::string* v, uint64_t* state) {
+  uint64_t x = *state;
+  for (size_t i = 0; i < v->size(); i += 8) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    std::memcpy(v->data() + i, &x, std::min<size_t>(8, v->size() - i));
+  }
+  *state = x;
+}
+
 kspool::v1::SendRequest MakeRequest(const LoadOptions& o, int client, uint64_t n) {
   kspool::v1::SendRequest req;
+  static thread_local uint64_t rng = 0x9E3779B97F4A7C15ull * (client + 1);
   std::string value(static_cast<size_t>(o.size), 'x');
   for (int i = 0; i < o.batch; ++i) {
     auto* m = req.add_messages();
     m->set_topic("bench-" + std::to_string((client + i) % o.topics));
+    FillRandom(&value, &rng);  // tagged below with who sent it
     std::string tag = std::to_string(client) + ":" + std::to_string(n) + ":" + std::to_string(i);
     value.replace(0, std::min(tag.size(), value.size()), tag.substr(0, value.size()));
     m->set_value(value);

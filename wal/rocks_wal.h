@@ -30,6 +30,9 @@ struct OpenDb {
 // FAILED_PRECONDITION "<dir> is not a kspool WAL: <why>" (rocks_wal_admin.cc).
 absl::Status NotAKspoolWal(const std::string& dir, const std::string& why);
 
+// One stored log entry as an Entry: decoded, or with its status and raw bytes.
+Entry DecodeEntry(uint64_t seq, std::string_view raw);
+
 class RocksWal final : public Wal {
  public:
   static absl::StatusOr<std::unique_ptr<Wal>> Open(Options options);

@@ -25,20 +25,6 @@ class NoInfoLog final : public rocksdb::Logger {
   void Logv(const char*, va_list) override {}
 };
 
-Entry DecodeEntry(uint64_t seq, std::string_view raw) {
-  Entry e;
-  e.seq = seq;
-  e.size = raw.size();
-  absl::StatusOr<Record> rec = DecodeRecord(raw);
-  if (rec.ok()) {
-    e.record = std::move(rec).value();
-  } else {
-    e.status = rec.status();
-    e.raw.assign(raw);
-  }
-  return e;
-}
-
 // Forwards reads; refuses every write.
 class ReadOnlyWal final : public Wal {
  public:

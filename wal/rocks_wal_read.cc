@@ -13,6 +13,20 @@
 
 namespace kspool::wal {
 
+Entry DecodeEntry(uint64_t seq, std::string_view raw) {
+  Entry e;
+  e.seq = seq;
+  e.size = raw.size();
+  absl::StatusOr<Record> rec = DecodeRecord(raw);
+  if (rec.ok()) {
+    e.record = std::move(rec).value();
+  } else {
+    e.status = rec.status();
+    e.raw.assign(raw);
+  }
+  return e;
+}
+
 std::optional<uint64_t> RocksWal::FirstLiveAtOrAfter(uint64_t from, uint64_t limit) const {
   if (from >= limit || !db_) return std::nullopt;
   std::string lo = keys::Seq(from), hi = keys::Seq(limit);
@@ -46,19 +60,10 @@ absl::Status RocksWal::Scan(uint64_t from_seq, size_t max_entries, size_t max_by
   out->reserve(out->size() + std::min<uint64_t>({max_entries, upper - lower, 65536}));
   size_t n = 0, bytes = 0;
   for (it->Seek(lo_s); it->Valid() && n < max_entries && bytes < max_bytes; it->Next(), ++n) {
-    Entry e;
-    e.seq = keys::ParseSeq(std::string_view(it->key().data(), it->key().size()));
     std::string_view raw(it->value().data(), it->value().size());
-    e.size = raw.size();
     bytes += raw.size();
-    absl::StatusOr<Record> rec = DecodeRecord(raw);
-    if (rec.ok()) {
-      e.record = std::move(rec).value();
-    } else {
-      e.status = rec.status();
-      e.raw.assign(raw);
-    }
-    out->push_back(std::move(e));
+    out->push_back(
+        DecodeEntry(keys::ParseSeq(std::string_view(it->key().data(), it->key().size())), raw));
   }
   return FromRocks(it->status(), "scan WAL");
 }

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <future>
+
 namespace kspool::agent {
 
 grpc::Status ToGrpc(const absl::Status& s) {
@@ -9,17 +11,21 @@ grpc::Status ToGrpc(const absl::Status& s) {
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
 }
 
-grpc::Status SpoolService::Send(grpc::ServerContext* context, const kspool::v1::SendRequest* request,
-                                kspool::v1::SendResponse* response) {
+grpc::ServerUnaryReactor* SpoolService::Send(grpc::CallbackServerContext* context,
+                                             const kspool::v1::SendRequest* request,
+                                             kspool::v1::SendResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const auto start = std::chrono::steady_clock::now();
-  grpc::Status status = Append(context, *request, response);
-  if (metrics_) {
-    metrics_->ObserveSend(
-        status.error_code(),
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    if (!status.ok()) metrics_->SendRejected(status.error_code());
-  }
-  return status;
+  Append(context, *request, response, [this, reactor, start](grpc::Status status) {
+    if (metrics_) {
+      metrics_->ObserveSend(
+          status.error_code(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      if (!status.ok()) metrics_->SendRejected(status.error_code());
+    }
+    reactor->Finish(status);
+  });
+  return reactor;
 }
 
 grpc::Status SpoolService::Broadcast(grpc::ServerContext* context,
@@ -53,7 +59,9 @@ grpc::Status SpoolService::Broadcast(grpc::ServerContext* context,
     }
   }
   kspool::v1::SendResponse sent;
-  grpc::Status status = Append(context, expanded, &sent);
+  std::promise<grpc::Status> appended;
+  Append(context, expanded, &sent, [&appended](grpc::Status s) { appended.set_value(s); });
+  grpc::Status status = appended.get_future().get();
   if (!status.ok()) return status;
   for (int i = 0; i < expanded.messages_size(); ++i) {
     auto* t = response->add_targets();
@@ -65,10 +73,12 @@ grpc::Status SpoolService::Broadcast(grpc::ServerContext* context,
   return status;
 }
 
-grpc::Status SpoolService::Append(grpc::ServerContext* context,
-                                  const kspool::v1::SendRequest& request,
-                                  kspool::v1::SendResponse* response) {
-  if (absl::Status s = ValidateSendRequest(request, limits_); !s.ok()) return ToGrpc(s);
+void SpoolService::Append(grpc::ServerContextBase* context, const kspool::v1::SendRequest& request,
+                          kspool::v1::SendResponse* response, Done done) {
+  if (absl::Status s = ValidateSendRequest(request, limits_); !s.ok()) {
+    std::move(done)(ToGrpc(s));
+    return;
+  }
   wal::AppendBatch batch;
   for (const kspool::v1::Message& m : request.messages()) {
     wal::RecordView v;
@@ -82,18 +92,21 @@ grpc::Status SpoolService::Append(grpc::ServerContext* context,
     batch.Add(v);
   }
   const size_t n = batch.size();
-  absl::StatusOr<wal::AppendResult> r = wal_->Append(std::move(batch));
-  if (!r.ok()) {
-    spdlog::warn("send: rejected {} messages: {}", n, r.status().ToString());
-    context->AddTrailingMetadata("retry-after-ms",
-                                 std::to_string(retry_after_ms_(r.status().code())));
-    return ToGrpc(r.status());
-  }
-  on_appended_();
-  response->mutable_sequence()->Reserve(static_cast<int>(n));
-  for (size_t i = 0; i < n; ++i) response->add_sequence(r->first_seq + i);
-  response->set_receive_time_ms(r->receive_time_ms);
-  return grpc::Status::OK;
+  wal_->AppendAsync(std::move(batch), [this, context, response, n, done = std::move(done)](
+                                          absl::StatusOr<wal::AppendResult> r) mutable {
+    if (!r.ok()) {
+      spdlog::warn("send: rejected {} messages: {}", n, r.status().ToString());
+      context->AddTrailingMetadata("retry-after-ms",
+                                   std::to_string(retry_after_ms_(r.status().code())));
+      std::move(done)(ToGrpc(r.status()));
+      return;
+    }
+    on_appended_();
+    response->mutable_sequence()->Reserve(static_cast<int>(n));
+    for (size_t i = 0; i < n; ++i) response->add_sequence(r->first_seq + i);
+    response->set_receive_time_ms(r->receive_time_ms);
+    std::move(done)(grpc::Status::OK);
+  });
 }
 
 }  // namespace kspool::agent

@@ -3,11 +3,15 @@
 // Status codes: INVALID_ARGUMENT (bad input, names message index and field),
 // RESOURCE_EXHAUSTED (WAL full), UNAVAILABLE (WAL I/O error or full disk). The last two
 // carry the trailing metadata `retry-after-ms`, a hint when to try again.
-// Thread safety: gRPC calls Send from many threads; that is what group commit feeds on.
+// Send uses gRPC's callback API: no thread waits for the fsync; the WAL's committer
+// thread finishes the call, so one group commit can answer any number of Sends.
+// Broadcast, rare and waiting for Kafka metadata, stays on the synchronous API.
+// Thread safety: gRPC calls both from many threads.
 #pragma once
 
 #include <functional>
 
+#include "absl/functional/any_invocable.h"
 #include "agent/kafka_metadata.h"
 #include "agent/metrics.h"
 #include "agent/request_validator.h"
@@ -16,7 +20,8 @@
 
 namespace kspool::agent {
 
-class SpoolService final : public kspool::v1::Spool::Service {
+class SpoolService final
+    : public kspool::v1::Spool::WithCallbackMethod_Send<kspool::v1::Spool::Service> {
  public:
   // `retry_after_ms` answers, for a rejected Send's status code, how long to wait.
   SpoolService(wal::Wal* wal, RequestLimits limits, std::function<void()> on_appended,
@@ -29,15 +34,19 @@ class SpoolService final : public kspool::v1::Spool::Service {
         metrics_(metrics),
         metadata_(metadata) {}
 
-  grpc::Status Send(grpc::ServerContext* context, const kspool::v1::SendRequest* request,
-                    kspool::v1::SendResponse* response) override;
+  grpc::ServerUnaryReactor* Send(grpc::CallbackServerContext* context,
+                                 const kspool::v1::SendRequest* request,
+                                 kspool::v1::SendResponse* response) override;
   grpc::Status Broadcast(grpc::ServerContext* context, const kspool::v1::BroadcastRequest* request,
                          kspool::v1::BroadcastResponse* response) override;
 
  private:
-  // Validates and appends `request` as one batch; fills the sequence numbers.
-  grpc::Status Append(grpc::ServerContext* context, const kspool::v1::SendRequest& request,
-                      kspool::v1::SendResponse* response);
+  using Done = absl::AnyInvocable<void(grpc::Status) &&>;
+  // Validates and appends `request` as one batch; fills the sequence numbers, then calls
+  // `done` (at once when the request is refused, else from the WAL's committer thread).
+  // `context`, `request` and `response` must stay valid until then.
+  void Append(grpc::ServerContextBase* context, const kspool::v1::SendRequest& request,
+              kspool::v1::SendResponse* response, Done done);
   wal::Wal* const wal_;
   const RequestLimits limits_;
   const std::function<void()> on_appended_;

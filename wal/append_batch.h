@@ -1,5 +1,5 @@
 // AppendBatch: the records of one request, encoded by the caller's thread before the
-// group-commit leader takes them, with their per-topic byte counts. Not thread-safe;
+// group-commit committer takes them, with their per-topic byte counts. Not thread-safe;
 // owned by one Append() call.
 #pragma once
 

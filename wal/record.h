@@ -48,7 +48,7 @@ struct RecordView {
 };
 
 // Encodes `r` with its receive time left unset; SealRecord must run before the bytes
-// are stored. Split so that appenders encode in parallel and the group-commit leader
+// are stored. Split so that appenders encode in parallel and the group-commit committer
 // only stamps the receive time it assigns.
 std::string EncodeUnsealed(const RecordView& r);
 // Writes the receive time and the checksum into an EncodeUnsealed() buffer.

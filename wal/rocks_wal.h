@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -36,9 +37,10 @@ Entry DecodeEntry(uint64_t seq, std::string_view raw);
 class RocksWal final : public Wal {
  public:
   static absl::StatusOr<std::unique_ptr<Wal>> Open(Options options);
-  ~RocksWal() override = default;
+  // Commits what is queued, then stops the committer thread.
+  ~RocksWal() override;
 
-  absl::StatusOr<AppendResult> Append(AppendBatch batch) override;
+  void AppendAsync(AppendBatch batch, AppendCallback done) override;
   absl::Status Scan(uint64_t from_seq, size_t max_entries, size_t max_bytes,
                     std::vector<Entry>* out) override;
   absl::Status Settle(const std::vector<Outcome>& outcomes) override;
@@ -65,13 +67,12 @@ class RocksWal final : public Wal {
   static std::unique_ptr<Wal> ReadOnlyView(std::unique_ptr<RocksWal> wal);
 
  private:
-  // One Append() call waiting in the group-commit queue.
+  // One append waiting in the group-commit queue, and then its outcome.
   struct Writer {
     AppendBatch batch;
-    bool done = false;
+    AppendCallback done;
     absl::Status status;
     AppendResult result;
-    CondVar cv;
   };
 
   explicit RocksWal(Options options) : options_(std::move(options)) {}
@@ -83,8 +84,11 @@ class RocksWal final : public Wal {
   void LockWithNoGroupCommit() ABSL_EXCLUSIVE_LOCK_FUNCTION(mu_);
   // Loads the persisted state into memory; on a reopen, in-memory high-water marks win.
   absl::Status LoadState(bool reopen) ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_, db_mu_);
-  // Group commit: the writer at the queue's head writes for everyone queued behind it.
-  void CommitGroup(Writer* leader) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The committer thread: commits groups from queue_ until stopping_ and it is empty.
+  void CommitLoop() ABSL_LOCKS_EXCLUDED(mu_);
+  // Writes the group at the queue's head (dropping mu_ during the write), removes it
+  // from the queue and returns it with each writer's outcome set.
+  std::vector<Writer> CommitGroup() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t NextReceiveTime() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // First live seq in [from, limit), or nullopt.
   std::optional<uint64_t> FirstLiveAtOrAfter(uint64_t from, uint64_t limit) const
@@ -110,8 +114,12 @@ class RocksWal final : public Wal {
   std::unique_ptr<OpenDb> db_ ABSL_GUARDED_BY(db_mu_);  // null while reopening failed
 
   mutable Mutex mu_;
-  std::deque<Writer*> queue_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;       // next to assign
+  // Appends waiting for the committer; a group being written stays at the front.
+  std::deque<Writer> queue_ ABSL_GUARDED_BY(mu_);
+  CondVar work_cv_;  // signalled when queue_ gains a writer or stopping_ is set
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread committer_;                             // started by Open() unless read-only
+  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;        // next to assign
   uint64_t committed_next_ ABSL_GUARDED_BY(mu_) = 1;  // every seq below is written or failed
   int64_t last_receive_ms_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t receive_floor_ms_ ABSL_GUARDED_BY(mu_) = 0;  // future receive times are >= this
@@ -124,8 +132,8 @@ class RocksWal final : public Wal {
   uint64_t appends_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t appended_messages_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t reopens_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t head_ ABSL_GUARDED_BY(mu_) = 1;  // oldest live seq, or committed_next_ when empty
-  OutcomeTable before_ ABSL_GUARDED_BY(mu_);                // received <= saved commit point
+  uint64_t head_ ABSL_GUARDED_BY(mu_) = 1;    // oldest live seq, or committed_next_ when empty
+  OutcomeTable before_ ABSL_GUARDED_BY(mu_);  // received <= saved commit point
   std::map<int64_t, OutcomeTable> after_ ABSL_GUARDED_BY(mu_);  // by receive time
 
   // Settle() is serialized: it owns the delete bookkeeping.

@@ -31,7 +31,7 @@ class ReadOnlyWal final : public Wal {
   explicit ReadOnlyWal(std::unique_ptr<RocksWal> wal, std::string dir)
       : wal_(std::move(wal)), dir_(std::move(dir)) {}
 
-  absl::StatusOr<AppendResult> Append(AppendBatch) override { return Refused(); }
+  void AppendAsync(AppendBatch, AppendCallback done) override { std::move(done)(Refused()); }
   absl::Status Scan(uint64_t from_seq, size_t max_entries, size_t max_bytes,
                     std::vector<Entry>* out) override {
     return wal_->Scan(from_seq, max_entries, max_bytes, out);

@@ -1,10 +1,12 @@
 // RocksWal: durable appends with group commit.
 //
-// Writers queue under mu_. The writer at the head of the queue is the leader: it takes
-// the queue's first requests (bounded by bytes and count), assigns their sequence
-// numbers and one receive time, drops mu_, writes them with the meta updates in one
-// synced WriteBatch, then wakes every writer of the group. Writers that arrive during
-// the fsync queue up and form the next, larger group: batches grow with load.
+// Appends queue under mu_. One committer thread takes the queue's first requests
+// (bounded by bytes and count), assigns their sequence numbers and one receive time,
+// drops mu_, writes them with the meta updates in one synced WriteBatch, then runs
+// their callbacks. Appends that arrive during the fsync queue up and form the next,
+// larger group: batches grow with load, and no caller's thread waits on the disk.
+#include <pthread.h>
+
 #include <chrono>
 
 #include "wal/keys.h"
@@ -28,31 +30,71 @@ void RocksWal::RecordWriteErrorLocked(const rocksdb::Status& s, std::string_view
   // LevelDB's lesson: after a failed write or sync the log's state is unknown, so
   // nothing more is acknowledged until the WAL has been reopened and recovered.
   if (write_error_.ok()) {
-    write_error_ = absl::UnavailableError(
-        "WAL " + std::string(what) + " failed; no further appends are acknowledged until the "
-        "WAL is reopened: " + s.ToString());
+    write_error_ = absl::UnavailableError("WAL " + std::string(what) +
+                                          " failed; no further appends are acknowledged until the "
+                                          "WAL is reopened: " +
+                                          s.ToString());
   }
 }
 
-absl::StatusOr<AppendResult> RocksWal::Append(AppendBatch batch) {
-  if (batch.empty()) return absl::InvalidArgumentError("append of an empty batch");
-  Writer w;
-  w.batch = std::move(batch);
-  MutexLock l(&mu_);
-  if (!write_error_.ok()) return write_error_;
-  queue_.push_back(&w);
-  while (!w.done && queue_.front() != &w) w.cv.Wait(&mu_);
-  if (!w.done) CommitGroup(&w);
-  if (!w.status.ok()) return w.status;
-  return w.result;
+void RocksWal::AppendAsync(AppendBatch batch, AppendCallback done) {
+  if (batch.empty()) {
+    std::move(done)(absl::InvalidArgumentError("append of an empty batch"));
+    return;
+  }
+  absl::Status refused;
+  {
+    MutexLock l(&mu_);
+    refused = write_error_;
+    if (refused.ok() && stopping_) refused = absl::UnavailableError("WAL is closing");
+    if (refused.ok()) {
+      queue_.push_back(Writer{std::move(batch), std::move(done), {}, {}});
+      work_cv_.Signal();
+      return;
+    }
+  }
+  std::move(done)(refused);
 }
 
-void RocksWal::CommitGroup(Writer* leader) {
-  // The group stays in the queue while it is written, so that no second leader starts
-  // a write before this one has finished: sequence numbers commit in order.
+RocksWal::~RocksWal() {
+  {
+    MutexLock l(&mu_);
+    stopping_ = true;
+    work_cv_.SignalAll();
+  }
+  if (committer_.joinable()) committer_.join();
+}
+
+void RocksWal::CommitLoop() {
+  pthread_setname_np(pthread_self(), "kspool-walsync");
+  mu_.Lock();
+  while (true) {
+    while (queue_.empty() && !stopping_) work_cv_.Wait(&mu_);
+    if (queue_.empty()) break;
+    std::vector<Writer> finished = CommitGroup();
+    // Callbacks run without mu_: they may call back into the WAL. Appends queued
+    // meanwhile form the next group.
+    mu_.Unlock();
+    for (Writer& w : finished) {
+      if (w.status.ok()) {
+        std::move(w.done)(w.result);
+      } else {
+        std::move(w.done)(w.status);
+      }
+    }
+    finished.clear();
+    mu_.Lock();
+  }
+  mu_.Unlock();
+}
+
+std::vector<RocksWal::Writer> RocksWal::CommitGroup() {
+  // The group stays in the queue while it is written, so that LockWithNoGroupCommit()
+  // sees it: sequence numbers commit in order.
   std::vector<Writer*> group;
   size_t examined = 0, bytes = 0;
-  for (Writer* w : queue_) {
+  for (Writer& qw : queue_) {
+    Writer* w = &qw;
     if (group.size() >= options_.max_group_requests ||
         (!group.empty() && bytes + w->batch.bytes() > options_.max_group_bytes)) {
       break;
@@ -64,8 +106,6 @@ void RocksWal::CommitGroup(Writer* leader) {
           "WAL full: " + std::to_string(live_bytes_ + bytes) + " of " +
           std::to_string(options_.max_bytes) + " bytes in use, the request needs " +
           std::to_string(w->batch.bytes()) + "; retry once Kafka has drained some");
-      w->done = true;  // it returns without touching the queue again
-      if (w != leader) w->cv.Signal();
       continue;
     }
     group.push_back(w);
@@ -138,13 +178,14 @@ void RocksWal::CommitGroup(Writer* leader) {
   }
   writing_receive_ms_.reset();
   committed_next_ = end_seq;
-  for (size_t i = 0; i < examined; ++i) queue_.pop_front();
-  for (Writer* w : group) {
-    w->status = status;
-    w->done = true;
-    if (w != leader) w->cv.Signal();
+  for (Writer* w : group) w->status = status;
+  std::vector<Writer> finished;
+  finished.reserve(examined);
+  for (size_t i = 0; i < examined; ++i) {
+    finished.push_back(std::move(queue_.front()));
+    queue_.pop_front();
   }
-  if (!queue_.empty()) queue_.front()->cv.Signal();
+  return finished;
 }
 
 }  // namespace kspool::wal

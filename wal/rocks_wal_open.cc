@@ -55,6 +55,7 @@ absl::StatusOr<std::unique_ptr<Wal>> RocksWal::Open(Options options) {
   ASSIGN_OR_RETURN(wal->db_, wal->OpenDatabase());
   RETURN_IF_ERROR(wal->LoadState(/*reopen=*/false));
   if (wal->options_.read_only) return ReadOnlyView(std::move(wal));
+  wal->committer_ = std::thread([w = wal.get()] { w->CommitLoop(); });
   return std::unique_ptr<Wal>(std::move(wal));
 }
 

@@ -2,8 +2,11 @@
 //
 // Contract:
 //  * Append() returns OK only after its records are in the log and the write was
-//    fsynced; a call is all-or-nothing. Concurrent Append() calls share one write
-//    batch and one fsync (group commit).
+//    fsynced; a call is all-or-nothing. Appends are queued and written by one
+//    committer thread: everything queued while an fsync runs shares the next write
+//    batch and fsync (group commit). AppendAsync() is the same without blocking: its
+//    callback runs once, with the outcome, on the committer thread (or at once, on the
+//    caller's thread, when the append is refused before it is queued).
 //  * Sequence numbers are unique, strictly increasing, and never reused, also across
 //    reopen: the next number is persisted in the same batch as the entries.
 //  * Receive times come from the Clock but never go backwards, also across reopen.
@@ -24,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "wal/append_batch.h"
 #include "wal/clock.h"
@@ -79,7 +83,7 @@ struct Outcome {
   // Empty: delivered. Otherwise the discard reason (e.g. "msg_size_too_large").
   std::string discard_reason;
   std::string error_text;
-  std::string raw;  // the stored record, kept in the dead-letter store on discard
+  std::string raw;              // the stored record, kept in the dead-letter store on discard
   int64_t receive_time_ms = 0;  // 0: unknown (an undecodable record)
 };
 
@@ -112,10 +116,10 @@ struct Stats {
   std::optional<uint64_t> oldest_seq;
   std::string agent_id;
   std::map<std::string, TopicStats> topics;
-  uint64_t fsyncs = 0;        // group commits written with sync
-  uint64_t appends = 0;       // Append() calls that succeeded
+  uint64_t fsyncs = 0;             // group commits written with sync
+  uint64_t appends = 0;            // Append() calls that succeeded
   uint64_t appended_messages = 0;  // messages those calls wrote
-  uint64_t capacity_bytes = 0;  // Options::max_bytes
+  uint64_t capacity_bytes = 0;     // Options::max_bytes
 };
 
 inline constexpr char kOutcomeDelivered[] = "delivered";
@@ -154,6 +158,10 @@ struct ReplayedEntry {
   int64_t receive_time_ms = 0;  // its new receive time
 };
 
+// Receives the outcome of one AppendAsync(). It runs on the committer thread and holds
+// up the next group commit while it runs, so it must be short and must not block.
+using AppendCallback = absl::AnyInvocable<void(absl::StatusOr<AppendResult>) &&>;
+
 class Wal {
  public:
   virtual ~Wal() = default;
@@ -163,11 +171,14 @@ class Wal {
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Wal>> Open(Options options);
 
   // Durably appends a batch. UNAVAILABLE on an I/O error (sticky until reopen).
-  [[nodiscard]] virtual absl::StatusOr<AppendResult> Append(AppendBatch batch) = 0;
+  // Blocks until the batch is fsynced or refused.
+  [[nodiscard]] absl::StatusOr<AppendResult> Append(AppendBatch batch);
+  // The same outcome as Append(), delivered to `done` instead of returned.
+  virtual void AppendAsync(AppendBatch batch, AppendCallback done) = 0;
 
   // Reads up to max_entries / max_bytes live entries with seq >= from_seq, in order.
-  [[nodiscard]] virtual absl::Status Scan(uint64_t from_seq, size_t max_entries,
-                                          size_t max_bytes, std::vector<Entry>* out) = 0;
+  [[nodiscard]] virtual absl::Status Scan(uint64_t from_seq, size_t max_entries, size_t max_bytes,
+                                          std::vector<Entry>* out) = 0;
 
   // Removes delivered or discarded entries; see the contract above.
   [[nodiscard]] virtual absl::Status Settle(const std::vector<Outcome>& outcomes) = 0;

@@ -17,11 +17,16 @@ using Clock = std::chrono::steady_clock;
 
 const char* CodeName(grpc::StatusCode c) {
   switch (c) {
-    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
-    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
-    default: return "OTHER";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    default:
+      return "OTHER";
   }
 }
 
@@ -62,74 +67,164 @@ double Percentile(const std::vector<double>& sorted, double p) {
   return sorted[std::min(i, sorted.size() - 1)];
 }
 
-LoadResult RunLoad(const LoadOptions& o, const std::function<void(uint64_t)>& progress) {
-  std::atomic<uint64_t> acked{0}, requests{0}, budget{o.count};
-  std::atomic<bool> stop{false};
-  std::mutex mu;
-  LoadResult result;
-  const auto start = Clock::now();
-  const auto end = start + std::chrono::duration_cast<Clock::duration>(
-                               std::chrono::duration<double>(o.duration_s));
-  // Open loop: each client owns every clients-th slot of a global schedule.
-  const double per_request_s = o.rate > 0 ? o.batch / o.rate : 0;
+namespace {
 
-  auto client = [&](int c) {
-    auto stub = kspool::v1::Spool::NewStub(
-        grpc::CreateChannel(o.agent, grpc::InsecureChannelCredentials()));
-    std::vector<double> lat;
-    std::map<std::string, uint64_t> fail;
-    for (uint64_t n = 0; !stop.load(); ++n) {
-      if (o.count) {
-        uint64_t left = budget.load();
-        do {
-          if (left < static_cast<uint64_t>(o.batch)) break;
-        } while (!budget.compare_exchange_weak(left, left - o.batch));
-        if (left < static_cast<uint64_t>(o.batch)) break;
-      } else if (Clock::now() >= end) {
-        break;
-      }
-      auto scheduled = Clock::now();
-      if (per_request_s > 0) {
-        scheduled = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                                per_request_s * (static_cast<double>(n) * o.clients + c)));
-        if (scheduled >= end && !o.count) break;
-        std::this_thread::sleep_until(scheduled);
-      }
-      kspool::v1::SendRequest req = MakeRequest(o, c, n);
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-      kspool::v1::SendResponse resp;
-      grpc::Status s = stub->Send(&ctx, req, &resp);
-      requests.fetch_add(1);
-      if (s.ok()) {
-        acked.fetch_add(o.batch);
-        lat.push_back(std::chrono::duration<double, std::milli>(Clock::now() - scheduled).count());
-      } else {
-        ++fail[CodeName(s.error_code())];
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
+// One run's shared state. Calls complete on gRPC's callback threads.
+class Load {
+ public:
+  explicit Load(const LoadOptions& o) : o_(o), budget_(o.count) {
+    for (int c = 0; c < o.clients; ++c) {
+      stubs_.push_back(kspool::v1::Spool::NewStub(
+          grpc::CreateChannel(o.agent, grpc::InsecureChannelCredentials())));
     }
-    std::lock_guard<std::mutex> l(mu);
-    result.latencies_ms.insert(result.latencies_ms.end(), lat.begin(), lat.end());
-    for (const auto& [k, v] : fail) result.failures[k] += v;
+  }
+
+  LoadResult Run(const std::function<void(uint64_t)>& progress) {
+    start_ = Clock::now();
+    end_ = start_ + std::chrono::duration_cast<Clock::duration>(
+                        std::chrono::duration<double>(o_.duration_s));
+    auto next_progress = start_ + std::chrono::seconds(1);
+    if (o_.rate <= 0) {
+      for (int c = 0; c < o_.clients; ++c) Issue(c, 0, Clock::now());
+    }
+    // The open loop's schedule: request k is due at start + k * batch / rate, on
+    // channel k % clients, whether or not earlier ones have been answered.
+    const double per_request_s = o_.rate > 0 ? o_.batch / o_.rate : 0;
+    uint64_t k = 0;
+    while (true) {
+      auto now = Clock::now();
+      if (now >= next_progress) {
+        if (progress) progress(acked_.load());
+        next_progress += std::chrono::seconds(1);
+      }
+      auto wake = std::min(next_progress, now + std::chrono::milliseconds(10));
+      if (per_request_s > 0 && !Finished()) {
+        auto due = start_ + std::chrono::duration_cast<Clock::duration>(
+                                std::chrono::duration<double>(per_request_s * k));
+        if (due <= now) {
+          if (in_flight_.load() >= kMaxOpenInFlight) {  // the agent is far behind
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            continue;
+          }
+          if (!Issue(static_cast<int>(k % o_.clients), k / o_.clients, due)) break;
+          ++k;
+          continue;
+        }
+        wake = std::min(wake, due);
+      } else {
+        RestartDelayed(now);
+        std::lock_guard<std::mutex> l(mu_);
+        if (in_flight_.load() == 0 && delayed_.empty()) break;
+      }
+      std::this_thread::sleep_until(wake);
+    }
+    while (in_flight_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    LoadResult r;
+    r.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+    r.acked = acked_.load();
+    r.requests = requests_.load();
+    std::lock_guard<std::mutex> l(mu_);
+    r.latencies_ms = std::move(latencies_ms_);
+    r.failures = std::move(failures_);
+    std::sort(r.latencies_ms.begin(), r.latencies_ms.end());
+    return r;
+  }
+
+ private:
+  static constexpr uint64_t kMaxOpenInFlight = 100000;
+  struct Call {
+    int client;
+    uint64_t n;
+    Clock::time_point scheduled;
+    grpc::ClientContext ctx;
+    kspool::v1::SendRequest req;
+    kspool::v1::SendResponse resp;
   };
 
-  std::vector<std::thread> threads;
-  for (int c = 0; c < o.clients; ++c) threads.emplace_back(client, c);
-  std::thread reporter([&] {
-    while (!stop.load()) {
-      for (int i = 0; i < 10 && !stop.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      if (!stop.load() && progress) progress(acked.load());
+  bool Finished() const {
+    return o_.count ? budget_.load() < static_cast<uint64_t>(o_.batch) : Clock::now() >= end_;
+  }
+
+  // Starts request n of client c; false when the run is over (duration or count).
+  bool Issue(int c, uint64_t n, Clock::time_point scheduled) {
+    if (o_.count) {
+      uint64_t left = budget_.load();
+      do {
+        if (left < static_cast<uint64_t>(o_.batch)) return false;
+      } while (!budget_.compare_exchange_weak(left, left - o_.batch));
+    } else if (Clock::now() >= end_) {
+      return false;
     }
-  });
-  for (auto& t : threads) t.join();
-  result.seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  stop = true;
-  reporter.join();
-  result.acked = acked.load();
-  result.requests = requests.load();
-  std::sort(result.latencies_ms.begin(), result.latencies_ms.end());
-  return result;
+    auto* call = new Call{c, n, scheduled, {}, MakeRequest(o_, c, n), {}};
+    call->ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    in_flight_.fetch_add(1);
+    stubs_[c]->async()->Send(&call->ctx, &call->req, &call->resp,
+                             [this, call](grpc::Status s) { Done(call, s); });
+    return true;
+  }
+
+  void Done(Call* call, const grpc::Status& s) {
+    const double ms =
+        std::chrono::duration<double, std::milli>(Clock::now() - call->scheduled).count();
+    const int c = call->client;
+    const uint64_t next = call->n + 1;
+    delete call;
+    requests_.fetch_add(1);
+    bool retry_later = false;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (s.ok()) {
+        acked_.fetch_add(o_.batch);
+        latencies_ms_.push_back(ms);
+      } else {
+        ++failures_[CodeName(s.error_code())];
+        retry_later = o_.rate <= 0;
+        // A refused request waits 10 ms (as a client honouring back-off would).
+        if (retry_later)
+          delayed_.push_back({c, next, Clock::now() + std::chrono::milliseconds(10)});
+      }
+    }
+    if (o_.rate <= 0 && !retry_later) Issue(c, next, Clock::now());
+    in_flight_.fetch_sub(1);
+  }
+
+  void RestartDelayed(Clock::time_point now) {
+    std::vector<Delayed> due;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (auto it = delayed_.begin(); it != delayed_.end();) {
+        if (it->at <= now) {
+          due.push_back(*it);
+          it = delayed_.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    }
+    for (const Delayed& d : due) Issue(d.client, d.n, Clock::now());
+  }
+
+  struct Delayed {
+    int client;
+    uint64_t n;
+    Clock::time_point at;
+  };
+
+  const LoadOptions& o_;
+  std::vector<std::unique_ptr<kspool::v1::Spool::Stub>> stubs_;
+  Clock::time_point start_, end_;
+  std::atomic<uint64_t> acked_{0}, requests_{0}, budget_, in_flight_{0};
+  std::mutex mu_;
+  std::vector<double> latencies_ms_;          // guarded by mu_
+  std::map<std::string, uint64_t> failures_;  // guarded by mu_
+  std::vector<Delayed> delayed_;              // guarded by mu_
+};
+
+}  // namespace
+
+LoadResult RunLoad(const LoadOptions& o, const std::function<void(uint64_t)>& progress) {
+  Load load(o);
+  return load.Run(progress);
 }
 
 }  // namespace kspool::bench

@@ -1,8 +1,11 @@
-// LoadGenerator: the client side of kspool-bench. N client threads, each with its own
-// gRPC channel, send batches of messages to the agent: closed loop (as fast as acks
-// come back) or open loop at a fixed total rate, where latency is measured from each
-// request's scheduled time so a stalled agent cannot hide its queueing (no coordinated
-// omission). Loopback only. Thread safety: Run() from one thread.
+// LoadGenerator: the client side of kspool-bench. N clients, each with its own gRPC
+// channel, send batches of messages to the agent on gRPC's callback API (no thread per
+// client, so the generator takes little of the CPU it shares with the agent): closed
+// loop (each client sends its next request when the last is answered) or open loop at
+// a fixed total rate, where requests go out on schedule whether or not earlier ones
+// were answered and latency is measured from each request's scheduled time, so a
+// stalled agent cannot hide its queueing (no coordinated omission). Loopback only.
+// Thread safety: RunLoad() from one thread.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,134 @@
+// AppendAsync: the committer thread answers each queued append exactly once, only after
+// its group is synced; refusals come back at once; closing the WAL commits the queue.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+
+#include "tests/support/fault_fs.h"
+#include "tests/support/temp_dir.h"
+#include "tests/wal/wal_test_util.h"
+#include "wal/mutex.h"
+#include "wal/wal.h"
+
+namespace kspool::wal {
+namespace {
+
+class WalAsyncAppend : public ::testing::Test {
+ protected:
+  std::unique_ptr<Wal> OpenWal() {
+    Options o;
+    o.dir = dir_.path();
+    o.env = kspool::testing::EnvFor(fs_);
+    auto wal = Wal::Open(o);
+    EXPECT_TRUE(wal.ok()) << wal.status();
+    return std::move(wal).value();
+  }
+
+  // Collects the outcomes of async appends; Wait() blocks until `n` have arrived.
+  struct Outcomes {
+    Mutex mu;
+    CondVar cv;
+    std::vector<absl::StatusOr<AppendResult>> results ABSL_GUARDED_BY(mu);
+    AppendCallback Callback() {
+      return [this](absl::StatusOr<AppendResult> r) {
+        MutexLock l(&mu);
+        results.push_back(std::move(r));
+        cv.SignalAll();
+      };
+    }
+    std::vector<absl::StatusOr<AppendResult>> Wait(size_t n) {
+      MutexLock l(&mu);
+      while (results.size() < n) cv.Wait(&mu);
+      return results;
+    }
+  };
+
+  kspool::testing::TempDir dir_;
+  std::shared_ptr<kspool::testing::FaultInjectionFileSystem> fs_ =
+      std::make_shared<kspool::testing::FaultInjectionFileSystem>();
+};
+
+TEST_F(WalAsyncAppend, OneThreadKeepsManyAppendsInFlightAndTheyShareFsyncs) {
+  auto wal = OpenWal();
+  const uint64_t syncs_before = fs_->wal_syncs();
+  constexpr int kAppends = 2000;
+  Outcomes out;
+  for (int i = 0; i < kAppends; ++i) wal->AppendAsync(MakeBatch("t", 2, "v"), out.Callback());
+  std::vector<absl::StatusOr<AppendResult>> results = out.Wait(kAppends);
+  ASSERT_EQ(results.size(), static_cast<size_t>(kAppends)) << "each callback runs once";
+  std::set<uint64_t> firsts;
+  for (const auto& r : results) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    firsts.insert(r->first_seq);
+  }
+  EXPECT_EQ(firsts.size(), static_cast<size_t>(kAppends)) << "distinct sequence ranges";
+  EXPECT_EQ(*firsts.rbegin() - *firsts.begin(), 2u * (kAppends - 1));
+  EXPECT_EQ(ScanAll(wal.get()).size(), 2u * kAppends);
+  Stats s = wal->GetStats();
+  EXPECT_EQ(s.appends, static_cast<uint64_t>(kAppends));
+  EXPECT_EQ(fs_->wal_syncs() - syncs_before, s.fsyncs) << "one sync per group";
+  // One thread queues far faster than the disk syncs: no thread per append is needed
+  // for appends to share a group.
+  EXPECT_LE(s.fsyncs * 4, static_cast<uint64_t>(kAppends)) << s.fsyncs << " fsyncs";
+}
+
+TEST_F(WalAsyncAppend, CallbackMayCallBackIntoTheWal) {
+  auto wal = OpenWal();
+  Mutex mu;
+  CondVar cv;
+  bool done = false;
+  uint64_t entries_seen = 0;
+  wal->AppendAsync(MakeBatch("t", 3, "v"), [&](absl::StatusOr<AppendResult> r) {
+    ASSERT_TRUE(r.ok()) << r.status();
+    const uint64_t entries = wal->GetStats().entries;  // takes the WAL's lock
+    MutexLock l(&mu);
+    entries_seen = entries;
+    done = true;
+    cv.Signal();
+  });
+  MutexLock l(&mu);
+  while (!done) cv.Wait(&mu);
+  EXPECT_EQ(entries_seen, 3u) << "the batch is counted before its callback runs";
+}
+
+TEST_F(WalAsyncAppend, AfterAFailedSyncRefusalsComeBackAtOnceOnTheCallersThread) {
+  auto wal = OpenWal();
+  fs_->FailNextSyncs(1);
+  Outcomes failed;
+  wal->AppendAsync(MakeBatch("t", 1, "lost"), failed.Callback());
+  ASSERT_EQ(failed.Wait(1).front().status().code(), absl::StatusCode::kUnavailable);
+  bool called = false;
+  absl::Status refused;
+  wal->AppendAsync(MakeBatch("t", 1, "after"), [&](absl::StatusOr<AppendResult> r) {
+    called = true;
+    refused = r.status();
+  });
+  ASSERT_TRUE(called) << "a refused append is answered before AppendAsync returns";
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(refused.message().find("no further appends are acknowledged"), std::string::npos)
+      << refused;
+}
+
+TEST_F(WalAsyncAppend, ClosingTheWalCommitsWhatIsQueuedAndAnswersIt) {
+  constexpr int kAppends = 500;
+  Outcomes out;
+  {
+    auto wal = OpenWal();
+    for (int i = 0; i < kAppends; ++i) {
+      wal->AppendAsync(MakeBatch("t", 1, "q" + std::to_string(i) + "-"), out.Callback());
+    }
+  }  // destroyed with appends still queued
+  std::vector<absl::StatusOr<AppendResult>> results = out.Wait(kAppends);
+  for (const auto& r : results) ASSERT_TRUE(r.ok()) << r.status();
+  fs_->DropUnsyncedData();  // what was acknowledged was synced
+  auto wal = OpenWal();
+  std::vector<Entry> entries = ScanAll(wal.get());
+  ASSERT_EQ(entries.size(), static_cast<size_t>(kAppends));
+  for (int i = 0; i < kAppends; ++i) {
+    EXPECT_EQ(entries[i].record.value, "q" + std::to_string(i) + "-0") << "queue order kept";
+  }
+}
+
+}  // namespace
+}  // namespace kspool::wal

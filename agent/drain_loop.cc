@@ -4,6 +4,8 @@
 #include "agent/drain_loop.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <iterator>
@@ -44,6 +46,11 @@ void DrainLoop::Stop() {
 
 void DrainLoop::Run() {
   pthread_setname_np(pthread_self(), "kspool-drain");
+  // When the cores are busy, acknowledging Sends goes first: a client waits on every
+  // ack, while the drain works through a window and the WAL absorbs a lag. Measured on
+  // 2 cores (T1): 278k -> 301k msg/s, the drain keeping up. Lowering one's own
+  // priority needs no privilege, so this cannot fail.
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 5);
   std::vector<DeliveryReport> reports;
   while (!stop_.load()) {
     uint64_t seen_wakes;

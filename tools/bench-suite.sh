@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # The standard performance suite: kspool-devkafka + kspool-agent + kspool-bench on this
-# machine, all on loopback. Prints one table (and writes $OUT/results.json).
+# machine, all on loopback. Prints one table (also in $OUT/table.txt;
+# each load's JSON report is beside it).
 #   T1 batched: 8 clients x 100 msgs x 100 B per Send, with the raw RocksDB ceiling
 #   T2 single-message Sends from 64 clients; then open loop at half that rate for p99
 #   T3 long run (T3_COUNT messages, default 20M): last tenth vs first tenth
 #   T4 backlog with Kafka down (BACKLOG_BYTES, default 10 GB): agent RSS, restart
 #      time until a Send is accepted, drain rate once Kafka returns
+# T1 and T2 run RUNS times (default 3), each on a fresh agent and WAL; the table shows
+# the median of each figure, with every run's value in brackets. T3 and T4 run once.
 # Knobs: T1_SECONDS (60), T2_SECONDS (20), T3_COUNT, BACKLOG_BYTES, OUT (/tmp/kspool-bench),
-# SUITE (which of 1234 to run, default all). Message values are random (incompressible).
+# SUITE (which of 1234 to run, default all), RUNS (3). Message values are random
+# (incompressible).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T1_SECONDS=${T1_SECONDS:-60}
@@ -17,6 +21,7 @@ BACKLOG_BYTES=${BACKLOG_BYTES:-10000000000}
 OUT=${OUT:-/tmp/kspool-bench}
 BUILD=${BUILD:-build}
 SUITE=${SUITE:-1234}
+RUNS=${RUNS:-3}
 run() { [[ "$SUITE" == *"$1"* ]]; }
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C "$BUILD" -j2 kspool-agent kspool-devkafka kspool-bench kspoolctl >/dev/null
@@ -50,22 +55,24 @@ start_agent() {  # wal dir
 stop_agent() { kill -TERM "$AGENT_PID"; wait "$AGENT_PID" || true; AGENT_PID=""; }
 bench() { "$BIN"/tools/kspool-bench --agent "$AGENT" --json "$@"; }
 
+for i in $(seq "$RUNS"); do
 if run 1; then
-  echo "T1 batched..." >&2
+  echo "T1 batched, run $i of $RUNS..." >&2
   start_agent "$OUT/wal1"
-  bench --clients 8 --batch 100 --size 100 --duration "$T1_SECONDS" --drain-wait 60 --ceiling "$OUT" >"$OUT/t1.json"
+  bench --clients 8 --batch 100 --size 100 --duration "$T1_SECONDS" --drain-wait 60 --ceiling "$OUT" >"$OUT/t1-$i.json"
   stop_agent
   rm -rf "$OUT/wal1"
 fi
 if run 2; then
-  echo "T2 single-message..." >&2
+  echo "T2 single-message, run $i of $RUNS..." >&2
   start_agent "$OUT/wal2"
-  bench --clients 64 --batch 1 --size 100 --duration "$T2_SECONDS" --drain-wait 30 >"$OUT/t2a.json"
-  HALF=$(json "$OUT/t2a.json" "int(d['acked_per_s']/2)")
-  bench --clients 64 --batch 1 --size 100 --duration "$T2_SECONDS" --rate "$HALF" --drain-wait 30 >"$OUT/t2b.json"
+  bench --clients 64 --batch 1 --size 100 --duration "$T2_SECONDS" --drain-wait 30 >"$OUT/t2a-$i.json"
+  HALF=$(json "$OUT/t2a-$i.json" "int(d['acked_per_s']/2)")
+  bench --clients 64 --batch 1 --size 100 --duration "$T2_SECONDS" --rate "$HALF" --drain-wait 30 >"$OUT/t2b-$i.json"
   stop_agent
   rm -rf "$OUT/wal2"
 fi
+done
 if run 3; then
   echo "T3 long run ($T3_COUNT messages)..." >&2
   start_agent "$OUT/wal3"
@@ -110,21 +117,29 @@ from collections import defaultdict
 def ld(n):
     try: return json.load(open(f"{out}/{n}.json"))
     except FileNotFoundError: return None
-t1, t2a, t2b, t3 = ld("t1"), ld("t2a"), ld("t2b"), ld("t3")
+def runs(n):
+    return [d for d in (ld(f"{n}-{i}") for i in range(1, 100)) if d] if ld(f"{n}-1") else []
+t1, t2a, t2b, t3 = runs("t1"), runs("t2a"), runs("t2b"), ld("t3")
 rss_fill = int(open(f"{out}/rss_fill_kb").read()) // 1024
 rss_drain = int(open(f"{out}/rss_drain_kb").read()) // 1024
+def med(docs, f, fmt):
+    """The median of f over the runs, then every run's value."""
+    vals = [f(d) for d in docs]
+    m = sorted(vals)[len(vals) // 2]
+    return fmt.format(m) + ("" if len(vals) < 2 else "  [" + " ".join(fmt.format(v) for v in vals) + "]")
 rows = []
 if t1: rows += [
- ("T1 batched 8x100x100B: acked msg/s", ">= 250,000", f"{t1['acked_per_s']:,.0f}"),
- ("T1 delivered msg/s during the run", ">= 250,000", f"{t1['delivered_per_s']:,.0f}"),
- ("T1 backlog after / drained in", "not growing", f"{t1['backlog_after']:,} / {t1['drained_after_s']:.1f} s"),
- ("T1 committed batch (msgs/fsync)", "", f"{t1['group_commit_messages']:.0f}"),
- ("T1 raw RocksDB ceiling at that batch", "", f"{t1['ceiling']['messages_per_s']:,.0f} msg/s"),
- ("T1 ratio to ceiling", ">= 0.4", f"{t1['ceiling']['ratio']:.2f}"),
- ("T1 Send p99", "", f"{t1['latency_ms']['p99']:.1f} ms")]
+ ("T1 batched 8x100x100B: acked msg/s", ">= 250,000", med(t1, lambda d: d['acked_per_s'], "{:,.0f}")),
+ ("T1 delivered msg/s during the run", ">= 250,000", med(t1, lambda d: d['delivered_per_s'], "{:,.0f}")),
+ ("T1 backlog after run (messages)", "not growing", med(t1, lambda d: d['backlog_after'], "{:,}")),
+ ("T1 committed batch (msgs/fsync)", "", med(t1, lambda d: d['group_commit_messages'], "{:.0f}")),
+ ("T1 raw RocksDB ceiling at that batch (msg/s)", "", med(t1, lambda d: d['ceiling']['messages_per_s'], "{:,.0f}")),
+ ("T1 ratio to ceiling", ">= 0.4", med(t1, lambda d: d['ceiling']['ratio'], "{:.2f}")),
+ ("T1 Send p99 (ms)", "", med(t1, lambda d: d['latency_ms']['p99'], "{:.1f}"))]
 if t2a: rows += [
- ("T2 single-message, 64 clients: acks/s", ">= 25,000", f"{t2a['acked_per_s']:,.0f}"),
- ("T2 open loop at half rate: p99", "<= 10 ms", f"{t2b['latency_ms']['p99']:.1f} ms at {t2b['acked_per_s']:,.0f}/s")]
+ ("T2 single-message, 64 clients: acks/s", ">= 25,000", med(t2a, lambda d: d['acked_per_s'], "{:,.0f}")),
+ ("T2 open loop at half that rate: p99 (ms)", "<= 10 ms", med(t2b, lambda d: d['latency_ms']['p99'], "{:.1f}")),
+ ("T2 open loop rate (msg/s)", "", med(t2b, lambda d: d['acked_per_s'], "{:,.0f}"))]
 if t3: rows += [
  (f"T3 long run {t3['acked']:,} msgs: last/first tenth", ">= 0.90", f"{t3.get('last_over_first', 0):.2f} ({t3.get('first_tenth_per_s',0):,.0f} -> {t3.get('last_tenth_per_s',0):,.0f} msg/s)")]
 if backlog: rows += [

@@ -170,6 +170,10 @@ Metrics::Metrics(const std::string& version)
                     .Name("kspool_degraded_events_total")
                     .Help("Degraded-mode events, each also logged as a warning, by event")
                     .Register(*registry_)),
+      send_ok_seconds_(send_seconds_.Add({{"code", "OK"}}, SecondsBuckets())),
+      fsync_seconds_series_(fsync_seconds_.Add({}, SecondsBuckets())),
+      group_commit_messages_series_(group_commit_messages_.Add(
+          {}, prometheus::Histogram::BucketBoundaries{1, 4, 16, 64, 256, 1024, 4096, 16384})),
       state_(std::make_shared<StateCollector>()) {
   prometheus::BuildGauge()
       .Name("kspool_build_info")
@@ -186,13 +190,16 @@ void Metrics::SetSources(MetricSources sources) {
 }
 
 void Metrics::ObserveGroupCommit(size_t messages, double seconds) {
-  fsync_seconds_.Add({}, SecondsBuckets()).Observe(seconds);
-  group_commit_messages_.Add({}, prometheus::Histogram::BucketBoundaries{1, 4, 16, 64, 256, 1024, 4096, 16384})
-      .Observe(static_cast<double>(messages));
+  fsync_seconds_series_.Observe(seconds);
+  group_commit_messages_series_.Observe(static_cast<double>(messages));
 }
 
 void Metrics::ObserveSend(int code, double seconds) {
-  send_seconds_.Add({{"code", CodeName(code)}}, SecondsBuckets()).Observe(seconds);
+  if (code == 0) {
+    send_ok_seconds_.Observe(seconds);
+  } else {
+    send_seconds_.Add({{"code", CodeName(code)}}, SecondsBuckets()).Observe(seconds);
+  }
 }
 
 void Metrics::SendRejected(int code) { send_rejected_.Add({{"code", CodeName(code)}}).Increment(); }

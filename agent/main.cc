@@ -14,7 +14,7 @@ extern char** environ;
 
 int main(int argc, char** argv) {
   // Debian builds absl without NDEBUG, which leaves absl::Mutex's deadlock detector
-  // (a lock graph updated on every lock) on in gRPC's mutexes: a tenth of the CPU.
+  // (a lock graph updated on every lock) on in gRPC's mutexes: about 3% of the CPU.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   kspool::agent::ParseOutcome parsed = kspool::agent::ParseConfig(argc, argv, environ);
   if (parsed.exit) {

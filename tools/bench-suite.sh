@@ -132,6 +132,7 @@ if t1: rows += [
  ("T1 batched 8x100x100B: acked msg/s", ">= 250,000", med(t1, lambda d: d['acked_per_s'], "{:,.0f}")),
  ("T1 delivered msg/s during the run", ">= 250,000", med(t1, lambda d: d['delivered_per_s'], "{:,.0f}")),
  ("T1 backlog after run (messages)", "not growing", med(t1, lambda d: d['backlog_after'], "{:,}")),
+ ("T1 then drained in (s)", "", med(t1, lambda d: d['drained_after_s'], "{:.1f}")),
  ("T1 committed batch (msgs/fsync)", "", med(t1, lambda d: d['group_commit_messages'], "{:.0f}")),
  ("T1 raw RocksDB ceiling at that batch (msg/s)", "", med(t1, lambda d: d['ceiling']['messages_per_s'], "{:,.0f}")),
  ("T1 ratio to ceiling", ">= 0.4", med(t1, lambda d: d['ceiling']['ratio'], "{:.2f}")),

@@ -33,7 +33,7 @@ kspool::v1::GetWalStatsResponse Stats(kspool::v1::Admin::Stub& admin) {
 
 int main(int argc, char** argv) {
   // Debian builds absl without NDEBUG, which leaves absl::Mutex's deadlock detector
-  // (a lock graph updated on every lock) on in gRPC's mutexes: a tenth of the CPU.
+  // (a lock graph updated on every lock) on in gRPC's mutexes: about 3% of the CPU.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{"kspool-bench: load a kspool agent over gRPC and report rates and latency."};
   kspool::bench::LoadOptions o;

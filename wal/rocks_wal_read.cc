@@ -56,6 +56,8 @@ absl::Status RocksWal::Scan(uint64_t from_seq, size_t max_entries, size_t max_by
   rocksdb::ReadOptions ro;
   ro.iterate_lower_bound = &lo_s;
   ro.iterate_upper_bound = &hi_s;
+  // Each entry is read once, in order: caching its blocks only evicts useful ones.
+  ro.fill_cache = false;
   std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->log));
   out->reserve(out->size() + std::min<uint64_t>({max_entries, upper - lower, 65536}));
   size_t n = 0, bytes = 0;

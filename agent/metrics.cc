@@ -111,8 +111,23 @@ class StateCollector : public prometheus::Collectable {
     auto up = Family("kspool_kafka_brokers_up", "Kafka brokers with an open connection",
                      MetricType::Gauge);
     Add(&up, s.brokers_up ? s.brokers_up() : -1);
+    auto stuck = Family("kspool_topic_stuck_seconds",
+                        "How long a topic has had entries to send and no delivery (only topics "
+                        "stuck for longer than the drain's stuck threshold appear)",
+                        MetricType::Gauge);
+    auto leaderless = Family("kspool_partition_leaderless",
+                             "1 for each partition of a stuck topic that has no leader",
+                             MetricType::Gauge);
+    if (s.stuck) {
+      for (const StuckTopic& t : s.stuck()) {
+        Add(&stuck, t.stuck_seconds, {{"topic", t.topic}});
+        for (int32_t p : t.leaderless_partitions) {
+          Add(&leaderless, 1, {{"topic", t.topic}, {"partition", std::to_string(p)}});
+        }
+      }
+    }
     return {point, lag, age, received, delivered, discarded, entries, bytes, cap, fsyncs,
-            healthy, inflight, up};
+            healthy, inflight, up, stuck, leaderless};
   }
 
  private:

@@ -127,20 +127,24 @@ absl::StatusOr<int64_t> PeekReceiveTime(std::string_view bytes) {
   return static_cast<int64_t>(coding::GetFixed64(bytes.data() + 5));
 }
 
-std::string SalvageTopic(std::string_view bytes) {
-  if (bytes.size() <= kRecordHeaderSize) return "";
+std::string_view PeekTopic(std::string_view bytes) {
+  if (bytes.size() <= kRecordHeaderSize) return {};
   coding::Reader in(bytes.substr(kRecordHeaderSize));
   uint8_t flags;
   uint64_t ts, partition;
-  std::string topic;
-  if (!in.Byte(&flags)) return "";
-  if ((flags & kFlagClientTimestamp) && !in.Fixed64(&ts)) return "";
-  if (!in.Varint(&partition) || !in.Bytes(&topic) || topic.empty() || topic.size() > 249) return "";
+  std::string_view topic;
+  if (!in.Byte(&flags)) return {};
+  if ((flags & kFlagClientTimestamp) && !in.Fixed64(&ts)) return {};
+  if (!in.Varint(&partition) || !in.BytesView(&topic) || topic.empty() || topic.size() > 249) {
+    return {};
+  }
   for (char c : topic) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return "";
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return {};
   }
   return topic;
 }
+
+std::string SalvageTopic(std::string_view bytes) { return std::string(PeekTopic(bytes)); }
 
 absl::StatusOr<Record> DecodeRecord(std::string_view bytes) {
   if (absl::Status s = CheckHeader(bytes); !s.ok()) return s;

@@ -65,6 +65,9 @@ absl::StatusOr<int64_t> PeekReceiveTime(std::string_view bytes);
 // Best effort for a record that fails to decode: the topic, if the bytes still hold a
 // plausible one (so a quarantined record is counted under its topic), else "".
 std::string SalvageTopic(std::string_view bytes);
+// The same without a copy and without checking the checksum: for a reader that picks
+// entries by topic before decoding them. Points into `bytes`.
+std::string_view PeekTopic(std::string_view bytes);
 
 uint32_t Crc32c(const char* data, size_t n);
 

@@ -43,6 +43,9 @@ class RocksWal final : public Wal {
   void AppendAsync(AppendBatch batch, AppendCallback done) override;
   absl::Status Scan(uint64_t from_seq, size_t max_entries, size_t max_bytes,
                     std::vector<Entry>* out) override;
+  absl::Status ScanChoosing(const ScanRange& range,
+                            const std::function<ScanChoice(const ScanCandidate&)>& choose,
+                            std::vector<Entry>* out, uint64_t* next) override;
   absl::Status Settle(const std::vector<Outcome>& outcomes) override;
   absl::StatusOr<int64_t> ReceiveTimeBound(uint64_t from_seq) override;
   absl::Status SaveCommitPoints(const CommitPoints& points) override;

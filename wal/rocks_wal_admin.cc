@@ -36,6 +36,11 @@ class ReadOnlyWal final : public Wal {
                     std::vector<Entry>* out) override {
     return wal_->Scan(from_seq, max_entries, max_bytes, out);
   }
+  absl::Status ScanChoosing(const ScanRange& range,
+                            const std::function<ScanChoice(const ScanCandidate&)>& choose,
+                            std::vector<Entry>* out, uint64_t* next) override {
+    return wal_->ScanChoosing(range, choose, out, next);
+  }
   absl::Status Settle(const std::vector<Outcome>&) override { return Refused(); }
   // Raises only an in-memory floor; nothing is written.
   absl::StatusOr<int64_t> ReceiveTimeBound(uint64_t from_seq) override {

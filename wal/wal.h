@@ -75,6 +75,25 @@ struct AppendResult {
   int64_t receive_time_ms = 0;
 };
 
+// What ScanChoosing() offers its chooser for each live entry, read without decoding the
+// record: topic "" and receive time 0 when the record is unreadable.
+struct ScanCandidate {
+  uint64_t seq = 0;
+  std::string_view topic;
+  int64_t receive_time_ms = 0;
+  size_t size = 0;
+};
+enum class ScanChoice {
+  kTake,  // decode it into the output
+  kSkip,  // pass over it
+  kStop,  // end the scan before it
+};
+struct ScanRange {
+  uint64_t from_seq = 0;
+  uint64_t to_seq = UINT64_MAX;  // exclusive
+  size_t max_keys = 65536;       // bounded work per call: entries offered, taken or not
+};
+
 // What happened to one entry, for Settle().
 struct Outcome {
   uint64_t seq = 0;
@@ -179,6 +198,13 @@ class Wal {
   // Reads up to max_entries / max_bytes live entries with seq >= from_seq, in order.
   [[nodiscard]] virtual absl::Status Scan(uint64_t from_seq, size_t max_entries, size_t max_bytes,
                                           std::vector<Entry>* out) = 0;
+
+  // For a reader that keeps a read position per topic: offers each live entry of the
+  // range, in order, to `choose`, and decodes the ones it takes into *out. *next is set
+  // so that every entry below it was offered (taken or skipped) and none at or above.
+  [[nodiscard]] virtual absl::Status ScanChoosing(
+      const ScanRange& range, const std::function<ScanChoice(const ScanCandidate&)>& choose,
+      std::vector<Entry>* out, uint64_t* next) = 0;
 
   // Removes delivered or discarded entries; see the contract above.
   [[nodiscard]] virtual absl::Status Settle(const std::vector<Outcome>& outcomes) = 0;

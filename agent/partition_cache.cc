@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <iterator>
 
 namespace kspool::agent {
 
@@ -26,6 +27,7 @@ std::shared_ptr<const TopicLayout> PartitionCache::Get(const std::string& topic)
   std::shared_ptr<const TopicLayout> layout;
   {
     MutexLock l(&mu_);
+    Forget(now);
     Known& k = topics_[topic];
     k.used_ms = now;
     const bool due = k.requested || k.fetched_ms < 0 || now - k.fetched_ms >= options_.refresh_ms;
@@ -50,18 +52,21 @@ void PartitionCache::RequestRefresh(const std::string& topic) {
   cv_.Signal();
 }
 
-std::vector<std::string> PartitionCache::Due(int64_t now_ms) {
-  std::vector<std::pair<int64_t, std::string>> due;
+void PartitionCache::Forget(int64_t now_ms) {
+  if (now_ms - forgot_ms_ < 1000) return;
+  forgot_ms_ = now_ms;
   for (auto it = topics_.begin(); it != topics_.end();) {
-    Known& k = it->second;
-    if (now_ms - k.used_ms > options_.forget_ms) {
-      it = topics_.erase(it);
-      continue;
-    }
+    it = now_ms - it->second.used_ms > options_.forget_ms ? topics_.erase(it) : std::next(it);
+  }
+}
+
+std::vector<std::string> PartitionCache::Due(int64_t now_ms) {
+  Forget(now_ms);
+  std::vector<std::pair<int64_t, std::string>> due;
+  for (const auto& [name, k] : topics_) {
     if (k.requested || k.fetched_ms < 0 || now_ms - k.fetched_ms >= options_.refresh_ms) {
-      due.emplace_back(k.requested ? -1 : k.fetched_ms, it->first);
+      due.emplace_back(k.requested ? -1 : k.fetched_ms, name);
     }
-    ++it;
   }
   std::sort(due.begin(), due.end());
   std::vector<std::string> names;

@@ -61,8 +61,10 @@ class PartitionCache {
     int64_t used_ms = 0;
     bool requested = false;
   };
-  // Topics due for a fetch, oldest first; drops forgotten ones.
+  // Topics due for a fetch, oldest first.
   std::vector<std::string> Due(int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Drops topics not asked about for forget_ms (at most once a second).
+  void Forget(int64_t now_ms) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Fetch(const std::string& topic) ABSL_LOCKS_EXCLUDED(mu_);
   void Run();
 
@@ -72,6 +74,7 @@ class PartitionCache {
   CondVar cv_;
   std::map<std::string, Known> topics_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t forgot_ms_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 

@@ -5,6 +5,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <fstream>
 #include <set>
 #include <thread>
 #include <string>
@@ -108,6 +109,31 @@ TEST(Isolation, UnkeyedMessagesAvoidAPartitionThatLostItsLeader) {
   ASSERT_EQ(kafka.Command("leader six 2 1"), "OK");
   auto records = kspool::testing::ReadTopic(kafka.bootstrap(), "six", 6000, 30s);
   EXPECT_EQ(Distinct(records), 6000u);
+}
+
+size_t CountLines(const std::string& path, const std::string& needle) {
+  std::ifstream in(path);
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) n += line.find(needle) != std::string::npos;
+  return n;
+}
+
+TEST(Isolation, FatalProducerErrorsReplaceTheProducerWithBackoffAndKeepEveryMessage) {
+  kspool::testing::TempDir dir;
+  DevKafka kafka(dir.sub("kafka.log"), 1, {"t:2"});
+  AgentProcess agent(dir.sub("wal"), dir.sub("agent.log"), kafka.bootstrap());
+  SendMany(agent, "t", 10, "a-", 10);
+  ASSERT_TRUE(agent.WaitUntilDrained(10s));
+  // The idempotent producer cannot recover from a sequence desynchronization: fatal.
+  ASSERT_EQ(kafka.Command("request error Produce 3 OUT_OF_ORDER_SEQUENCE_NUMBER"), "OK");
+  SendMany(agent, "t", 300, "b-", 10);
+  ASSERT_TRUE(agent.WaitUntilDrained(60s));
+  auto records = kspool::testing::ReadTopic(kafka.bootstrap(), "t", 310, 30s);
+  EXPECT_EQ(Distinct(records), 310u);
+  const size_t replaced = CountLines(dir.sub("agent.log"), "replacing the producer after a fatal error");
+  EXPECT_GE(replaced, 1u);
+  EXPECT_LE(replaced, 3u);  // one per injected error at most: no tight loop
+  EXPECT_GE(CountLines(dir.sub("agent.log"), "a new producer is in place"), 1u);
 }
 
 }  // namespace

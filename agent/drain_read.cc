@@ -91,7 +91,9 @@ bool DrainLoop::ReadNew(const Shares& shares) {
       {cursor_, UINT64_MAX, options_.scan_max_keys},
       [&](const wal::ScanCandidate& c) {
         if (window_.count(c.seq)) return wal::ScanChoice::kSkip;  // read before a reopen
-        TopicState& ts = topics_.try_emplace(std::string(c.topic)).first->second;
+        auto t = topics_.find(c.topic);  // no allocation for a known topic
+        if (t == topics_.end()) t = topics_.emplace(std::string(c.topic), TopicState{}).first;
+        TopicState& ts = t->second;
         // An unreadable record is taken whatever the room: it is quarantined at once.
         if (!c.topic.empty()) {
           if (ts.unread_from != 0) return wal::ScanChoice::kSkip;  // read in order by CatchUp

@@ -8,7 +8,9 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "agent/partition_cache.h"
 #include "agent/producer.h"
@@ -67,6 +69,11 @@ struct TopicState {
   // unread_receive_ms is at most the receive time of the oldest skipped one.
   uint64_t unread_from = 0;
   int64_t unread_receive_ms = 0;
+  // Where the next catch-up pass starts (>= unread_from): the topic's entries in
+  // [unread_from, scan_from) that are not in the window belong to skipped_lanes, lanes
+  // whose partition has no leader and already holds its share of the window.
+  uint64_t scan_from = 0;
+  std::set<int32_t> skipped_lanes;
   // Unknown-topic checks: fresh metadata answers that said the target is missing.
   uint64_t checked_generation = 0;
   int missing_answers = 0;
@@ -75,6 +82,24 @@ struct TopicState {
   int64_t last_delivery_ms = 0;   // monotonic
   bool reported_stuck = false;
   bool idle() const { return in_window == 0 && unread_from == 0; }
+  // Entries of an ordered lane in the window: waiting, or handed to the producer.
+  uint64_t LaneLoad(int32_t lane) {
+    auto l = partitions.find(lane);
+    auto k = in_kafka.find(lane);
+    return (l == partitions.end() ? 0 : l->second.ready.size() + l->second.waiting.size()) +
+           (k == in_kafka.end() ? 0 : k->second);
+  }
+  void MarkUnread(uint64_t seq, int64_t receive_time_ms) {
+    if (unread_from == 0 || seq < unread_from) {
+      unread_from = seq;
+      unread_receive_ms = receive_time_ms;
+    }
+    if (scan_from == 0 || seq < scan_from) scan_from = seq;
+  }
+  void ClearUnread() {
+    unread_from = scan_from = 0;
+    skipped_lanes.clear();
+  }
   Lane& LaneOf(int32_t lane) {
     if (lane == kLaneUnordered) return unordered;
     if (lane == kLaneUnrouted) return unrouted;
@@ -82,10 +107,12 @@ struct TopicState {
   }
 };
 
-// What one topic may hold of the window while others wait for room.
+// What one topic may hold of the window while others wait for room, and what one of its
+// partitions may hold while it has no leader.
 struct Shares {
   uint64_t messages = 0;
   uint64_t bytes = 0;
+  uint64_t parked_lane = 1;
   bool Full(const TopicState& ts) const {
     return ts.in_window >= messages || ts.window_bytes >= bytes;
   }
@@ -93,6 +120,17 @@ struct Shares {
 
 // The ordered lane of a keyed entry: Kafka's default partitioner (murmur2, as the Java
 // client), so keyed data lands where other producers put it.
-int32_t KeyPartition(const std::string& key, int partition_count);
+int32_t KeyPartition(std::string_view key, int partition_count);
+
+// The lane of an entry: its explicit partition, its key's partition, kLaneUnordered
+// without a key, kLaneUnrouted while the topic's partitions are unknown.
+int32_t LaneFor(int32_t partition, const std::optional<std::string_view>& key,
+                const TopicLayout& layout);
+
+// A lane bound for a partition that exists and has no leader.
+inline bool Parked(int32_t lane, const TopicLayout& layout) {
+  return lane >= 0 && layout.status.ok() && lane < layout.partition_count() &&
+         !layout.HasLeader(lane);
+}
 
 }  // namespace kspool::agent

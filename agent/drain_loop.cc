@@ -105,7 +105,7 @@ void DrainLoop::MaybeReopenWal(int64_t now) {
     // the head (the reader skips what the window already holds).
     wal_reopens_seen_ = wal_->reopens();
     cursor_ = 0;
-    for (auto& [topic, ts] : topics_) ts.unread_from = 0;
+    for (auto& [topic, ts] : topics_) ts.ClearUnread();
   }
 }
 

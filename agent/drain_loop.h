@@ -106,6 +106,10 @@ class DrainLoop {
   bool CatchUp(const std::string& topic, TopicState& ts, const Shares& shares);
   bool ReadNew(const Shares& shares);
   bool Admit(std::vector<wal::Entry>& entries);
+  // True when `c` must stay unread because its lane's partition has no leader and the
+  // lane holds its share already; `taken` counts what this pass took per lane.
+  bool HoldsBack(TopicState& ts, const wal::ScanCandidate& c, const TopicLayout& layout,
+                 const Shares& shares, std::map<int32_t, uint64_t>* taken);
   void Evict(const Shares& shares);
   void ProduceDue(int64_t now);
   void ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const TopicLayout& layout,

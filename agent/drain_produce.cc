@@ -31,22 +31,23 @@ std::optional<int32_t> PickPartition(TopicState& ts, const TopicLayout& layout) 
 
 }  // namespace
 
-int32_t KeyPartition(const std::string& key, int partition_count) {
+int32_t KeyPartition(std::string_view key, int partition_count) {
   return rd_kafka_msg_partitioner_murmur2(nullptr, key.data(), key.size(), partition_count,
                                           nullptr, nullptr);
 }
 
+int32_t LaneFor(int32_t partition, const std::optional<std::string_view>& key,
+                const TopicLayout& layout) {
+  if (!layout.status.ok() || layout.partition_count() == 0) return kLaneUnrouted;
+  if (partition >= 0) return partition;
+  if (key) return KeyPartition(*key, layout.partition_count());
+  return kLaneUnordered;
+}
+
 void DrainLoop::Enqueue(uint64_t seq, Slot& slot, const TopicLayout& layout) {
   const wal::Record& r = slot.entry.record;
-  if (!layout.status.ok() || layout.partition_count() == 0) {
-    slot.lane = kLaneUnrouted;
-  } else if (r.partition >= 0) {
-    slot.lane = r.partition;
-  } else if (r.key) {
-    slot.lane = KeyPartition(*r.key, layout.partition_count());
-  } else {
-    slot.lane = kLaneUnordered;
-  }
+  slot.lane = LaneFor(r.partition,
+                      r.key ? std::optional<std::string_view>(*r.key) : std::nullopt, layout);
   slot.state = Slot::kReady;
   topics_[r.topic].LaneOf(slot.lane).Insert(seq);
 }
@@ -68,8 +69,16 @@ void DrainLoop::ProduceDue(int64_t now) {
   if (!producer_) return;
   bool queue_full = false;
   for (auto& [name, ts] : topics_) {
-    if (ts.in_window == 0) continue;
+    if (ts.in_window == 0 && ts.skipped_lanes.empty()) continue;
     std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(name);
+    for (int32_t lane : ts.skipped_lanes) {
+      if (!Parked(lane, *layout)) {
+        // A partition has a leader again: read what was left unread for it.
+        ts.scan_from = ts.unread_from;
+        ts.skipped_lanes.clear();
+        break;
+      }
+    }
     for (const auto& [p, n] : ts.in_kafka) {
       // The client holds entries for a partition that lost its leader: take them back,
       // so that those without a key go elsewhere and the rest wait here, not there.
@@ -81,7 +90,7 @@ void DrainLoop::ProduceDue(int64_t now) {
     if (!ts.unrouted.waiting.empty()) continue;  // the whole topic waits for its retry
     for (auto& [p, lane] : ts.partitions) {
       if (lane.empty()) continue;
-      if (layout->status.ok() && p < layout->partition_count() && !layout->HasLeader(p)) continue;
+      if (Parked(p, *layout)) continue;
       ProduceLane(ts, lane, p, *layout, now, &queue_full);
       if (queue_full) break;
     }

@@ -29,7 +29,8 @@ bool DrainLoop::Refill(int64_t now) {
   }
   competing = std::max<size_t>(competing, 1);
   const Shares shares{options_.max_inflight_messages / competing,
-                      options_.max_inflight_bytes / competing};
+                      options_.max_inflight_bytes / competing,
+                      std::max<uint64_t>(1, options_.max_inflight_messages / competing / 4)};
   bool added = false;
   for (auto& [name, ts] : topics_) {
     if (ts.unread_from != 0 && !shares.Full(ts) && !WindowFull()) {
@@ -50,17 +51,20 @@ bool DrainLoop::Refill(int64_t now) {
 bool DrainLoop::CatchUp(const std::string& topic, TopicState& ts, const Shares& shares) {
   uint64_t room = options_.max_inflight_messages - window_.size();
   uint64_t room_bytes = options_.max_inflight_bytes - window_bytes_;
+  std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(topic);
+  std::map<int32_t, uint64_t> taken;
   std::optional<int64_t> stopped_at_ms;
   std::vector<wal::Entry> entries;
   uint64_t next = 0;
   absl::Status s = wal_->ScanChoosing(
-      {ts.unread_from, cursor_, options_.scan_max_keys},
+      {std::max(ts.unread_from, ts.scan_from), cursor_, options_.scan_max_keys},
       [&](const wal::ScanCandidate& c) {
         if (c.topic != topic || window_.count(c.seq)) return wal::ScanChoice::kSkip;
         if (room == 0 || room_bytes == 0 || shares.Full(ts)) {
           stopped_at_ms = c.receive_time_ms;
           return wal::ScanChoice::kStop;
         }
+        if (HoldsBack(ts, c, *layout, shares, &taken)) return wal::ScanChoice::kSkip;
         --room;
         room_bytes -= std::min<uint64_t>(room_bytes, c.size);
         ts.in_window += 1;
@@ -71,13 +75,33 @@ bool DrainLoop::CatchUp(const std::string& topic, TopicState& ts, const Shares& 
   if (!s.ok()) {
     spdlog::warn("drain: WAL scan failed, retrying: {}", s.ToString());
     Degraded("wal_scan_failed");
-  } else if (next >= cursor_) {
-    ts.unread_from = 0;  // caught up: its newer entries are read in the main pass again
+  } else if (next >= cursor_ && ts.skipped_lanes.empty()) {
+    ts.ClearUnread();  // caught up: its newer entries are read in the main pass again
   } else {
-    ts.unread_from = next;
-    if (stopped_at_ms) ts.unread_receive_ms = *stopped_at_ms;
+    ts.scan_from = next;
+    if (ts.skipped_lanes.empty()) {
+      // Everything before `next` is read; otherwise unread_from stays at or below the
+      // first entry left for a leaderless partition.
+      ts.unread_from = next;
+      if (stopped_at_ms) ts.unread_receive_ms = *stopped_at_ms;
+    }
   }
   return Admit(entries);
+}
+
+bool DrainLoop::HoldsBack(TopicState& ts, const wal::ScanCandidate& c, const TopicLayout& layout,
+                          const Shares& shares, std::map<int32_t, uint64_t>* taken) {
+  const int32_t lane = LaneFor(c.partition, c.key, layout);
+  if (lane < 0) return false;
+  if (ts.skipped_lanes.count(lane)) return true;  // its older entries are unread: keep order
+  if (!Parked(lane, layout)) return false;
+  uint64_t& n = (*taken)[lane];
+  if (ts.LaneLoad(lane) + n < shares.parked_lane) {
+    ++n;
+    return false;
+  }
+  ts.skipped_lanes.insert(lane);
+  return true;
 }
 
 bool DrainLoop::ReadNew(const Shares& shares) {
@@ -87,6 +111,9 @@ bool DrainLoop::ReadNew(const Shares& shares) {
                         std::min<uint64_t>(window_bytes_, options_.max_inflight_bytes);
   std::vector<wal::Entry> entries;
   uint64_t next = cursor_;
+  std::map<std::string_view, std::map<int32_t, uint64_t>> taken;  // per topic and lane
+  std::string_view layout_topic;
+  std::shared_ptr<const TopicLayout> layout;
   absl::Status s = wal_->ScanChoosing(
       {cursor_, UINT64_MAX, options_.scan_max_keys},
       [&](const wal::ScanCandidate& c) {
@@ -97,9 +124,13 @@ bool DrainLoop::ReadNew(const Shares& shares) {
         // An unreadable record is taken whatever the room: it is quarantined at once.
         if (!c.topic.empty()) {
           if (ts.unread_from != 0) return wal::ScanChoice::kSkip;  // read in order by CatchUp
-          if (room == 0 || room_bytes == 0 || shares.Full(ts)) {
-            ts.unread_from = c.seq;
-            ts.unread_receive_ms = c.receive_time_ms;
+          if (!layout || layout_topic != c.topic) {
+            layout = options_.partitions->Get(t->first);
+            layout_topic = t->first;
+          }
+          if (room == 0 || room_bytes == 0 || shares.Full(ts) ||
+              HoldsBack(ts, c, *layout, shares, &taken[t->first])) {
+            ts.MarkUnread(c.seq, c.receive_time_ms);
             return wal::ScanChoice::kSkip;
           }
         }
@@ -148,6 +179,23 @@ bool DrainLoop::Admit(std::vector<wal::Entry>& entries) {
 }
 
 void DrainLoop::Evict(const Shares& shares) {
+  // A partition without a leader keeps at most its share of the window: the rest of
+  // its entries wait unread, so they cannot crowd out the topic's other partitions.
+  for (auto& [name, ts] : topics_) {
+    if (ts.partitions.empty()) continue;
+    std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(name);
+    for (auto& [p, lane] : ts.partitions) {
+      if (!Parked(p, *layout) || ts.LaneLoad(p) <= shares.parked_lane) continue;
+      ts.skipped_lanes.insert(p);
+      std::vector<uint64_t> evictable(lane.ready.begin(), lane.ready.end());
+      evictable.insert(evictable.end(), lane.waiting.begin(), lane.waiting.end());
+      std::sort(evictable.begin(), evictable.end(), std::greater<>());
+      for (uint64_t seq : evictable) {
+        if (ts.LaneLoad(p) <= shares.parked_lane) break;
+        Forget(seq, window_.at(seq));
+      }
+    }
+  }
   if (!WindowFull()) return;
   bool someone_waits = false;
   for (const auto& [name, ts] : topics_) {
@@ -167,15 +215,9 @@ void DrainLoop::Evict(const Shares& shares) {
     collect(ts.unordered);
     for (const auto& [p, lane] : ts.partitions) collect(lane);
     std::sort(evictable.begin(), evictable.end(), std::greater<>());
-    size_t evicted = 0;
     for (uint64_t seq : evictable) {
       if (ts.in_window <= shares.messages && ts.window_bytes <= shares.bytes) break;
       Forget(seq, window_.at(seq));
-      ++evicted;
-    }
-    if (evicted > 0) {
-      spdlog::debug("drain: topic '{}' is over its share of the window; {} unsent entries left "
-                    "in the WAL for later", name, evicted);
     }
   }
   inflight_.store(window_.size());
@@ -184,10 +226,11 @@ void DrainLoop::Evict(const Shares& shares) {
 void DrainLoop::Forget(uint64_t seq, Slot& slot) {
   Unqueue(seq, slot);
   TopicState& ts = topics_[slot.entry.record.topic];
-  if (ts.unread_from == 0 || seq < ts.unread_from) {
-    ts.unread_from = seq;
-    ts.unread_receive_ms = slot.entry.record.receive_time_ms;
-  }
+  const uint64_t scan_from = ts.scan_from;
+  ts.MarkUnread(seq, slot.entry.record.receive_time_ms);
+  // An entry of a skipped lane is found again when the lane's partition has a leader;
+  // the next pass need not start below where it would anyway.
+  if (ts.skipped_lanes.count(slot.lane) && scan_from != 0) ts.scan_from = scan_from;
   ts.in_window -= 1;
   ts.window_bytes -= slot.entry.size;
   window_bytes_ -= slot.entry.size;

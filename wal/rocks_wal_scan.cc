@@ -47,7 +47,9 @@ absl::Status RocksWal::ScanChoosing(const ScanRange& range,
     ++offered;
     std::string_view raw(it->value().data(), it->value().size());
     absl::StatusOr<int64_t> rt = PeekReceiveTime(raw);
-    ScanCandidate c{seq, PeekTopic(raw), rt.ok() ? *rt : 0, raw.size()};
+    RecordRouting routing = PeekRouting(raw);
+    ScanCandidate c{seq, routing.topic, rt.ok() ? *rt : 0, raw.size(), routing.partition,
+                    routing.key};
     ScanChoice choice = choose(c);
     if (choice == ScanChoice::kStop) {
       *next = seq;

@@ -82,6 +82,8 @@ struct ScanCandidate {
   std::string_view topic;
   int64_t receive_time_ms = 0;
   size_t size = 0;
+  int32_t partition = -1;  // explicit partition, or -1
+  std::optional<std::string_view> key;
 };
 enum class ScanChoice {
   kTake,  // decode it into the output

@@ -159,6 +159,35 @@ TEST_F(Drain, LeaderlessPartitionHoldsBackOnlyItsKeys) {
   EXPECT_EQ(Live("t"), 0u);
 }
 
+TEST_F(Drain, KeyedMessagesForALeaderlessPartitionCannotFillTheWindow) {
+  kafka_.leaders["t"] = {true, false, true};
+  {
+    DrainOptions o;
+    o.max_inflight_messages = 100;
+    StartDrain(o);
+  }
+  std::vector<std::string> keys = KeysFor(0, 3, 1);
+  keys.push_back(KeysFor(1, 3, 1)[0]);
+  keys.push_back(KeysFor(2, 3, 1)[0]);
+  for (int i = 0; i < 10; ++i) Append("t", 60, keys);  // 200 for each partition
+  Run(100);
+  // Partition 1 may hold a quarter of the window; the others are not held back by it.
+  EXPECT_EQ(kafka_.DeliveredSeqs("t", 0).size(), 200u);
+  EXPECT_EQ(kafka_.DeliveredSeqs("t", 2).size(), 200u);
+  for (const FakeKafka::Produced& p : kafka_.produced) EXPECT_NE(p.partition, 1);
+  EXPECT_LE(drain_->inflight(), 25u);
+  Append("t", 30, keys);  // newer messages still flow
+  Run(50);
+  EXPECT_EQ(kafka_.DeliveredSeqs("t", 0).size(), 210u);
+
+  kafka_.leaders["t"][1] = true;
+  Run(300);
+  std::vector<uint64_t> p1 = kafka_.DeliveredSeqs("t", 1);
+  EXPECT_EQ(p1.size(), 210u);
+  EXPECT_TRUE(std::is_sorted(p1.begin(), p1.end()));
+  EXPECT_EQ(Live("t"), 0u);
+}
+
 TEST_F(Drain, UnkeyedMessagesGoOnlyToPartitionsWithALeader) {
   kafka_.leaders["t"] = {true, false, true};
   StartDrain();

@@ -50,7 +50,7 @@ class RocksWal final : public Wal {
   absl::Status CompactDeadRange() override;
   Stats GetStats() const override;
   Report GetReport() const override;
-  std::string agent_id() const override { return agent_id_; }
+  std::string agent_id() const override;
   absl::Status health() const override;
   absl::Status Reopen() override;
   uint64_t reopens() const override;
@@ -108,12 +108,13 @@ class RocksWal final : public Wal {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
-  std::string agent_id_;
 
   mutable SharedMutex db_mu_;
   std::unique_ptr<OpenDb> db_ ABSL_GUARDED_BY(db_mu_);  // null while reopening failed
 
   mutable Mutex mu_;
+  // Set by Open(); a Reopen() checks the directory still holds it and never changes it.
+  std::string agent_id_ ABSL_GUARDED_BY(mu_);
   // Appends waiting for the committer; a group being written stays at the front.
   std::deque<Writer> queue_ ABSL_GUARDED_BY(mu_);
   CondVar work_cv_;  // signalled when queue_ gains a writer or stopping_ is set

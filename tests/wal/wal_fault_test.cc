@@ -1,6 +1,9 @@
 // The WAL under faults: capacity limits, failed syncs, a full disk, dead letters.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "tests/support/fault_fs.h"
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
@@ -107,6 +110,35 @@ TEST_F(WalFault, DiscardMovesTheEntryToDeadLettersWithItsReason) {
   ASSERT_TRUE(wal->CountLive(&live).ok());
   EXPECT_EQ(live["t"].count, 1u);
   EXPECT_EQ(s.topics["t"].pending().count, live["t"].count);
+}
+
+// Built with -DKSPOOL_SANITIZE=thread, this also proves that the reads do not race with
+// the reopen's reload of the persisted state.
+TEST_F(WalFault, AgentIdStaysTheSameAndReadableWhileTheWalReopens) {
+  auto wal = OpenWal();
+  const std::string id = wal->agent_id();
+  ASSERT_EQ(id.size(), 16u);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> reads{0}, wrong{0};
+  std::thread reader([&] {
+    while (!stop.load()) {
+      if (wal->agent_id() != id) wrong.fetch_add(1);
+      reads.fetch_add(1);
+    }
+  });
+  for (int i = 0; i < 5; ++i) {
+    fs_->FailNextSyncs(1);
+    ASSERT_EQ(wal->Append(MakeBatch("a", 1, "fails")).status().code(),
+              absl::StatusCode::kUnavailable);
+    ASSERT_TRUE(wal->Reopen().ok());
+  }
+  stop = true;
+  reader.join();
+  EXPECT_EQ(wal->reopens(), 5u);
+  EXPECT_GT(reads.load(), 0u);
+  EXPECT_EQ(wrong.load(), 0u);
+  EXPECT_EQ(wal->agent_id(), id);
+  EXPECT_EQ(wal->GetStats().agent_id, id);
 }
 
 }  // namespace

@@ -94,6 +94,16 @@ class RocksWal final : public Wal {
   std::optional<uint64_t> FirstLiveAtOrAfter(uint64_t from, uint64_t limit) const
       ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   absl::Status ClosedError() const;
+  // Live entries in [from, limit) by topic, unreadable ones under "" (limit UINT64_MAX: to
+  // the end).
+  absl::Status CountLiveBetween(uint64_t from, uint64_t limit,
+                                std::map<std::string, Counts>* out) const
+      ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  // `given`, or a copy in `fixed` in which each discard of an unreadable record is
+  // charged to the topic whose ledger owns it (rocks_wal_attribute.cc).
+  const std::vector<Outcome>& AttributeUnreadable(const std::vector<Outcome>& given,
+                                                  std::vector<Outcome>* fixed)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   // The commit-point split of the settled counts (rocks_wal_report.cc). Settle adds to
   // `after_`; saving a commit point folds what it passed into `before_`.
   void SplitSettled(const std::vector<Outcome>& outcomes, rocksdb::WriteBatch* wb,

@@ -4,8 +4,8 @@
 
 #include <set>
 
-#include "rocksdb/db.h"
 #include "tests/support/http_get.h"
+#include "tests/support/raw_wal.h"
 #include "tests/support/spool_harness.h"
 #include "wal/record.h"
 
@@ -87,43 +87,59 @@ TEST(WalFaultE2E, ASendAnsweredUnavailableAfterAFailedSyncCanStillBeDeliveredAnd
   EXPECT_EQ(doomed_seqs.size(), 1u) << "the message answered UNAVAILABLE reached Kafka";
 }
 
+// Sends a, b, c, d to "t" while Kafka is down, stops the agent, applies `edit` to the
+// second entry's stored bytes, and starts the agent again with Kafka up. Returns the
+// sequence numbers.
+std::vector<uint64_t> CorruptSecondOfFour(SpoolHarness& h, const std::function<void(std::string*)>& edit) {
+  h.Start();
+  EXPECT_EQ(h.kafka().Command("broker down all"), "OK");
+  auto sent = h.Send("t", {"a", "b", "c", "d"});
+  EXPECT_TRUE(sent.status.ok());
+  h.Stop();
+  EXPECT_TRUE(kspool::testing::EditLogEntry(h.wal_dir(), sent.seqs.at(1), edit).ok());
+  EXPECT_EQ(h.kafka().Command("broker up all"), "OK");
+  h.Start();
+  return sent.seqs;
+}
+
 TEST(WalFaultE2E, CorruptRecordIsQuarantinedAndTheRestIsDelivered) {
   SpoolHarness h;
-  h.Start();
-  ASSERT_EQ(h.kafka().Command("broker down all"), "OK");
-  auto sent = h.Send("t", {"a", "b", "c", "d"});
-  ASSERT_TRUE(sent.status.ok());
-  h.Stop();
-  {
-    // Flip one byte of the value of the second entry, behind the agent's back.
-    rocksdb::DB* db;
-    std::vector<rocksdb::ColumnFamilyHandle*> cfh;
-    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-        {"default", {}}, {"log", {}}, {"meta", {}}, {"dead", {}}};
-    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), h.wal_dir(), cfs, &cfh, &db).ok());
-    std::string key(8, '\0');
-    for (int i = 0; i < 8; ++i) key[i] = static_cast<char>(sent.seqs[1] >> (8 * (7 - i)));
-    std::string v;
-    ASSERT_TRUE(db->Get({}, cfh[1], key, &v).ok());
-    v[v.size() - 1] ^= 0x20;
-    ASSERT_TRUE(db->Put({}, cfh[1], key, v).ok());
-    for (auto* c : cfh) db->DestroyColumnFamilyHandle(c);
-    delete db;
-  }
-  ASSERT_EQ(h.kafka().Command("broker up all"), "OK");
-  h.Start();
+  // Flip one byte of the value of the second entry, behind the agent's back.
+  auto seqs = CorruptSecondOfFour(h, [](std::string* v) { (*v)[v->size() - 1] ^= 0x20; });
   ASSERT_TRUE(h.WaitUntilDrained(30s)) << "a corrupt entry must not stall the drain";
   ASSERT_TRUE(h.Send("t", {"after"}).status.ok());
   ASSERT_TRUE(h.WaitUntilDrained(30s));
   auto dead = h.ExpectAllAccountedFor("t");
   ASSERT_EQ(dead.size(), 1u);
-  EXPECT_EQ(dead[sent.seqs[1]], "corrupt");
+  EXPECT_EQ(dead[seqs[1]], "corrupt");
   EXPECT_EQ(h.agent().wal()->GetStats().topics["t"].discarded["corrupt"].count, 1u);
   // The commit point moves past the quarantined entry.
   ASSERT_TRUE(h.WaitUntil([&] {
     return h.agent().wal()->SavedCommitPoints().global_ms > 0 &&
            h.agent().wal()->GetStats().entries == 0;
   }, 10s));
+}
+
+// The topic itself is unreadable: the WAL charges the discard to the topic whose ledger
+// owns the entry, so the ledger, the report and /status show no line without a topic.
+TEST(WalFaultE2E, CorruptRecordWithAnUnreadableTopicIsCountedUnderItsTopic) {
+  SpoolHarness h;
+  // Byte 16 is the topic's first byte (FORMAT.md); 0x01 is no topic character.
+  auto seqs = CorruptSecondOfFour(h, [](std::string* v) { (*v)[16] = '\x01'; });
+  ASSERT_TRUE(h.WaitUntilDrained(30s));
+  auto dead = h.ExpectAllAccountedFor("t");
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[seqs[1]], "corrupt");
+  const wal::Stats stats = h.agent().wal()->GetStats();
+  EXPECT_EQ(stats.topics.count(""), 0u);
+  EXPECT_EQ(stats.topics.at("t").discarded.at("corrupt").count, 1u);
+  EXPECT_EQ(stats.topics.at("t").accepted.count, 4u);
+  EXPECT_EQ(stats.topics.at("t").delivered.count, 3u);
+  ASSERT_TRUE(h.WaitUntil([&] { return h.agent().wal()->SavedCommitPoints().global_ms > 0; }, 10s));
+  const auto report = h.Report();
+  for (const auto& t : report.topics()) EXPECT_NE(t.topic(), "") << "a report line without a topic";
+  auto status = kspool::testing::HttpGet(h.agent().http_address(), "/status");
+  EXPECT_EQ(status.body.find("\"\":"), std::string::npos) << status.body;
 }
 
 TEST(WalFaultE2E, BadRequestsAreRejectedWholeNamingIndexAndField) {

@@ -186,7 +186,10 @@ TEST(Fault, MaxMessageAgeExpiresUndeliverableMessages) {
   ASSERT_TRUE(h.Send("t", Values("old-", 5)).status.ok());
   ASSERT_TRUE(h.WaitUntilDrained(20s)) << "expired entries leave the WAL";
   ASSERT_EQ(h.kafka().Command("broker up all"), "OK");
-  std::this_thread::sleep_for(500ms);  // let librdkafka reconnect
+  // The fresh message must not expire while librdkafka reconnects.
+  ASSERT_TRUE(h.WaitUntil([&] {
+    return kspool::testing::ScrapeMetrics(h.agent().http_address())["kspool_kafka_brokers_up"] >= 1;
+  }, 10s));
   ASSERT_TRUE(h.Send("t", {"fresh"}).status.ok());
   ASSERT_TRUE(h.WaitUntilDrained(30s));
   auto dead = h.ExpectAllAccountedFor("t");

@@ -1,7 +1,11 @@
 #include "agent/config.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <map>
+#include <optional>
+#include <string_view>
+#include <type_traits>
 
 namespace kspool::agent {
 namespace {
@@ -21,21 +25,51 @@ bool GivenOnCommandLine(const std::vector<std::string>& args, const std::string&
   return false;
 }
 
+// `text` as a whole number without a sign, if it is one and at most `max`.
+std::optional<uint64_t> ParseAtMost(std::string_view text, uint64_t max) {
+  if (text.empty()) return std::nullopt;
+  uint64_t n = 0;
+  for (char c : text) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+    const uint64_t d = static_cast<uint64_t>(c - '0');
+    if (n > (max - d) / 10) return std::nullopt;  // n * 10 + d > max
+    n = n * 10 + d;
+  }
+  return n;
+}
+
+// The check of every unsigned flag. Values are later added to or compared with int64
+// times and sizes (now_ms + interval, int64 byte counts), so a flag in milliseconds may
+// be at most kMaxDurationMs and any other at most INT64_MAX; "-1" would wrap to 2^64-1.
+CLI::Validator UnsignedAtMost(uint64_t max, const std::string& what) {
+  return CLI::Validator(
+      [max, what](std::string& v) -> std::string {
+        if (ParseAtMost(v, max)) return {};
+        return "'" + v + "' is not " + what + " from 0 to " + std::to_string(max);
+      },
+      "", "AT_MOST");
+}
+
 }  // namespace
 
 absl::StatusOr<uint64_t> ParseDurationMs(const std::string& text) {
   static const std::vector<std::pair<std::string, uint64_t>> kUnits = {
-      {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}};
+      {"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}};
   size_t digits = 0;
   while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  if (digits == 0 || digits > 12) {
+  if (digits == 0) {
     return absl::InvalidArgumentError("'" + text + "' is not a duration (e.g. 30s, 15m, 12h, 7d)");
   }
-  uint64_t n = std::stoull(text.substr(0, digits));
   std::string unit = text.substr(digits);
-  if (unit.empty()) return n * 1000;
   for (const auto& [name, ms] : kUnits) {
-    if (unit == name) return n * ms;
+    if (unit != name) continue;
+    std::optional<uint64_t> n = ParseAtMost(std::string_view(text).substr(0, digits),
+                                            kMaxDurationMs / ms);
+    if (!n) {
+      return absl::InvalidArgumentError("'" + text + "' is longer than the longest duration, " +
+                                        std::to_string(kMaxDurationMs / 86'400'000) + "d");
+    }
+    return *n * ms;
   }
   return absl::InvalidArgumentError("'" + text + "' has an unknown unit '" + unit +
                                     "' (use ms, s, m, h or d)");
@@ -54,6 +88,11 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   std::map<std::string, CLI::Option*> opts;
   auto add = [&](const std::string& name, auto* target, const std::string& help) {
     opts[name] = app.add_option("--" + name, *target, help);
+    if constexpr (std::is_same_v<std::remove_pointer_t<decltype(target)>, uint64_t>) {
+      const bool ms = name.size() > 3 && name.compare(name.size() - 3, 3, "-ms") == 0;
+      opts[name]->check(ms ? UnsignedAtMost(kMaxDurationMs, "a number of milliseconds")
+                           : UnsignedAtMost(INT64_MAX, "a whole number"));
+    }
     return opts[name];
   };
   add("wal-dir", &c.wal_dir, "WAL directory (a persistent volume)");

@@ -54,9 +54,16 @@ struct ParseOutcome {
   std::string output;
 };
 
-// `env` is the process environment (`environ`), passed in so tests can supply their own.
-// "500ms", "30s", "15m", "12h", "7d", or a plain number of seconds; "0" is zero.
+// The longest duration any flag takes (durations and *-ms flags): 100 years. Far below
+// where an int64 count of milliseconds, or of std::chrono's nanoseconds, added to the
+// current time would overflow.
+inline constexpr uint64_t kMaxDurationMs = 36500ull * 86'400'000;
+
+// "500ms", "30s", "15m", "12h", "7d", or a plain number of seconds; "0" is zero. At most
+// kMaxDurationMs; no sign.
 absl::StatusOr<uint64_t> ParseDurationMs(const std::string& text);
+
+// `env` is the process environment (`environ`), passed in so tests can supply their own.
 
 ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* env);
 

@@ -53,7 +53,7 @@ class RocksWal final : public Wal {
   absl::Status CompactDeadRange() override;
   Stats GetStats() const override;
   Report GetReport() const override;
-  std::string agent_id() const override { return agent_id_; }
+  std::string agent_id() const override;
   absl::Status health() const override;
   absl::Status Reopen() override;
   uint64_t reopens() const override;
@@ -97,6 +97,16 @@ class RocksWal final : public Wal {
   std::optional<uint64_t> FirstLiveAtOrAfter(uint64_t from, uint64_t limit) const
       ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   absl::Status ClosedError() const;
+  // Live entries in [from, limit) by topic, unreadable ones under "" (limit UINT64_MAX: to
+  // the end).
+  absl::Status CountLiveBetween(uint64_t from, uint64_t limit,
+                                std::map<std::string, Counts>* out) const
+      ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  // `given`, or a copy in `fixed` in which each discard of an unreadable record is
+  // charged to the topic whose ledger owns it (rocks_wal_attribute.cc).
+  const std::vector<Outcome>& AttributeUnreadable(const std::vector<Outcome>& given,
+                                                  std::vector<Outcome>* fixed)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   // The commit-point split of the settled counts (rocks_wal_report.cc). Settle adds to
   // `after_`; saving a commit point folds what it passed into `before_`.
   void SplitSettled(const std::vector<Outcome>& outcomes, rocksdb::WriteBatch* wb,
@@ -111,12 +121,13 @@ class RocksWal final : public Wal {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
-  std::string agent_id_;
 
   mutable SharedMutex db_mu_;
   std::unique_ptr<OpenDb> db_ ABSL_GUARDED_BY(db_mu_);  // null while reopening failed
 
   mutable Mutex mu_;
+  // Set by Open(); a Reopen() checks the directory still holds it and never changes it.
+  std::string agent_id_ ABSL_GUARDED_BY(mu_);
   // Appends waiting for the committer; a group being written stays at the front.
   std::deque<Writer> queue_ ABSL_GUARDED_BY(mu_);
   CondVar work_cv_;  // signalled when queue_ gains a writer or stopping_ is set

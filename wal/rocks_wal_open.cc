@@ -123,11 +123,18 @@ absl::Status RocksWal::LoadState(bool reopen) {
     if (options_.read_only) return NotAKspoolWal(options_.dir, "no format_version in its meta");
     init.Put(db_->meta, keys::kFormatVersion, std::to_string(kFormatVersion));
   }
-  ASSIGN_OR_RETURN(bool has_id, get(keys::kAgentId, &agent_id_));
+  // The agent id is fixed for the life of this object: Kafka records carry it, so that
+  // consumers can drop replayed duplicates. agent_id() may be read concurrently.
+  const std::string current_id = reopen ? agent_id() : std::string();
+  std::string id;
+  ASSIGN_OR_RETURN(bool has_id, get(keys::kAgentId, &id));
   if (!has_id) {
     if (options_.read_only) return NotAKspoolWal(options_.dir, "no agent_id in its meta");
-    agent_id_ = RandomAgentId();
-    init.Put(db_->meta, keys::kAgentId, agent_id_);
+    id = reopen ? current_id : RandomAgentId();
+    init.Put(db_->meta, keys::kAgentId, id);
+  } else if (reopen && id != current_id) {
+    return absl::FailedPreconditionError("WAL " + options_.dir + " now has agent id " + id +
+                                         ", not " + current_id + "; it was replaced");
   }
   if (init.Count() > 0) {
     rocksdb::WriteOptions wo;
@@ -188,6 +195,7 @@ absl::Status RocksWal::LoadState(bool reopen) {
   }
 
   MutexLock l(&mu_);
+  agent_id_ = std::move(id);
   if (reopen) {
     // Never hand out a number twice, even one whose failed write did not persist.
     next_seq = std::max(next_seq, next_seq_);
@@ -228,6 +236,11 @@ absl::Status RocksWal::Reopen() {
   MutexLock l(&mu_);
   ++reopens_;
   return absl::OkStatus();
+}
+
+std::string RocksWal::agent_id() const {
+  MutexLock l(&mu_);
+  return agent_id_;
 }
 
 uint64_t RocksWal::reopens() const {

@@ -70,11 +70,13 @@ absl::Status RocksWal::Scan(uint64_t from_seq, size_t max_entries, size_t max_by
   return FromRocks(it->status(), "scan WAL");
 }
 
-absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
-  if (outcomes.empty()) return absl::OkStatus();
+absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
+  if (given.empty()) return absl::OkStatus();
   MutexLock settle(&settle_mu_);
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
+  std::vector<Outcome> attributed;
+  const std::vector<Outcome>& outcomes = AttributeUnreadable(given, &attributed);
   uint64_t head;
   {
     MutexLock l(&mu_);
@@ -234,23 +236,12 @@ absl::Status RocksWal::ScanDeadLetters(uint64_t from_seq, size_t max_entries,
 absl::Status RocksWal::CountLive(std::map<std::string, Counts>* out) {
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
-  std::string lo;
+  uint64_t head;
   {
     MutexLock l(&mu_);
-    lo = keys::Seq(head_);
+    head = head_;
   }
-  rocksdb::Slice lo_s(lo);
-  rocksdb::ReadOptions ro;
-  ro.iterate_lower_bound = &lo_s;
-  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->log));
-  for (it->Seek(lo_s); it->Valid(); it->Next()) {
-    std::string_view raw(it->value().data(), it->value().size());
-    absl::StatusOr<Record> rec = DecodeRecord(raw);
-    Counts& c = (*out)[rec.ok() ? rec->topic : std::string()];
-    c.count += 1;
-    c.bytes += raw.size();
-  }
-  return FromRocks(it->status(), "count WAL entries");
+  return CountLiveBetween(head, UINT64_MAX, out);
 }
 
 }  // namespace kspool::wal

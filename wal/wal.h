@@ -104,7 +104,10 @@ struct Outcome {
   // Empty: delivered. Otherwise the discard reason (e.g. "msg_size_too_large").
   std::string discard_reason;
   std::string error_text;
-  std::string raw;              // the stored record, kept in the dead-letter store on discard
+  // The stored record, kept in the dead-letter store on discard. If it does not decode,
+  // `topic` is only a guess: Settle charges the discard to the topic whose ledger owns
+  // the entry (FORMAT.md, corrupt records).
+  std::string raw;
   int64_t receive_time_ms = 0;  // 0: unknown (an undecodable record)
 };
 

@@ -3,7 +3,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include <stdexcept>
-#include <thread>
+
+#include "tests/support/wait.h"
 
 namespace kspool::testing {
 
@@ -51,12 +52,8 @@ kspool::v1::GetWalStatsResponse AgentProcess::WalStats() {
 }
 
 bool AgentProcess::WaitUntilDrained(std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (WalStats().entries() == 0) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
+  return WaitUntil([&] { return WalStats().entries() == 0; }, timeout,
+                   std::chrono::milliseconds(50));
 }
 
 }  // namespace kspool::testing

@@ -4,6 +4,7 @@
 // touches RocksDB and exclusively by Reopen(), which swaps the database underneath.
 #pragma once
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <set>
@@ -93,6 +94,8 @@ class RocksWal final : public Wal {
   // First live seq in [from, limit), or nullopt.
   std::optional<uint64_t> FirstLiveAtOrAfter(uint64_t from, uint64_t limit) const
       ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  // One synced write batch, counted in Stats::fsyncs.
+  rocksdb::Status SyncedWrite(rocksdb::WriteBatch* wb) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   absl::Status ClosedError() const;
   // The commit-point split of the settled counts (rocks_wal_report.cc). Settle adds to
   // `after_`; saving a commit point folds what it passed into `before_`.
@@ -128,7 +131,8 @@ class RocksWal final : public Wal {
   std::map<std::string, TopicStats> topics_ ABSL_GUARDED_BY(mu_);
   uint64_t live_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   CommitPoints saved_points_ ABSL_GUARDED_BY(mu_);
-  uint64_t fsyncs_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> fsyncs_{0};
+  uint64_t group_commits_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t appends_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t appended_messages_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t reopens_ ABSL_GUARDED_BY(mu_) = 0;

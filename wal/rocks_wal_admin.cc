@@ -234,10 +234,8 @@ absl::StatusOr<std::vector<ReplayedEntry>> RocksWal::ReplayDeadLetters(
   }
   wb.Put(db_->meta, keys::kNextSeq, keys::U64(seq));
   wb.Put(db_->meta, keys::kLastReceive, keys::U64(static_cast<uint64_t>(receive_ms)));
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
   // mu_ stays held across the write: no group commit can take sequence numbers meanwhile.
-  rocksdb::Status s = db_->db->Write(wo, &wb);
+  rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
     RecordWriteErrorLocked(s, "dead-letter replay");
     mu_.Unlock();
@@ -268,9 +266,7 @@ absl::Status RocksWal::PurgeDeadLetters(const std::vector<uint64_t>& seqs) {
     RETURN_IF_ERROR(FromRocks(s, "read dead letter " + std::to_string(seq)));
     wb.Delete(db_->dead, keys::Seq(seq));
   }
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  rocksdb::Status s = db_->db->Write(wo, &wb);
+  rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
     RecordWriteError(s, "dead-letter purge");
     return FromRocks(s, "purge dead letters");

@@ -153,10 +153,8 @@ std::vector<RocksWal::Writer> RocksWal::CommitGroup() {
         for (const auto& [topic, c] : accepted) {
           wb.Put(db_->meta, keys::Accepted(topic), keys::EncodeCounts(c));
         }
-        rocksdb::WriteOptions wo;
-        wo.sync = true;
         auto start = std::chrono::steady_clock::now();
-        s = db_->db->Write(wo, &wb);
+        s = SyncedWrite(&wb);
         if (s.ok() && options_.on_group_commit) {
           options_.on_group_commit(
               end_seq - first_seq,
@@ -166,7 +164,7 @@ std::vector<RocksWal::Writer> RocksWal::CommitGroup() {
     }
     mu_.Lock();
     if (s.ok()) {
-      ++fsyncs_;
+      ++group_commits_;
       appends_ += group.size();
       appended_messages_ += end_seq - first_seq;
       live_bytes_ += bytes;

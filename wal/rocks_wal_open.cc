@@ -129,11 +129,7 @@ absl::Status RocksWal::LoadState(bool reopen) {
     agent_id_ = RandomAgentId();
     init.Put(db_->meta, keys::kAgentId, agent_id_);
   }
-  if (init.Count() > 0) {
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    RETURN_IF_ERROR(FromRocks(db->Write(wo, &init), "initialize WAL meta"));
-  }
+  if (init.Count() > 0) RETURN_IF_ERROR(FromRocks(SyncedWrite(&init), "initialize WAL meta"));
 
   uint64_t next_seq = 1;
   int64_t last_receive = 0;

@@ -154,9 +154,7 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
   }
   std::map<int64_t, OutcomeTable> split;
   SplitSettled(outcomes, &wb, &split);
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  rocksdb::Status s = db_->db->Write(wo, &wb);
+  rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
     RecordWriteError(s, "settle");
     return FromRocks(s, "settle WAL entries");

@@ -1,4 +1,4 @@
-// RocksWal: statistics, commit points, and compaction of the dead range.
+// RocksWal: statistics, synced writes, commit points, and compaction of the dead range.
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
 #include "wal/status.h"
@@ -14,7 +14,8 @@ Stats RocksWal::GetStats() const {
     s.next_seq = next_seq_;
     s.agent_id = agent_id_;
     s.topics = topics_;
-    s.fsyncs = fsyncs_;
+    s.fsyncs = fsyncs_.load(std::memory_order_relaxed);
+    s.group_commits = group_commits_;
     s.appends = appends_;
     s.appended_messages = appended_messages_;
     s.capacity_bytes = options_.max_bytes;
@@ -28,6 +29,13 @@ Stats RocksWal::GetStats() const {
   }
   if (s.entries > 0 && db_) s.oldest_seq = FirstLiveAtOrAfter(head, limit);
   return s;
+}
+
+rocksdb::Status RocksWal::SyncedWrite(rocksdb::WriteBatch* wb) {
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  fsyncs_.fetch_add(1, std::memory_order_relaxed);
+  return db_->db->Write(wo, wb);
 }
 
 CommitPoints RocksWal::SavedCommitPoints() const {
@@ -51,11 +59,9 @@ absl::Status RocksWal::SaveCommitPoints(const CommitPoints& points) {
     MutexLock l(&mu_);
     receive_floor_ms_ = std::max(receive_floor_ms_, max_point + 1);
   }
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
   OutcomeTable before;
   FoldSplit(points.global_ms, &wb, &before);
-  rocksdb::Status s = db_->db->Write(wo, &wb);
+  rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
     RecordWriteError(s, "commit point write");
     return FromRocks(s, "save commit points");

@@ -116,7 +116,11 @@ struct Stats {
   std::optional<uint64_t> oldest_seq;
   std::string agent_id;
   std::map<std::string, TopicStats> topics;
-  uint64_t fsyncs = 0;             // group commits written with sync
+  // Synced write batches issued: group commits, settles, commit points, dead-letter
+  // replay and purge, and the write of Open (RocksDB may merge concurrent ones into one
+  // fsync). Not RocksDB's own syncs of flushed or compacted tables.
+  uint64_t fsyncs = 0;
+  uint64_t group_commits = 0;      // synced append groups that succeeded
   uint64_t appends = 0;            // Append() calls that succeeded
   uint64_t appended_messages = 0;  // messages those calls wrote
   uint64_t capacity_bytes = 0;     // Options::max_bytes

@@ -109,5 +109,24 @@ TEST_F(WalFault, DiscardMovesTheEntryToDeadLettersWithItsReason) {
   EXPECT_EQ(s.topics["t"].pending().count, live["t"].count);
 }
 
+TEST_F(WalFault, FsyncsCountsEverySyncedWriteAndMatchesTheFileSystem) {
+  auto wal = OpenWal();
+  auto fsyncs = [&] { return wal->GetStats().fsyncs; };
+  const uint64_t syncs = fs_->wal_syncs(), opened = fsyncs();
+  EXPECT_GE(opened, 1u) << "Open writes the format version and agent id, synced";
+  ASSERT_TRUE(wal->Append(MakeBatch("t", 3, "v")).ok());
+  EXPECT_EQ(fsyncs(), opened + 1);
+  std::vector<Entry> e = ScanAll(wal.get());
+  ASSERT_TRUE(wal->Settle(Delivered({e[0]})).ok());
+  EXPECT_EQ(fsyncs(), opened + 2) << "a settle";
+  ASSERT_TRUE(wal->SaveCommitPoints({e[1].record.receive_time_ms - 1, {}}).ok());
+  EXPECT_EQ(fsyncs(), opened + 3) << "a commit point of a WAL with live entries";
+  ASSERT_TRUE(wal->Settle({{e[1].seq, "t", e[1].size, "expired", "", EncodeRecord(e[1].record), 0}}).ok());
+  ASSERT_TRUE(wal->PurgeDeadLetters({e[1].seq}).ok());
+  EXPECT_EQ(fsyncs(), opened + 5) << "a discard and a dead-letter purge";
+  EXPECT_EQ(wal->GetStats().group_commits, 1u);
+  EXPECT_EQ(fs_->wal_syncs() - syncs, fsyncs() - opened) << "each is one sync of RocksDB's log";
+}
+
 }  // namespace
 }  // namespace kspool::wal

@@ -35,6 +35,10 @@ absl::Status NotAKspoolWal(const std::string& dir, const std::string& why);
 // One stored log entry as an Entry: decoded, or with its status and raw bytes.
 Entry DecodeEntry(uint64_t seq, std::string_view raw);
 
+// Commit points, scope by scope the higher of the two; the highest point of any scope.
+CommitPoints MaxOf(const CommitPoints& a, const CommitPoints& b);
+int64_t HighestPoint(const CommitPoints& p);
+
 class RocksWal final : public Wal {
  public:
   static absl::StatusOr<std::unique_ptr<Wal>> Open(Options options);
@@ -94,6 +98,17 @@ class RocksWal final : public Wal {
   // First live seq in [from, limit), or nullopt.
   std::optional<uint64_t> FirstLiveAtOrAfter(uint64_t from, uint64_t limit) const
       ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  // The outcomes of Settle() that are for live entries, at most one per sequence number
+  // (rocks_wal_live.cc): `outcomes` itself in the common case, else a filtered copy in
+  // `*kept`. `*seqs` gets their sequence numbers, sorted.
+  absl::StatusOr<const std::vector<Outcome>*> LiveOutcomes(const std::vector<Outcome>& outcomes,
+                                                           std::vector<uint64_t>* seqs,
+                                                           std::vector<Outcome>* kept) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  // After a Scan() that read every key in [from, end) and returned `out[first..]`:
+  // extends the region whose gaps are known (rocks_wal_live.cc).
+  void NoteScanned(uint64_t from, uint64_t end, const std::vector<Entry>& out, size_t first)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // One synced write batch, counted in Stats::fsyncs.
   rocksdb::Status SyncedWrite(rocksdb::WriteBatch* wb) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   absl::Status ClosedError() const;
@@ -137,6 +152,15 @@ class RocksWal final : public Wal {
   uint64_t appended_messages_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t reopens_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t head_ ABSL_GUARDED_BY(mu_) = 1;    // oldest live seq, or committed_next_ when empty
+  // committed_next_ at the last Open/Reopen. Below it, the log may hold gaps the memory
+  // does not know of (entries settled out of order before a restart, a failed append,
+  // a settle whose failed sync RocksDB kept). Above it, every seq was written by a group
+  // commit of this incarnation. Contiguous scans from the head learn the gaps: below
+  // verified_upto_, a seq is present unless in gaps_ (start -> end); Settle() looks up
+  // in the log only seqs of [verified_upto_, unverified_below_).
+  uint64_t unverified_below_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t verified_upto_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, uint64_t> gaps_ ABSL_GUARDED_BY(mu_);
   OutcomeTable before_ ABSL_GUARDED_BY(mu_);  // received <= saved commit point
   std::map<int64_t, OutcomeTable> after_ ABSL_GUARDED_BY(mu_);  // by receive time
 

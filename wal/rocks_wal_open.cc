@@ -29,12 +29,15 @@ absl::StatusOr<std::unique_ptr<Wal>> Wal::Open(Options options) {
 }
 
 Counts TopicStats::pending() const {
+  // Saturates: counters that disagree (a bug, or a corrupt record counted under another
+  // topic) must not make a topic look almost infinitely full.
   Counts p = accepted;
-  p.count -= delivered.count;
-  p.bytes -= delivered.bytes;
+  auto sub = [](uint64_t* v, uint64_t d) { *v -= std::min(*v, d); };
+  sub(&p.count, delivered.count);
+  sub(&p.bytes, delivered.bytes);
   for (const auto& [reason, c] : discarded) {
-    p.count -= c.count;
-    p.bytes -= c.bytes;
+    sub(&p.count, c.count);
+    sub(&p.bytes, c.bytes);
   }
   return p;
 }
@@ -188,10 +191,15 @@ absl::Status RocksWal::LoadState(bool reopen) {
     // Never hand out a number twice, even one whose failed write did not persist.
     next_seq = std::max(next_seq, next_seq_);
     last_receive = std::max(last_receive, last_receive_ms_);
-    points = saved_points_;
+    // Memory knows every point published; the log may hold more (a commit-point batch
+    // whose failed sync RocksDB kept, with its split folded): the higher one wins.
+    points = MaxOf(saved_points_, points);
   }
   next_seq_ = committed_next_ = next_seq;
+  unverified_below_ = committed_next_;
   head_ = first.value_or(committed_next_);
+  verified_upto_ = head_;
+  gaps_.clear();
   range_deleted_below_ = physical_first ? physical_first : head_;
   last_receive_ms_ = last_receive;
   topics_ = std::move(topics);

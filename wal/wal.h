@@ -10,12 +10,18 @@
 //  * Sequence numbers are unique, strictly increasing, and never reused, also across
 //    reopen: the next number is persisted in the same batch as the entries.
 //  * Receive times come from the Clock but never go backwards, also across reopen.
-//  * After a failed write or sync, every later Append() fails with UNAVAILABLE until
-//    Reopen() succeeds: the state after a failed sync is unknown.
+//  * After a failed write or sync, every later Append(), Settle() and
+//    SaveCommitPoints() fails with UNAVAILABLE until Reopen() succeeds: the state after
+//    a failed sync is unknown (RocksDB may or may not have kept the batch).
 //  * Append() fails with RESOURCE_EXHAUSTED, writing nothing, when the live entries
 //    would exceed Options::max_bytes.
 //  * Settle() removes entries and updates the persisted counters (and the dead-letter
-//    store, for discards) in one atomic, synced write batch.
+//    store, for discards) in one atomic, synced write batch. It is idempotent: an
+//    outcome whose sequence number is not live (below the head, settled already, or
+//    never written) is ignored, neither counted nor kept as a dead letter, and so is a
+//    second outcome for the same number in one call. Applying a batch again after a
+//    failed sync, a Reopen() or a restart therefore changes nothing if RocksDB kept it
+//    and applies it once if not: accepted = delivered + discarded + live always holds.
 // Thread safety: every method may be called from any thread.
 #pragma once
 

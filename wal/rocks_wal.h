@@ -111,6 +111,32 @@ class RocksWal final : public Wal {
       ABSL_LOCKS_EXCLUDED(mu_);
   // One synced write batch, counted in Stats::fsyncs.
   rocksdb::Status SyncedWrite(rocksdb::WriteBatch* wb) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  // Commit points and their lease (rocks_wal_commit_points.cc).
+  //
+  // True if publishing `points` needs no write: every point that moves belongs to a
+  // scope with no live entries and no group commit in flight, stays at or below the
+  // ceiling, and the global point passes no settled message (no split to fold).
+  bool LeaseCovers(const CommitPoints& points) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes `points` (synced) with the report split folded at the global point, and the
+  // ceiling: raised if a point passes it, or removed when `closing` (every published
+  // point is then in the batch).
+  absl::Status WriteCommitPoints(const CommitPoints& points, bool closing)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_)
+          ABSL_LOCKS_EXCLUDED(mu_);
+  // The leased points an append of `topics` must persist in its own batch, as it gives
+  // their scopes live entries: the saved points above the durable ones, of the WAL and
+  // of those topics (global_ms 0: none). Taken when the group's receive time is.
+  CommitPoints LeasedPointsFor(const std::map<std::string, Counts>& topics) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PutLeasedPoints(const CommitPoints& leased, rocksdb::WriteBatch* wb) const
+      ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  // After a successful write of `points`: they are durable.
+  void NoteDurable(const CommitPoints& points) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After Open: the points to start from, given the durable ones and the ceiling.
+  CommitPoints StartPoints(const CommitPoints& durable, int64_t ceiling) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // On a clean close: persists every saved point and removes the ceiling.
+  void CloseCommitPoints() ABSL_LOCKS_EXCLUDED(settle_mu_, db_mu_, mu_);
   absl::Status ClosedError() const;
   // The commit-point split of the settled counts (rocks_wal_report.cc). Settle adds to
   // `after_`; saving a commit point folds what it passed into `before_`.
@@ -145,7 +171,11 @@ class RocksWal final : public Wal {
   absl::Status write_error_ ABSL_GUARDED_BY(mu_);                   // sticky until Reopen()
   std::map<std::string, TopicStats> topics_ ABSL_GUARDED_BY(mu_);
   uint64_t live_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // Published-safe points (persisted, or leased under the ceiling); what is durable in
+  // `commit_point_ms*` and `leased_point_ms*` together; the persisted ceiling (0: none).
   CommitPoints saved_points_ ABSL_GUARDED_BY(mu_);
+  CommitPoints durable_points_ ABSL_GUARDED_BY(mu_);
+  int64_t ceiling_ms_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> fsyncs_{0};
   uint64_t group_commits_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t appends_ ABSL_GUARDED_BY(mu_) = 0;

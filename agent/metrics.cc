@@ -97,7 +97,7 @@ class StateCollector : public prometheus::Collectable {
     auto entries = Family("kspool_wal_entries", "Messages in the WAL", MetricType::Gauge);
     auto bytes = Family("kspool_wal_bytes", "Bytes of the messages in the WAL", MetricType::Gauge);
     auto cap = Family("kspool_wal_capacity_bytes", "WAL capacity (--wal-max-bytes)", MetricType::Gauge);
-    auto fsyncs = Family("kspool_wal_fsyncs_total", "Synced WAL group commits", MetricType::Counter);
+    auto fsyncs = Family("kspool_wal_fsyncs_total", "Synced WAL writes (appends, settles, commit points, admin)", MetricType::Counter);
     auto healthy = Family("kspool_wal_healthy", "1 while the WAL accepts writes, 0 after an I/O error",
                           MetricType::Gauge);
     Add(&entries, st.entries);

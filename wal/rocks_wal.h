@@ -4,6 +4,7 @@
 // touches RocksDB and exclusively by Reopen(), which swaps the database underneath.
 #pragma once
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <set>
@@ -33,6 +34,10 @@ absl::Status NotAKspoolWal(const std::string& dir, const std::string& why);
 
 // One stored log entry as an Entry: decoded, or with its status and raw bytes.
 Entry DecodeEntry(uint64_t seq, std::string_view raw);
+
+// Commit points, scope by scope the higher of the two; the highest point of any scope.
+CommitPoints MaxOf(const CommitPoints& a, const CommitPoints& b);
+int64_t HighestPoint(const CommitPoints& p);
 
 class RocksWal final : public Wal {
  public:
@@ -96,6 +101,45 @@ class RocksWal final : public Wal {
   // First live seq in [from, limit), or nullopt.
   std::optional<uint64_t> FirstLiveAtOrAfter(uint64_t from, uint64_t limit) const
       ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  // The outcomes of Settle() that are for live entries, at most one per sequence number
+  // (rocks_wal_live.cc): `outcomes` itself in the common case, else a filtered copy in
+  // `*kept`. `*seqs` gets their sequence numbers, sorted.
+  absl::StatusOr<const std::vector<Outcome>*> LiveOutcomes(const std::vector<Outcome>& outcomes,
+                                                           std::vector<uint64_t>* seqs,
+                                                           std::vector<Outcome>* kept) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  // After a Scan() that read every key in [from, end) and returned `out[first..]`:
+  // extends the region whose gaps are known (rocks_wal_live.cc).
+  void NoteScanned(uint64_t from, uint64_t end, const std::vector<Entry>& out, size_t first)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // One synced write batch, counted in Stats::fsyncs.
+  rocksdb::Status SyncedWrite(rocksdb::WriteBatch* wb) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  // Commit points and their lease (rocks_wal_commit_points.cc).
+  //
+  // True if publishing `points` needs no write: every point that moves belongs to a
+  // scope with no live entries and no group commit in flight, stays at or below the
+  // ceiling, and the global point passes no settled message (no split to fold).
+  bool LeaseCovers(const CommitPoints& points) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes `points` (synced) with the report split folded at the global point, and the
+  // ceiling: raised if a point passes it, or removed when `closing` (every published
+  // point is then in the batch).
+  absl::Status WriteCommitPoints(const CommitPoints& points, bool closing)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_)
+          ABSL_LOCKS_EXCLUDED(mu_);
+  // The leased points an append of `topics` must persist in its own batch, as it gives
+  // their scopes live entries: the saved points above the durable ones, of the WAL and
+  // of those topics (global_ms 0: none). Taken when the group's receive time is.
+  CommitPoints LeasedPointsFor(const std::map<std::string, Counts>& topics) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PutLeasedPoints(const CommitPoints& leased, rocksdb::WriteBatch* wb) const
+      ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  // After a successful write of `points`: they are durable.
+  void NoteDurable(const CommitPoints& points) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After Open: the points to start from, given the durable ones and the ceiling.
+  CommitPoints StartPoints(const CommitPoints& durable, int64_t ceiling) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // On a clean close: persists every saved point and removes the ceiling.
+  void CloseCommitPoints() ABSL_LOCKS_EXCLUDED(settle_mu_, db_mu_, mu_);
   absl::Status ClosedError() const;
   // Live entries in [from, limit) by topic, unreadable ones under "" (limit UINT64_MAX: to
   // the end).
@@ -141,12 +185,26 @@ class RocksWal final : public Wal {
   absl::Status write_error_ ABSL_GUARDED_BY(mu_);                   // sticky until Reopen()
   std::map<std::string, TopicStats> topics_ ABSL_GUARDED_BY(mu_);
   uint64_t live_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // Published-safe points (persisted, or leased under the ceiling); what is durable in
+  // `commit_point_ms*` and `leased_point_ms*` together; the persisted ceiling (0: none).
   CommitPoints saved_points_ ABSL_GUARDED_BY(mu_);
-  uint64_t fsyncs_ ABSL_GUARDED_BY(mu_) = 0;
+  CommitPoints durable_points_ ABSL_GUARDED_BY(mu_);
+  int64_t ceiling_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> fsyncs_{0};
+  uint64_t group_commits_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t appends_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t appended_messages_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t reopens_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t head_ ABSL_GUARDED_BY(mu_) = 1;    // oldest live seq, or committed_next_ when empty
+  // committed_next_ at the last Open/Reopen. Below it, the log may hold gaps the memory
+  // does not know of (entries settled out of order before a restart, a failed append,
+  // a settle whose failed sync RocksDB kept). Above it, every seq was written by a group
+  // commit of this incarnation. Contiguous scans from the head learn the gaps: below
+  // verified_upto_, a seq is present unless in gaps_ (start -> end); Settle() looks up
+  // in the log only seqs of [verified_upto_, unverified_below_).
+  uint64_t unverified_below_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t verified_upto_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, uint64_t> gaps_ ABSL_GUARDED_BY(mu_);
   OutcomeTable before_ ABSL_GUARDED_BY(mu_);  // received <= saved commit point
   std::map<int64_t, OutcomeTable> after_ ABSL_GUARDED_BY(mu_);  // by receive time
 

@@ -239,16 +239,17 @@ absl::StatusOr<std::vector<ReplayedEntry>> RocksWal::ReplayDeadLetters(
   }
   wb.Put(db_->meta, keys::kNextSeq, keys::U64(seq));
   wb.Put(db_->meta, keys::kLastReceive, keys::U64(static_cast<uint64_t>(receive_ms)));
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
+  const CommitPoints leased = LeasedPointsFor(added);  // the topics get live entries
+  PutLeasedPoints(leased, &wb);
   // mu_ stays held across the write: no group commit can take sequence numbers meanwhile.
-  rocksdb::Status s = db_->db->Write(wo, &wb);
+  rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
     RecordWriteErrorLocked(s, "dead-letter replay");
     mu_.Unlock();
     return FromRocks(s, "replay dead letters");
   }
   next_seq_ = committed_next_ = seq;
+  NoteDurable(leased);
   live_bytes_ += bytes;
   for (auto& [topic, c] : accepted) topics_[topic].accepted = c;
   mu_.Unlock();
@@ -273,9 +274,7 @@ absl::Status RocksWal::PurgeDeadLetters(const std::vector<uint64_t>& seqs) {
     RETURN_IF_ERROR(FromRocks(s, "read dead letter " + std::to_string(seq)));
     wb.Delete(db_->dead, keys::Seq(seq));
   }
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  rocksdb::Status s = db_->db->Write(wo, &wb);
+  rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
     RecordWriteError(s, "dead-letter purge");
     return FromRocks(s, "purge dead letters");

@@ -29,12 +29,15 @@ absl::StatusOr<std::unique_ptr<Wal>> Wal::Open(Options options) {
 }
 
 Counts TopicStats::pending() const {
+  // Saturates: counters that disagree (a bug, or a corrupt record counted under another
+  // topic) must not make a topic look almost infinitely full.
   Counts p = accepted;
-  p.count -= delivered.count;
-  p.bytes -= delivered.bytes;
+  auto sub = [](uint64_t* v, uint64_t d) { *v -= std::min(*v, d); };
+  sub(&p.count, delivered.count);
+  sub(&p.bytes, delivered.bytes);
   for (const auto& [reason, c] : discarded) {
-    p.count -= c.count;
-    p.bytes -= c.bytes;
+    sub(&p.count, c.count);
+    sub(&p.bytes, c.bytes);
   }
   return p;
 }
@@ -136,11 +139,7 @@ absl::Status RocksWal::LoadState(bool reopen) {
     return absl::FailedPreconditionError("WAL " + options_.dir + " now has agent id " + id +
                                          ", not " + current_id + "; it was replaced");
   }
-  if (init.Count() > 0) {
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    RETURN_IF_ERROR(FromRocks(db->Write(wo, &init), "initialize WAL meta"));
-  }
+  if (init.Count() > 0) RETURN_IF_ERROR(FromRocks(SyncedWrite(&init), "initialize WAL meta"));
 
   uint64_t next_seq = 1;
   int64_t last_receive = 0;
@@ -153,8 +152,14 @@ absl::Status RocksWal::LoadState(bool reopen) {
   if (has_head) persisted_head = keys::ParseU64(v);
   ASSIGN_OR_RETURN(bool has_last, get(keys::kLastReceive, &v));
   if (has_last) last_receive = static_cast<int64_t>(keys::ParseU64(v));
+  // Durable points: per scope the higher of the written and the leased one.
   ASSIGN_OR_RETURN(bool has_cp, get(keys::kCommitPoint, &v));
   if (has_cp) points.global_ms = static_cast<int64_t>(keys::ParseU64(v));
+  ASSIGN_OR_RETURN(bool has_leased, get(keys::kLeasedPoint, &v));
+  if (has_leased) points.global_ms = std::max(points.global_ms, static_cast<int64_t>(keys::ParseU64(v)));
+  int64_t ceiling = 0;
+  ASSIGN_OR_RETURN(bool has_ceiling, get(keys::kCommitCeiling, &v));
+  if (has_ceiling) ceiling = static_cast<int64_t>(keys::ParseU64(v));
 
   std::vector<std::pair<std::string, std::string>> split;
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), db_->meta));
@@ -163,9 +168,13 @@ absl::Status RocksWal::LoadState(bool reopen) {
     std::string_view val(it->value().data(), it->value().size());
     if (StartsWith(k, "split/")) {
       split.emplace_back(k, val);
-    } else if (StartsWith(k, keys::kCommitPointTopicPrefix)) {
-      points.topics_ms[std::string(k.substr(keys::kCommitPointTopicPrefix.size()))] =
-          static_cast<int64_t>(keys::ParseU64(val));
+    } else if (StartsWith(k, keys::kCommitPointTopicPrefix) ||
+               StartsWith(k, keys::kLeasedPointTopicPrefix)) {
+      const size_t prefix = StartsWith(k, keys::kCommitPointTopicPrefix)
+                                ? keys::kCommitPointTopicPrefix.size()
+                                : keys::kLeasedPointTopicPrefix.size();
+      int64_t& ms = points.topics_ms[std::string(k.substr(prefix))];
+      ms = std::max(ms, static_cast<int64_t>(keys::ParseU64(val)));
     } else if (StartsWith(k, keys::kAcceptedPrefix)) {
       topics[std::string(k.substr(keys::kAcceptedPrefix.size()))].accepted = keys::ParseCounts(val);
     } else if (StartsWith(k, keys::kDeliveredPrefix)) {
@@ -194,29 +203,53 @@ absl::Status RocksWal::LoadState(bool reopen) {
     if (log_it->Valid()) first = keys::ParseSeq(log_it->key().ToString());
   }
 
-  MutexLock l(&mu_);
-  agent_id_ = std::move(id);
-  if (reopen) {
-    // Never hand out a number twice, even one whose failed write did not persist.
-    next_seq = std::max(next_seq, next_seq_);
-    last_receive = std::max(last_receive, last_receive_ms_);
-    points = saved_points_;
+  CommitPoints start;
+  {
+    MutexLock l(&mu_);
+    agent_id_ = std::move(id);
+    if (reopen) {
+      // Never hand out a number twice, even one whose failed write did not persist.
+      next_seq = std::max(next_seq, next_seq_);
+      last_receive = std::max(last_receive, last_receive_ms_);
+    }
+    next_seq_ = committed_next_ = next_seq;
+    unverified_below_ = committed_next_;
+    head_ = first.value_or(committed_next_);
+    verified_upto_ = head_;
+    gaps_.clear();
+    range_deleted_below_ = physical_first ? physical_first : head_;
+    last_receive_ms_ = last_receive;
+    topics_ = std::move(topics);
+    before_.clear();
+    after_.clear();
+    for (const auto& [k, val] : split) LoadSplit(k, val);
+    live_bytes_ = 0;
+    for (const auto& [t, ts] : topics_) live_bytes_ += ts.pending().bytes;
+    durable_points_ = points;
+    if (reopen) {
+      // Memory knows every point published; the log may hold more (a commit-point batch
+      // whose failed sync RocksDB kept, with its split folded): the higher one wins.
+      saved_points_ = MaxOf(saved_points_, points);
+      ceiling_ms_ = std::max(ceiling_ms_, ceiling);
+    } else {
+      saved_points_ = StartPoints(points, ceiling);
+      ceiling_ms_ = ceiling;
+    }
+    receive_floor_ms_ = std::max(
+        {receive_floor_ms_, last_receive_ms_, HighestPoint(saved_points_) + 1});
+    write_error_ = absl::OkStatus();
+    if (after_.empty() || after_.begin()->first > saved_points_.global_ms) return absl::OkStatus();
+    start = saved_points_;
   }
-  next_seq_ = committed_next_ = next_seq;
-  head_ = first.value_or(committed_next_);
-  range_deleted_below_ = physical_first ? physical_first : head_;
-  last_receive_ms_ = last_receive;
-  topics_ = std::move(topics);
-  before_.clear();
-  after_.clear();
-  for (const auto& [k, val] : split) LoadSplit(k, val);
-  live_bytes_ = 0;
-  for (const auto& [t, ts] : topics_) live_bytes_ += ts.pending().bytes;
-  saved_points_ = points;
-  int64_t max_point = points.global_ms;
-  for (const auto& [t, ms] : points.topics_ms) max_point = std::max(max_point, ms);
-  receive_floor_ms_ = std::max({receive_floor_ms_, last_receive_ms_, max_point + 1});
-  write_error_ = absl::OkStatus();
+  // Settled messages at or before the starting global point move into the report's
+  // cumulative counts, so that the report matches its commit point.
+  if (!options_.read_only) return WriteCommitPoints(start, /*closing=*/false);
+  rocksdb::WriteBatch unused;
+  OutcomeTable before;
+  FoldSplit(start.global_ms, &unused, &before);
+  MutexLock l(&mu_);
+  before_ = std::move(before);
+  after_.erase(after_.begin(), after_.upper_bound(start.global_ms));
   return absl::OkStatus();
 }
 

@@ -10,12 +10,21 @@
 //  * Sequence numbers are unique, strictly increasing, and never reused, also across
 //    reopen: the next number is persisted in the same batch as the entries.
 //  * Receive times come from the Clock but never go backwards, also across reopen.
-//  * After a failed write or sync, every later Append() fails with UNAVAILABLE until
-//    Reopen() succeeds: the state after a failed sync is unknown.
+//  * After a failed write or sync, every later Append(), Settle() and
+//    SaveCommitPoints() fails with UNAVAILABLE until Reopen() succeeds: the state after
+//    a failed sync is unknown (RocksDB may or may not have kept the batch).
 //  * Append() fails with RESOURCE_EXHAUSTED, writing nothing, when the live entries
 //    would exceed Options::max_bytes.
 //  * Settle() removes entries and updates the persisted counters (and the dead-letter
-//    store, for discards) in one atomic, synced write batch.
+//    store, for discards) in one atomic, synced write batch. It is idempotent: an
+//    outcome whose sequence number is not live (below the head, settled already, or
+//    never written) is ignored, neither counted nor kept as a dead letter, and so is a
+//    second outcome for the same number in one call. Applying a batch again after a
+//    failed sync, a Reopen() or a restart therefore changes nothing if RocksDB kept it
+//    and applies it once if not: accepted = delivered + discarded + live always holds.
+//  * Commit points (SaveCommitPoints) never decrease, also across restarts and wall-clock
+//    steps, and an idle WAL writes at most one synced batch per Options::commit_lease_ms
+//    for them (a lease ceiling; see SaveCommitPoints and FORMAT.md).
 // Thread safety: every method may be called from any thread.
 #pragma once
 
@@ -53,6 +62,12 @@ struct Options {
   // Upper bounds of one group commit.
   size_t max_group_bytes = 8 << 20;
   size_t max_group_requests = 4096;
+  // Commit points of scopes (the WAL, a topic) with no live entries may be published up
+  // to a persisted ceiling without a write; the ceiling is raised to (point + this) when
+  // a point would pass it. So an idle WAL writes at most once per this period, and after
+  // a crash receive times may start up to this far ahead of the clock. 0: every change
+  // of a commit point is written.
+  int64_t commit_lease_ms = 10'000;
   // For inspection tools: opens RocksDB read-only and writes nothing, not even on open,
   // so it works on a running agent's WAL and on a copy. Reads see the WAL as it was at
   // Open(). A directory that is not a kspool WAL is refused (NOT_FOUND when it does
@@ -140,7 +155,12 @@ struct Stats {
   std::optional<uint64_t> oldest_seq;
   std::string agent_id;
   std::map<std::string, TopicStats> topics;
-  uint64_t fsyncs = 0;             // group commits written with sync
+  // Synced write batches issued: group commits, settles, commit points and their lease,
+  // dead-letter replay and purge, and the writes of Open, Reopen and a clean close
+  // (RocksDB may merge concurrent ones into one fsync). Not RocksDB's own syncs of
+  // flushed or compacted tables.
+  uint64_t fsyncs = 0;
+  uint64_t group_commits = 0;      // synced append groups that succeeded
   uint64_t appends = 0;            // Append() calls that succeeded
   uint64_t appended_messages = 0;  // messages those calls wrote
   uint64_t capacity_bytes = 0;     // Options::max_bytes
@@ -219,11 +239,20 @@ class Wal {
   // the answer stays true; the commit point is this minus one.
   [[nodiscard]] virtual absl::StatusOr<int64_t> ReceiveTimeBound(uint64_t from_seq) = 0;
 
-  // Persists published commit points (synced). Future receive times exceed them. In the
-  // same batch, settled messages received at or before the global point move into the
-  // report's cumulative `at_or_before` counts.
+  // Makes `points` safe to publish: once it returns OK, no later SavedCommitPoints(),
+  // in this process or after a crash and restart, is below them, and future receive
+  // times exceed them. A point below the saved one is raised to it (saved points never
+  // decrease). A point of a scope (the WAL, or a topic) that has live entries is written
+  // (synced) at once; one of a scope with none, up to the persisted lease ceiling, needs
+  // no write (an append that gives the scope entries persists it in its own batch, and
+  // an Open after a crash starts such scopes at the ceiling). A point past the ceiling
+  // raises it, in one synced write with the points. Whenever the global point moves,
+  // settled messages received at or before it move into the report's cumulative
+  // `at_or_before` counts; that is written in the same batch as the point.
   [[nodiscard]] virtual absl::Status SaveCommitPoints(const CommitPoints& points) = 0;
-  // The commit points last saved (possibly by an earlier process).
+  // The commit points saved last. After an Open: at or above every point published
+  // before (possibly by an earlier process), and still valid; after a crash, scopes
+  // without live entries start at the lease ceiling.
   virtual CommitPoints SavedCommitPoints() const = 0;
 
   // Compacts away the dead range below the oldest live entry.

@@ -99,7 +99,17 @@ TEST(ClockStep, WallClockStepsBackAnHourAndForwardADayChangeNothingElse) {
       drained = agent.WalStats().entries() == 0;
       if (!drained) std::this_thread::sleep_for(50ms);
     }
-    EXPECT_TRUE(drained) << "the WAL kept entries after the step";
+    if (!drained) {
+      std::ifstream log(dir.sub("agent.log"));
+      std::vector<std::string> lines;
+      for (std::string line; std::getline(log, line);) lines.push_back(line);
+      std::string tail;
+      for (size_t i = lines.size() > 40 ? lines.size() - 40 : 0; i < lines.size(); ++i) {
+        tail += lines[i] + "\n";
+      }
+      ADD_FAILURE() << "the WAL kept " << agent.WalStats().entries()
+                    << " entries after the step; the agent's log ends:\n" << tail;
+    }
   }
   auto records = kspool::testing::ReadTopic(kafka.bootstrap(), "t", 6000, 30s);
   std::set<std::string> values;

@@ -129,8 +129,9 @@ TEST_F(WalFault, AgentIdStaysTheSameAndReadableWhileTheWalReopens) {
     }
   });
   for (int i = 0; i < 5; ++i) {
-    fs_->FailNextSyncs(1);
-    ASSERT_EQ(wal->Append(MakeBatch("a", 1, "fails")).status().code(),
+    const std::string marker = "fails-" + std::to_string(i) + "-";
+    fs_->FailSyncOfWrite(marker + marker);  // exactly this append's sync
+    ASSERT_EQ(wal->Append(MakeBatch("a", 1, marker + marker)).status().code(),
               absl::StatusCode::kUnavailable);
     ASSERT_TRUE(wal->Reopen().ok());
   }
@@ -149,7 +150,7 @@ constexpr size_t kTopicOffset = 16;
 
 // Once no unreadable entry is live: the ledger of each of `want_topics` (and of no other
 // topic, such as "") matches the live entries counted by a scan, and so does the report.
-void ExpectLedgerHolds(Wal* wal, const std::vector<std::string>& want_topics) {
+void ExpectTopicLedgers(Wal* wal, const std::vector<std::string>& want_topics) {
   std::map<std::string, Counts> live;
   ASSERT_TRUE(wal->CountLive(&live).ok());
   ASSERT_EQ(live[""].count, 0u) << "an unreadable entry is still live";
@@ -206,14 +207,14 @@ TEST_F(WalCorrupt, RecordWithAnUnreadableTopicIsChargedToTheTopicThatAcceptedIt)
   EXPECT_EQ(s.topics["b"].discarded["corrupt"].count, 1u);
   EXPECT_EQ(s.topics["b"].discarded["corrupt"].bytes, e[3].size);
   EXPECT_EQ(s.entries, 4u);
-  ExpectLedgerHolds(wal.get(), {"a", "b"});
+  ExpectTopicLedgers(wal.get(), {"a", "b"});
   std::vector<DeadLetter> dead;
   ASSERT_TRUE(wal->ScanDeadLetters(0, 10, &dead).ok());
   ASSERT_EQ(dead.size(), 1u);
   EXPECT_EQ(dead[0].raw, e[3].raw) << "the dead letter keeps the bytes as they were";
   SettleAll(wal.get());
   EXPECT_EQ(wal->GetStats().entries, 0u);
-  ExpectLedgerHolds(wal.get(), {"a", "b"});
+  ExpectTopicLedgers(wal.get(), {"a", "b"});
 }
 
 TEST_F(WalCorrupt, RecordWhoseTopicBytesSpellAnotherTopicIsChargedToItsOwn) {
@@ -227,7 +228,7 @@ TEST_F(WalCorrupt, RecordWhoseTopicBytesSpellAnotherTopicIsChargedToItsOwn) {
   EXPECT_EQ(s.topics["b"].discarded["corrupt"].count, 1u);
   EXPECT_EQ(s.topics["b"].delivered.count, 2u);
   EXPECT_EQ(s.entries, 0u);
-  ExpectLedgerHolds(wal.get(), {"a", "b"});
+  ExpectTopicLedgers(wal.get(), {"a", "b"});
 }
 
 TEST_F(WalCorrupt, SeveralUnreadableRecordsInOneSettleAreChargedOneToEachOwner) {
@@ -242,7 +243,26 @@ TEST_F(WalCorrupt, SeveralUnreadableRecordsInOneSettleAreChargedOneToEachOwner) 
   EXPECT_EQ(s.topics["b"].discarded["corrupt"].count, 1u);
   EXPECT_EQ(s.topics["b"].discarded["corrupt"].bytes, e[4].size);
   EXPECT_EQ(s.entries, 0u);
-  ExpectLedgerHolds(wal.get(), {"a", "b"});
+  ExpectTopicLedgers(wal.get(), {"a", "b"});
+}
+
+TEST_F(WalFault, FsyncsCountsEverySyncedWriteAndMatchesTheFileSystem) {
+  auto wal = OpenWal();
+  auto fsyncs = [&] { return wal->GetStats().fsyncs; };
+  const uint64_t syncs = fs_->wal_syncs(), opened = fsyncs();
+  EXPECT_GE(opened, 1u) << "Open writes the format version and agent id, synced";
+  ASSERT_TRUE(wal->Append(MakeBatch("t", 3, "v")).ok());
+  EXPECT_EQ(fsyncs(), opened + 1);
+  std::vector<Entry> e = ScanAll(wal.get());
+  ASSERT_TRUE(wal->Settle(Delivered({e[0]})).ok());
+  EXPECT_EQ(fsyncs(), opened + 2) << "a settle";
+  ASSERT_TRUE(wal->SaveCommitPoints({e[1].record.receive_time_ms - 1, {}}).ok());
+  EXPECT_EQ(fsyncs(), opened + 3) << "a commit point of a WAL with live entries";
+  ASSERT_TRUE(wal->Settle({{e[1].seq, "t", e[1].size, "expired", "", EncodeRecord(e[1].record), 0}}).ok());
+  ASSERT_TRUE(wal->PurgeDeadLetters({e[1].seq}).ok());
+  EXPECT_EQ(fsyncs(), opened + 5) << "a discard and a dead-letter purge";
+  EXPECT_EQ(wal->GetStats().group_commits, 1u);
+  EXPECT_EQ(fs_->wal_syncs() - syncs, fsyncs() - opened) << "each is one sync of RocksDB's log";
 }
 
 }  // namespace

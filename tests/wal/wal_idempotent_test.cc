@@ -111,8 +111,12 @@ TEST_P(WalIdempotent, SaveCommitPointsRetriedAfterAFailedSyncFoldsTheReportOnce)
         const OutcomeCounts& b = r.at_or_before[topic][outcome];
         const OutcomeCounts& a = r.after[topic][outcome];
         EXPECT_EQ(b.count + a.count, n) << step << ": " << topic << "/" << outcome;
-        if (b.count) EXPECT_LE(b.max_receive_ms, r.commit_point_ms) << step << ": " << topic;
-        if (a.count) EXPECT_GT(a.min_receive_ms, r.commit_point_ms) << step << ": " << topic;
+        if (b.count) {
+          EXPECT_LE(b.max_receive_ms, r.commit_point_ms) << step << ": " << topic;
+        }
+        if (a.count) {
+          EXPECT_GT(a.min_receive_ms, r.commit_point_ms) << step << ": " << topic;
+        }
       }
     }
   };
@@ -180,7 +184,9 @@ TEST(WalSettle, OutcomesForEntriesNotLiveChangeNothingAlsoAfterARestart) {
     SCOPED_TRACE(scan_first ? "scanned after the restart" : "not scanned after the restart");
     wal.reset();
     wal = std::move(Wal::Open(o)).value();
-    if (scan_first) EXPECT_EQ(ScanAll(wal.get()).size(), 4u);  // e[3], e[4], e[8], e[9]
+    if (scan_first) {
+      EXPECT_EQ(ScanAll(wal.get()).size(), 4u);  // e[3], e[4], e[8], e[9]
+    }
     const TopicStats restarted = wal->GetStats().topics["t"];
     ASSERT_TRUE(wal->Settle(again).ok());
     t = wal->GetStats().topics["t"];

@@ -118,6 +118,20 @@ struct Shares {
   }
 };
 
+// What the window has left during one read pass, and taking an entry into it.
+struct Room {
+  uint64_t messages = 0;
+  uint64_t bytes = 0;
+  bool Empty() const { return messages == 0 || bytes == 0; }
+  wal::ScanChoice Take(TopicState& ts, size_t size) {
+    messages -= std::min<uint64_t>(messages, 1);
+    bytes -= std::min<uint64_t>(bytes, size);
+    ts.in_window += 1;
+    ts.window_bytes += size;
+    return wal::ScanChoice::kTake;
+  }
+};
+
 // The ordered lane of a keyed entry: Kafka's default partitioner (murmur2, as the Java
 // client), so keyed data lands where other producers put it.
 int32_t KeyPartition(std::string_view key, int partition_count);

@@ -106,6 +106,8 @@ class DrainLoop {
   bool CatchUp(const std::string& topic, TopicState& ts, const Shares& shares);
   bool ReadNew(const Shares& shares);
   bool Admit(std::vector<wal::Entry>& entries);
+  Room WindowRoom() const;
+  void ScanFailed(const absl::Status& s);
   // True when `c` must stay unread because its lane's partition has no leader and the
   // lane holds its share already; `taken` counts what this pass took per lane.
   bool HoldsBack(TopicState& ts, const wal::ScanCandidate& c, const TopicLayout& layout,

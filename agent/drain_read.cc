@@ -16,7 +16,6 @@
 #include "agent/kafka_errors.h"
 
 namespace kspool::agent {
-
 bool DrainLoop::Refill(int64_t now) {
   size_t competing = 0;
   bool slow = false;  // a topic in the window that has not delivered for a while
@@ -49,8 +48,7 @@ bool DrainLoop::Refill(int64_t now) {
 }
 
 bool DrainLoop::CatchUp(const std::string& topic, TopicState& ts, const Shares& shares) {
-  uint64_t room = options_.max_inflight_messages - window_.size();
-  uint64_t room_bytes = options_.max_inflight_bytes - window_bytes_;
+  Room room = WindowRoom();
   std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(topic);
   std::map<int32_t, uint64_t> taken;
   std::optional<int64_t> stopped_at_ms;
@@ -60,21 +58,16 @@ bool DrainLoop::CatchUp(const std::string& topic, TopicState& ts, const Shares& 
       {std::max(ts.unread_from, ts.scan_from), cursor_, options_.scan_max_keys},
       [&](const wal::ScanCandidate& c) {
         if (c.topic != topic || window_.count(c.seq)) return wal::ScanChoice::kSkip;
-        if (room == 0 || room_bytes == 0 || shares.Full(ts)) {
+        if (room.Empty() || shares.Full(ts)) {
           stopped_at_ms = c.receive_time_ms;
           return wal::ScanChoice::kStop;
         }
         if (HoldsBack(ts, c, *layout, shares, &taken)) return wal::ScanChoice::kSkip;
-        --room;
-        room_bytes -= std::min<uint64_t>(room_bytes, c.size);
-        ts.in_window += 1;
-        ts.window_bytes += c.size;
-        return wal::ScanChoice::kTake;
+        return room.Take(ts, c.size);
       },
       &entries, &next);
   if (!s.ok()) {
-    spdlog::warn("drain: WAL scan failed, retrying: {}", s.ToString());
-    Degraded("wal_scan_failed");
+    ScanFailed(s);
   } else if (next >= cursor_ && ts.skipped_lanes.empty()) {
     ts.ClearUnread();  // caught up: its newer entries are read in the main pass again
   } else {
@@ -105,10 +98,7 @@ bool DrainLoop::HoldsBack(TopicState& ts, const wal::ScanCandidate& c, const Top
 }
 
 bool DrainLoop::ReadNew(const Shares& shares) {
-  uint64_t room = options_.max_inflight_messages - std::min<uint64_t>(
-                                                       window_.size(), options_.max_inflight_messages);
-  uint64_t room_bytes = options_.max_inflight_bytes -
-                        std::min<uint64_t>(window_bytes_, options_.max_inflight_bytes);
+  Room room = WindowRoom();
   std::vector<wal::Entry> entries;
   uint64_t next = cursor_;
   std::map<std::string_view, std::map<int32_t, uint64_t>> taken;  // per topic and lane
@@ -128,25 +118,29 @@ bool DrainLoop::ReadNew(const Shares& shares) {
             layout = options_.partitions->Get(t->first);
             layout_topic = t->first;
           }
-          if (room == 0 || room_bytes == 0 || shares.Full(ts) ||
+          if (room.Empty() || shares.Full(ts) ||
               HoldsBack(ts, c, *layout, shares, &taken[t->first])) {
             ts.MarkUnread(c.seq, c.receive_time_ms);
             return wal::ScanChoice::kSkip;
           }
         }
-        room -= std::min<uint64_t>(room, 1);
-        room_bytes -= std::min<uint64_t>(room_bytes, c.size);
-        ts.in_window += 1;
-        ts.window_bytes += c.size;
-        return wal::ScanChoice::kTake;
+        return room.Take(ts, c.size);
       },
       &entries, &next);
-  if (!s.ok()) {
-    spdlog::warn("drain: WAL scan failed, retrying: {}", s.ToString());
-    Degraded("wal_scan_failed");
-  }
+  if (!s.ok()) ScanFailed(s);
   cursor_ = std::max(cursor_, next);
   return Admit(entries);
+}
+
+Room DrainLoop::WindowRoom() const {
+  return {options_.max_inflight_messages -
+              std::min<uint64_t>(window_.size(), options_.max_inflight_messages),
+          options_.max_inflight_bytes - std::min<uint64_t>(window_bytes_, options_.max_inflight_bytes)};
+}
+
+void DrainLoop::ScanFailed(const absl::Status& s) {
+  spdlog::warn("drain: WAL scan failed, retrying: {}", s.ToString());
+  Degraded("wal_scan_failed");
 }
 
 bool DrainLoop::Admit(std::vector<wal::Entry>& entries) {

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <deque>
+#include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <string>
@@ -47,6 +49,9 @@ class RocksWal final : public Wal {
   absl::StatusOr<int64_t> ReceiveTimeBound(uint64_t from_seq) override;
   absl::Status SaveCommitPoints(const CommitPoints& points) override;
   CommitPoints SavedCommitPoints() const override;
+  absl::StatusOr<DeadLetterTrim> TrimDeadLetters() override;
+  std::vector<std::string> TrackedTopics() const override;
+  absl::StatusOr<std::vector<std::string>> ForgetIdleTopics() override;
   absl::Status CompactDeadRange() override;
   Stats GetStats() const override;
   Report GetReport() const override;
@@ -75,6 +80,19 @@ class RocksWal final : public Wal {
     AppendResult result;
   };
 
+  // What one Settle changes in `after_` (rocks_wal_report.cc): the new counts of the
+  // buckets it touched, or, when the table was coarsened, the whole new table.
+  struct SplitChange {
+    std::map<int64_t, OutcomeTable> put;
+    bool coarsened = false;
+  };
+  // What saving a commit point folds from `after_` into `before_`.
+  struct Fold {
+    OutcomeTable before;
+    std::optional<int64_t> last_folded;  // key of the newest bucket folded
+    int64_t report_point_ms = 0;
+  };
+
   explicit RocksWal(Options options) : options_(std::move(options)) {}
   absl::StatusOr<std::unique_ptr<OpenDb>> OpenDatabase();
   // Options::read_only: refuses a directory that is not a kspool WAL; writes nothing.
@@ -95,13 +113,29 @@ class RocksWal final : public Wal {
       ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   absl::Status ClosedError() const;
   // The commit-point split of the settled counts (rocks_wal_report.cc). Settle adds to
-  // `after_`; saving a commit point folds what it passed into `before_`.
+  // `after_` (merging buckets beyond Options::max_report_buckets); saving a commit point
+  // folds the buckets it passed into `before_`.
   void SplitSettled(const std::vector<Outcome>& outcomes, rocksdb::WriteBatch* wb,
-                    std::map<int64_t, OutcomeTable>* updated) const
+                    SplitChange* change) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
-  void FoldSplit(int64_t commit_point_ms, rocksdb::WriteBatch* wb, OutcomeTable* before) const
+  void ApplySplit(SplitChange change) ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_, mu_);
+  void FoldSplit(int64_t commit_point_ms, rocksdb::WriteBatch* wb, Fold* fold) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  void ApplyFold(Fold fold) ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_, mu_);
   void LoadSplit(std::string_view key, std::string_view value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Admission of one append into the group being formed (rocks_wal_limits.cc): the WAL's
+  // capacity and the per-topic limit. `group_topics` holds the bytes per topic already
+  // admitted into the group, and gains the request's on success.
+  absl::Status Admit(const AppendBatch& batch, uint64_t group_bytes,
+                     std::map<std::string, uint64_t>* group_topics)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Refuses an AppendAsync() that would overfill the queue (Options::max_queue_bytes).
+  absl::Status AdmitToQueue(const AppendBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Marks the topics of a group being written as active at `receive_ms`.
+  void TouchTopics(const std::map<std::string, Counts>& topics, int64_t receive_ms)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `points` without the topics forgotten meanwhile.
+  CommitPoints KeepTracked(const CommitPoints& points) ABSL_LOCKS_EXCLUDED(mu_);
   // Makes a failed write sticky (LevelDB's RecordBackgroundError).
   void RecordWriteError(const rocksdb::Status& s, std::string_view what) ABSL_LOCKS_EXCLUDED(mu_);
   void RecordWriteErrorLocked(const rocksdb::Status& s, std::string_view what)
@@ -133,8 +167,20 @@ class RocksWal final : public Wal {
   uint64_t appended_messages_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t reopens_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t head_ ABSL_GUARDED_BY(mu_) = 1;    // oldest live seq, or committed_next_ when empty
-  OutcomeTable before_ ABSL_GUARDED_BY(mu_);  // received <= saved commit point
-  std::map<int64_t, OutcomeTable> after_ ABSL_GUARDED_BY(mu_);  // by receive time
+  OutcomeTable before_ ABSL_GUARDED_BY(mu_);  // received <= report_point_ms_
+  // Settled after report_point_ms_, by time bucket: keyed by the lowest receive time it
+  // may hold; buckets are disjoint, each spanning [key, max receive time in it].
+  std::map<int64_t, OutcomeTable> after_ ABSL_GUARDED_BY(mu_);
+  int64_t report_point_ms_ ABSL_GUARDED_BY(mu_) = 0;  // <= saved_points_.global_ms
+  uint64_t report_coarsenings_ ABSL_GUARDED_BY(mu_) = 0;
+  // Bounds (rocks_wal_limits.cc, rocks_wal_dead.cc).
+  uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // batches in queue_
+  std::map<std::string, uint64_t> refused_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> topic_full_refused_ ABSL_GUARDED_BY(mu_);
+  Counts dead_ ABSL_GUARDED_BY(mu_);  // dead letters; changed only under settle_mu_ too
+  // Tracked topics -> receive time of their last append (or when tracking started).
+  std::map<std::string, int64_t> tracked_ ABSL_GUARDED_BY(mu_);
+  uint64_t topics_forgotten_ ABSL_GUARDED_BY(mu_) = 0;
 
   // Settle() is serialized: it owns the delete bookkeeping.
   mutable Mutex settle_mu_;

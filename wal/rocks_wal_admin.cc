@@ -43,6 +43,9 @@ class ReadOnlyWal final : public Wal {
   }
   absl::Status SaveCommitPoints(const CommitPoints&) override { return Refused(); }
   CommitPoints SavedCommitPoints() const override { return wal_->SavedCommitPoints(); }
+  absl::StatusOr<DeadLetterTrim> TrimDeadLetters() override { return Refused(); }
+  std::vector<std::string> TrackedTopics() const override { return wal_->TrackedTopics(); }
+  absl::StatusOr<std::vector<std::string>> ForgetIdleTopics() override { return Refused(); }
   absl::Status CompactDeadRange() override { return Refused(); }
   Stats GetStats() const override { return wal_->GetStats(); }
   Report GetReport() const override { return wal_->GetReport(); }
@@ -178,11 +181,14 @@ absl::StatusOr<std::vector<ReplayedEntry>> RocksWal::ReplayDeadLetters(
   };
   std::vector<Revived> records;         // in dead-letter sequence order
   std::map<std::string, Counts> added;  // by topic
+  Counts revived;                       // leaving the dead letters
   for (uint64_t seq : wanted) {
     std::string v;
     rocksdb::Status s = db_->db->Get(rocksdb::ReadOptions(), db_->dead, keys::Seq(seq), &v);
     if (s.IsNotFound()) return absl::NotFoundError("no dead letter " + std::to_string(seq));
     RETURN_IF_ERROR(FromRocks(s, "read dead letter " + std::to_string(seq)));
+    revived.count += 1;
+    revived.bytes += v.size();
     ASSIGN_OR_RETURN(DeadLetter d, DecodeDeadLetter(seq, v));
     absl::StatusOr<Record> rec = DecodeRecord(d.raw);
     if (!rec.ok()) {
@@ -204,8 +210,11 @@ absl::StatusOr<std::vector<ReplayedEntry>> RocksWal::ReplayDeadLetters(
   }
   uint64_t bytes = 0;
   for (const auto& [topic, c] : added) bytes += c.bytes;
-  if (options_.max_bytes > 0 && live_bytes_ + bytes > options_.max_bytes) {
-    const uint64_t in_use = live_bytes_;
+  // The revived dead letters leave the dead store in the same batch.
+  const Counts dead = {dead_.count - std::min(dead_.count, revived.count),
+                       dead_.bytes - std::min(dead_.bytes, revived.bytes)};
+  if (options_.max_bytes > 0 && live_bytes_ + dead.bytes + bytes > options_.max_bytes) {
+    const uint64_t in_use = live_bytes_ + dead_.bytes;
     mu_.Unlock();
     return absl::ResourceExhaustedError("WAL full: replaying needs " + std::to_string(bytes) +
                                         " bytes, " + std::to_string(in_use) + " of " +
@@ -230,8 +239,9 @@ absl::StatusOr<std::vector<ReplayedEntry>> RocksWal::ReplayDeadLetters(
     total.count += c.count;
     total.bytes += c.bytes;
     accepted[topic] = total;
-    wb.Put(db_->meta, keys::Accepted(topic), keys::EncodeCounts(total));
+    wb.Put(db_->meta, keys::Accepted(topic), keys::EncodeAccepted(total, receive_ms));
   }
+  wb.Put(db_->meta, keys::kDeadLetters, keys::EncodeCounts(dead));
   wb.Put(db_->meta, keys::kNextSeq, keys::U64(seq));
   wb.Put(db_->meta, keys::kLastReceive, keys::U64(static_cast<uint64_t>(receive_ms)));
   rocksdb::WriteOptions wo;
@@ -245,7 +255,11 @@ absl::StatusOr<std::vector<ReplayedEntry>> RocksWal::ReplayDeadLetters(
   }
   next_seq_ = committed_next_ = seq;
   live_bytes_ += bytes;
-  for (auto& [topic, c] : accepted) topics_[topic].accepted = c;
+  dead_ = dead;
+  for (auto& [topic, c] : accepted) {
+    topics_[topic].accepted = c;
+    tracked_[topic] = receive_ms;
+  }
   mu_.Unlock();
   return replayed;
 }
@@ -261,13 +275,23 @@ absl::Status RocksWal::PurgeDeadLetters(const std::vector<uint64_t>& seqs) {
     if (!write_error_.ok()) return write_error_;
   }
   rocksdb::WriteBatch wb;
+  Counts purged;
   for (uint64_t seq : wanted) {
     std::string v;
     rocksdb::Status s = db_->db->Get(rocksdb::ReadOptions(), db_->dead, keys::Seq(seq), &v);
     if (s.IsNotFound()) return absl::NotFoundError("no dead letter " + std::to_string(seq));
     RETURN_IF_ERROR(FromRocks(s, "read dead letter " + std::to_string(seq)));
     wb.Delete(db_->dead, keys::Seq(seq));
+    purged.count += 1;
+    purged.bytes += v.size();
   }
+  Counts dead;
+  {
+    MutexLock l(&mu_);  // dead_ changes only under settle_mu_, which this holds
+    dead = {dead_.count - std::min(dead_.count, purged.count),
+            dead_.bytes - std::min(dead_.bytes, purged.bytes)};
+  }
+  wb.Put(db_->meta, keys::kDeadLetters, keys::EncodeCounts(dead));
   rocksdb::WriteOptions wo;
   wo.sync = true;
   rocksdb::Status s = db_->db->Write(wo, &wb);
@@ -275,6 +299,8 @@ absl::Status RocksWal::PurgeDeadLetters(const std::vector<uint64_t>& seqs) {
     RecordWriteError(s, "dead-letter purge");
     return FromRocks(s, "purge dead letters");
   }
+  MutexLock l(&mu_);
+  dead_ = dead;
   return absl::OkStatus();
 }
 

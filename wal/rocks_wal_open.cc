@@ -22,6 +22,26 @@ std::string RandomAgentId() {
 
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
+// The dead letters' totals of a WAL written before they were kept in `meta`: counted
+// once, and saved (unless read-only) so that later opens do not count again.
+absl::StatusOr<Counts> CountDeadLetters(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* dead,
+                                        bool save, rocksdb::ColumnFamilyHandle* meta) {
+  Counts c;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), dead));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    c.count += 1;
+    c.bytes += it->value().size();
+  }
+  RETURN_IF_ERROR(FromRocks(it->status(), "count dead letters"));
+  if (save) {
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    RETURN_IF_ERROR(FromRocks(db->Put(wo, meta, keys::kDeadLetters, keys::EncodeCounts(c)),
+                              "save the dead letters' totals"));
+  }
+  return c;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Wal>> Wal::Open(Options options) {
@@ -148,6 +168,16 @@ absl::Status RocksWal::LoadState(bool reopen) {
   if (has_last) last_receive = static_cast<int64_t>(keys::ParseU64(v));
   ASSIGN_OR_RETURN(bool has_cp, get(keys::kCommitPoint, &v));
   if (has_cp) points.global_ms = static_cast<int64_t>(keys::ParseU64(v));
+  int64_t report_point = points.global_ms;  // in WALs written before it was kept apart
+  ASSIGN_OR_RETURN(bool has_report_point, get(keys::kReportPoint, &v));
+  if (has_report_point) report_point = static_cast<int64_t>(keys::ParseU64(v));
+  int64_t persisted_floor = 0;
+  ASSIGN_OR_RETURN(bool has_floor, get(keys::kReceiveFloor, &v));
+  if (has_floor) persisted_floor = static_cast<int64_t>(keys::ParseU64(v));
+  Counts dead;
+  ASSIGN_OR_RETURN(bool has_dead, get(keys::kDeadLetters, &v));
+  if (has_dead) dead = keys::ParseCounts(v);
+  std::map<std::string, int64_t> last_append;  // by topic, where recorded
 
   std::vector<std::pair<std::string, std::string>> split;
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), db_->meta));
@@ -160,7 +190,9 @@ absl::Status RocksWal::LoadState(bool reopen) {
       points.topics_ms[std::string(k.substr(keys::kCommitPointTopicPrefix.size()))] =
           static_cast<int64_t>(keys::ParseU64(val));
     } else if (StartsWith(k, keys::kAcceptedPrefix)) {
-      topics[std::string(k.substr(keys::kAcceptedPrefix.size()))].accepted = keys::ParseCounts(val);
+      std::string topic(k.substr(keys::kAcceptedPrefix.size()));
+      topics[topic].accepted = keys::ParseCounts(val);
+      if (auto last = keys::ParseAcceptedLast(val)) last_append[topic] = *last;
     } else if (StartsWith(k, keys::kDeliveredPrefix)) {
       topics[std::string(k.substr(keys::kDeliveredPrefix.size()))].delivered = keys::ParseCounts(val);
     } else if (StartsWith(k, keys::kDiscardedPrefix)) {
@@ -169,10 +201,19 @@ absl::Status RocksWal::LoadState(bool reopen) {
       if (slash == std::string_view::npos) continue;
       topics[std::string(rest.substr(0, slash))].discarded[std::string(rest.substr(slash + 1))] =
           keys::ParseCounts(val);
+    } else if (StartsWith(k, keys::kDeadDroppedPrefix)) {
+      std::string_view rest = k.substr(keys::kDeadDroppedPrefix.size());
+      size_t slash = rest.find('/');
+      if (slash == std::string_view::npos) continue;
+      topics[std::string(rest.substr(0, slash))].dead_dropped[std::string(rest.substr(slash + 1))] =
+          keys::ParseCounts(val);
     }
   }
   RETURN_IF_ERROR(FromRocks(it->status(), "read WAL meta"));
   it.reset();
+  if (!has_dead) {
+    ASSIGN_OR_RETURN(dead, CountDeadLetters(db, db_->dead, !options_.read_only, meta));
+  }
 
   // The log's own last key is authoritative if meta somehow lags behind it.
   std::unique_ptr<rocksdb::Iterator> log_it(db->NewIterator(rocksdb::ReadOptions(), db_->log));
@@ -202,12 +243,31 @@ absl::Status RocksWal::LoadState(bool reopen) {
   before_.clear();
   after_.clear();
   for (const auto& [k, val] : split) LoadSplit(k, val);
+  report_point_ms_ = report_point;
   live_bytes_ = 0;
   for (const auto& [t, ts] : topics_) live_bytes_ += ts.pending().bytes;
+  dead_ = dead;
   saved_points_ = points;
   int64_t max_point = points.global_ms;
   for (const auto& [t, ms] : points.topics_ms) max_point = std::max(max_point, ms);
-  receive_floor_ms_ = std::max({receive_floor_ms_, last_receive_ms_, max_point + 1});
+  receive_floor_ms_ =
+      std::max({receive_floor_ms_, last_receive_ms_, max_point + 1, persisted_floor});
+  // Tracked: topics with a saved point or live entries. Idle time counts from their last
+  // append, or from now when that is not recorded.
+  const int64_t now = std::max(options_.clock->NowMillis(), last_receive_ms_);
+  std::map<std::string, int64_t> tracked;
+  auto track = [&](const std::string& topic) {
+    auto last = last_append.find(topic);
+    tracked.emplace(topic, last != last_append.end() ? last->second : now);
+  };
+  for (const auto& [t, ms] : points.topics_ms) track(t);
+  for (const auto& [t, ts] : topics_) {
+    if (ts.pending().count > 0) track(t);
+  }
+  if (reopen) {
+    for (const auto& [t, last] : tracked_) tracked[t] = last;
+  }
+  tracked_ = std::move(tracked);
   write_error_ = absl::OkStatus();
   return absl::OkStatus();
 }

@@ -120,15 +120,22 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
     run = end;
   }
   uint64_t bytes = 0;
+  Counts added;  // to the dead letters
   for (const Outcome& o : outcomes) {
     bytes += o.size;
-    if (!o.discard_reason.empty()) wb.Put(db_->dead, keys::Seq(o.seq), EncodeDeadLetter(o, now_ms));
+    if (o.discard_reason.empty()) continue;
+    std::string letter = EncodeDeadLetter(o, now_ms);
+    added.count += 1;
+    added.bytes += letter.size();
+    wb.Put(db_->dead, keys::Seq(o.seq), letter);
   }
   // New totals of the touched counters, aggregated per (topic, outcome) first: a batch
   // holds thousands of messages but only a few topics.
   std::map<std::string, TopicStats> totals;
+  Counts dead;  // the dead letters' totals after this batch
   {
     MutexLock l(&mu_);
+    dead = {dead_.count + added.count, dead_.bytes + added.bytes};
     const Outcome* last = nullptr;
     Counts* last_counts = nullptr;
     for (const Outcome& o : outcomes) {
@@ -152,7 +159,8 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
       wb.Put(db_->meta, keys::Discarded(topic, reason), keys::EncodeCounts(c));
     }
   }
-  std::map<int64_t, OutcomeTable> split;
+  if (added.count > 0) wb.Put(db_->meta, keys::kDeadLetters, keys::EncodeCounts(dead));
+  SplitChange split;
   SplitSettled(outcomes, &wb, &split);
   rocksdb::WriteOptions wo;
   wo.sync = true;
@@ -170,11 +178,8 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
       for (auto& [reason, c] : t.discarded) topics_[topic].discarded[reason] = c;
     }
     live_bytes_ -= std::min(live_bytes_, bytes);
-    for (auto& [rt, table] : split) {
-      for (auto& [topic, outcomes_of] : table) {
-        for (auto& [outcome, c] : outcomes_of) after_[rt][topic][outcome] = c;
-      }
-    }
+    dead_ = dead;
+    ApplySplit(std::move(split));
     limit = committed_next_;
   }
   if (range_deleted) {

@@ -18,6 +18,14 @@ Stats RocksWal::GetStats() const {
     s.appends = appends_;
     s.appended_messages = appended_messages_;
     s.capacity_bytes = options_.max_bytes;
+    s.dead_letters = dead_;
+    s.queued_bytes = queued_bytes_;
+    s.refused = refused_;
+    s.topic_full_refused = topic_full_refused_;
+    s.tracked_topics = tracked_.size();
+    s.topics_forgotten = topics_forgotten_;
+    s.report_buckets = after_.size();
+    s.report_coarsenings = report_coarsenings_;
     head = head_;
     limit = committed_next_;
   }
@@ -35,10 +43,11 @@ CommitPoints RocksWal::SavedCommitPoints() const {
   return saved_points_;
 }
 
-absl::Status RocksWal::SaveCommitPoints(const CommitPoints& points) {
+absl::Status RocksWal::SaveCommitPoints(const CommitPoints& requested) {
   MutexLock settle(&settle_mu_);
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
+  const CommitPoints points = KeepTracked(requested);
   rocksdb::WriteBatch wb;
   wb.Put(db_->meta, keys::kCommitPoint, keys::U64(static_cast<uint64_t>(points.global_ms)));
   int64_t max_point = points.global_ms;
@@ -53,8 +62,8 @@ absl::Status RocksWal::SaveCommitPoints(const CommitPoints& points) {
   }
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  OutcomeTable before;
-  FoldSplit(points.global_ms, &wb, &before);
+  Fold fold;
+  FoldSplit(points.global_ms, &wb, &fold);
   rocksdb::Status s = db_->db->Write(wo, &wb);
   if (!s.ok()) {
     RecordWriteError(s, "commit point write");
@@ -62,8 +71,7 @@ absl::Status RocksWal::SaveCommitPoints(const CommitPoints& points) {
   }
   MutexLock l(&mu_);
   saved_points_ = points;
-  before_ = std::move(before);
-  after_.erase(after_.begin(), after_.upper_bound(points.global_ms));
+  ApplyFold(std::move(fold));
   return absl::OkStatus();
 }
 

@@ -19,6 +19,7 @@
 #include "agent/kafka_metadata.h"
 #include "agent/metrics.h"
 #include "agent/spool_service.h"
+#include "agent/wal_maintenance.h"
 #include "wal/wal.h"
 
 namespace kspool::agent {
@@ -63,6 +64,7 @@ class Agent {
   std::unique_ptr<DrainLoop> drain_;
   std::unique_ptr<KafkaMetadata> metadata_;
   std::unique_ptr<Heartbeater> heartbeater_;
+  std::unique_ptr<WalMaintenance> maintenance_;
   std::unique_ptr<SpoolService> spool_;
   std::unique_ptr<AdminService> admin_;
   std::unique_ptr<grpc::Server> server_;

@@ -58,6 +58,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
   wo.max_dead_letter_bytes = config.dead_letter_max_bytes.Of(wo.max_bytes);
   wo.max_dead_letter_age_ms = static_cast<int64_t>(config.dead_letter_max_age_ms);
   wo.topic_idle_forget_ms = static_cast<int64_t>(config.topic_idle_forget_ms);
+  wo.max_tracked_topics = config.max_tracked_topics;
   wo.on_group_commit = [metrics](size_t n, double s) { metrics->ObserveGroupCommit(n, s); };
   absl::StatusOr<std::unique_ptr<wal::Wal>> wal = wal::Wal::Open(wo);
   if (!wal.ok()) return wal.status();

@@ -1,6 +1,7 @@
 #include "agent/config.h"
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -176,6 +177,17 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   add("wal-reopen-interval-ms", &c.wal_reopen_interval_ms,
       "After a WAL I/O error (e.g. full disk), how often to try reopening it")
       ->check(CLI::PositiveNumber);
+  add("max-tracked-topics", &c.max_tracked_topics,
+      "Most topics whose commit points are tracked; beyond it the longest idle ones with "
+      "nothing in the WAL stop being tracked early; 0 = no cap")
+      ->check([](const std::string& v) {
+        // CLI11 would saturate a number too large for 64 bits instead of refusing it.
+        uint64_t n = 0;
+        auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        return ec == std::errc() && end == v.data() + v.size()
+                   ? std::string()
+                   : "'" + v + "' is not a count that fits 64 bits";
+      });
   std::string heartbeat_interval = "0";
   add_parsed("heartbeat-interval", &heartbeat_interval,
              "Send a heartbeat with the commit point to every partition of the heartbeat "

@@ -48,8 +48,10 @@ struct Config {
   // are removed, counted as kspool_dead_letters_dropped_total.
   ByteSize dead_letter_max_bytes{0, 10};
   uint64_t dead_letter_max_age_ms = 7 * 86'400'000ull;
-  // A topic with nothing in the WAL and no Send for this long stops being tracked.
+  // A topic with nothing in the WAL and no Send for this long stops being tracked, and
+  // so do the longest idle beyond max_tracked_topics.
   uint64_t topic_idle_forget_ms = 86'400'000;
+  uint64_t max_tracked_topics = 10000;
 
   // Request limits (bad input is INVALID_ARGUMENT).
   uint64_t max_message_bytes = 1 << 20;

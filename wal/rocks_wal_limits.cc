@@ -6,7 +6,10 @@
 //  * Per topic (Options::max_topic_bytes): a topic that cannot drain fills at most that
 //    much; only its own appends are refused, other topics' still go in.
 //  * Tracked topics: a topic with nothing live and no append for
-//    Options::topic_idle_forget_ms loses its commit point; its counters (the ledger) stay.
+//    Options::topic_idle_forget_ms loses its commit point, and so do the longest idle
+//    beyond Options::max_tracked_topics; their counters (the ledger) stay.
+#include <algorithm>
+
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
 #include "wal/status.h"
@@ -96,7 +99,9 @@ CommitPoints RocksWal::KeepTracked(const CommitPoints& points) {
 
 absl::StatusOr<std::vector<std::string>> RocksWal::ForgetIdleTopics() {
   std::vector<std::string> gone;
-  if (options_.topic_idle_forget_ms <= 0) return gone;
+  const int64_t idle_ms = options_.topic_idle_forget_ms;
+  const size_t cap = options_.max_tracked_topics;
+  if (idle_ms <= 0 && cap == 0) return gone;
   MutexLock settle(&settle_mu_);  // serializes with SaveCommitPoints
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
@@ -108,10 +113,18 @@ absl::StatusOr<std::vector<std::string>> RocksWal::ForgetIdleTopics() {
   // forward hastens it; neither loses anything, a forgotten topic is tracked again at
   // its next append.
   const int64_t now = std::max(options_.clock->NowMillis(), last_receive_ms_);
+  std::vector<std::pair<int64_t, std::string>> idle;  // (last append, topic), nothing live
   for (const auto& [topic, last] : tracked_) {
-    if (now - last < options_.topic_idle_forget_ms) continue;
     auto t = topics_.find(topic);
     if (t != topics_.end() && t->second.pending().count > 0) continue;
+    idle.emplace_back(last, topic);
+  }
+  // Longest idle first: those past the idle time, then more while over the cap.
+  std::sort(idle.begin(), idle.end());
+  for (const auto& [last, topic] : idle) {
+    const bool expired = idle_ms > 0 && now - last >= idle_ms;
+    const bool over_cap = cap > 0 && tracked_.size() - gone.size() > cap;
+    if (!expired && !over_cap) break;
     gone.push_back(topic);
   }
   if (gone.empty()) return gone;

@@ -62,8 +62,10 @@ struct Options {
   uint64_t max_dead_letter_bytes = 0;
   int64_t max_dead_letter_age_ms = 0;
   // ForgetIdleTopics() stops tracking a topic with nothing in the log and no append for
-  // this long (0 = never).
+  // this long (0 = never), and, beyond max_tracked_topics tracked topics, the longest
+  // idle ones with nothing in the log (0 = no cap).
   int64_t topic_idle_forget_ms = 0;
+  size_t max_tracked_topics = 0;
   // Most time buckets in the discard report's after-commit-point table; beyond it,
   // adjacent buckets are merged (FORMAT.md, "split").
   size_t max_report_buckets = 4096;
@@ -247,9 +249,10 @@ class Wal {
   // append in the last Options::topic_idle_forget_ms, or a saved commit point.
   virtual std::vector<std::string> TrackedTopics() const = 0;
   // Stops tracking the topics idle for Options::topic_idle_forget_ms (nothing live, no
-  // append): their saved commit points are deleted, SaveCommitPoints() ignores them
-  // from then on, and future receive times stay above their last points. Their
-  // counters stay. Returns the topics forgotten.
+  // append), and beyond Options::max_tracked_topics the longest idle with nothing live:
+  // their saved commit points are deleted, SaveCommitPoints() ignores them from then
+  // on, and future receive times stay above their last points. Their counters stay.
+  // Returns the topics forgotten.
   [[nodiscard]] virtual absl::StatusOr<std::vector<std::string>> ForgetIdleTopics() = 0;
 
   // Compacts away the dead range below the oldest live entry.

@@ -92,6 +92,7 @@ TEST(Config, BoundsHaveSaneDefaults) {
   EXPECT_EQ(p.config.dead_letter_max_bytes.Of(1000), 100u) << "10% of the WAL";
   EXPECT_EQ(p.config.dead_letter_max_age_ms, 7 * 86'400'000u);
   EXPECT_EQ(p.config.topic_idle_forget_ms, 86'400'000u);
+  EXPECT_EQ(p.config.max_tracked_topics, 10000u);
 }
 
 TEST(Config, SizesTakeBytesUnitsOrAPercentOfTheWal) {
@@ -132,6 +133,9 @@ TEST(Config, SizesAndDurationsThatOverflowAreRejected) {
   p = Parse({"--max-append-queue-bytes=10%"});
   EXPECT_TRUE(p.exit) << "the queue's bound is not a share of the WAL";
   EXPECT_NE(p.output.find("max-append-queue-bytes"), std::string::npos) << p.output;
+  p = Parse({"--max-tracked-topics=99999999999999999999999"});
+  EXPECT_TRUE(p.exit);
+  EXPECT_NE(p.output.find("max-tracked-topics"), std::string::npos) << p.output;
   p = Parse({"--dead-letter-max-age=999999999999d"});
   EXPECT_TRUE(p.exit);
   EXPECT_NE(p.output.find("dead-letter-max-age"), std::string::npos) << p.output;

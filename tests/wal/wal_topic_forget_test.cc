@@ -15,11 +15,12 @@ constexpr int64_t kMinute = 60'000;
 
 class WalTopicForget : public ::testing::Test {
  protected:
-  std::unique_ptr<Wal> OpenWal() {
+  std::unique_ptr<Wal> OpenWal(size_t max_tracked_topics = 0) {
     Options o;
     o.dir = dir_.path();
     o.clock = &clock_;
     o.topic_idle_forget_ms = 60 * kMinute;
+    o.max_tracked_topics = max_tracked_topics;
     auto wal = Wal::Open(o);
     EXPECT_TRUE(wal.ok()) << wal.status();
     return std::move(wal).value();
@@ -91,6 +92,22 @@ TEST_F(WalTopicForget, ATopicWithLiveEntriesIsNeverForgotten) {
   ASSERT_TRUE(gone.ok());
   EXPECT_TRUE(gone->empty());
   EXPECT_TRUE(Tracks(wal.get(), "stuck"));
+}
+
+TEST_F(WalTopicForget, BeyondTheCapTheLongestIdleTopicsAreForgotten) {
+  auto wal = OpenWal(/*max_tracked_topics=*/2);
+  ASSERT_TRUE(wal->Append(MakeBatch("live", 1, "v")).ok());  // oldest, but not idle
+  for (const char* topic : {"t1", "t2", "t3"}) {
+    clock_.Advance(1);
+    AppendAndDeliver(wal.get(), topic);
+  }
+  absl::StatusOr<std::vector<std::string>> gone = wal->ForgetIdleTopics();
+  ASSERT_TRUE(gone.ok()) << gone.status();
+  EXPECT_EQ(*gone, (std::vector<std::string>{"t1", "t2"})) << "minutes before the idle time";
+  EXPECT_EQ(wal->TrackedTopics(), (std::vector<std::string>{"live", "t3"}));
+  gone = wal->ForgetIdleTopics();
+  ASSERT_TRUE(gone.ok());
+  EXPECT_TRUE(gone->empty()) << "at the cap";
 }
 
 TEST_F(WalTopicForget, IdleTimeSurvivesARestart) {

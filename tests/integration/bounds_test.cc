@@ -13,9 +13,7 @@ using kspool::testing::SpoolHarness;
 using namespace std::chrono_literals;
 
 std::vector<std::string> Values(const std::string& prefix, int n) {
-  std::vector<std::string> v;
-  for (int i = 0; i < n; ++i) v.push_back(prefix + std::to_string(i) + std::string(100, 'x'));
-  return v;
+  return kspool::testing::Values(prefix, n, /*pad=*/100);
 }
 
 TEST(Bounds, AFullTopicIsRefusedWhileAnotherTopicIsAcceptedAndDelivered) {

@@ -16,6 +16,7 @@
 #include "absl/base/thread_annotations.h"
 #include "rocksdb/db.h"
 #include "wal/mutex.h"
+#include "wal/seq_runs.h"
 #include "wal/wal.h"
 
 namespace kspool::wal {
@@ -184,7 +185,7 @@ class RocksWal final : public Wal {
 
   // Settle() is serialized: it owns the delete bookkeeping.
   mutable Mutex settle_mu_;
-  std::set<uint64_t> deleted_above_head_ ABSL_GUARDED_BY(settle_mu_);
+  SeqRuns deleted_above_head_ ABSL_GUARDED_BY(settle_mu_);
   // Entries below the persisted head are dead whether or not they are still stored; the
   // range delete that removes them physically trails behind, at most once a second, so
   // few range tombstones sit in the memtable (RocksDB re-fragments them for every new

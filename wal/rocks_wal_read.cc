@@ -92,8 +92,9 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
     if (i < seqs.size() && seqs[i] == cand) {
       ++cand;
       ++i;
-    } else if (deleted_above_head_.count(cand)) {
-      ++cand;
+    } else if (uint64_t end = deleted_above_head_.RunEnd(cand); end > cand) {
+      cand = end;
+      while (i < seqs.size() && seqs[i] < cand) ++i;
     } else {
       break;
     }
@@ -188,9 +189,9 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
   }
   // Entries below cand are gone; a gap (a failed append, or entries deleted before a
   // restart) is skipped by seeking to the next live one.
-  deleted_above_head_.insert(seqs.begin() + static_cast<std::ptrdiff_t>(i), seqs.end());
+  for (size_t k = i; k < seqs.size(); ++k) deleted_above_head_.Add(seqs[k]);
   uint64_t new_head = FirstLiveAtOrAfter(cand, limit).value_or(limit);
-  deleted_above_head_.erase(deleted_above_head_.begin(), deleted_above_head_.lower_bound(new_head));
+  deleted_above_head_.EraseBelow(new_head);
   MutexLock l(&mu_);
   head_ = std::max(head_, new_head);
   return absl::OkStatus();

@@ -34,6 +34,12 @@ struct OpenDb {
 // FAILED_PRECONDITION "<dir> is not a kspool WAL: <why>" (rocks_wal_admin.cc).
 absl::Status NotAKspoolWal(const std::string& dir, const std::string& why);
 
+// The dead letters' totals of a WAL written before they were kept in `meta`, counted by
+// scanning `dead` once, and saved (when `save`) so that later opens do not count again
+// (rocks_wal_dead.cc).
+absl::StatusOr<Counts> CountDeadLetters(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* dead,
+                                        bool save, rocksdb::ColumnFamilyHandle* meta);
+
 // One stored log entry as an Entry: decoded, or with its status and raw bytes.
 Entry DecodeEntry(uint64_t seq, std::string_view raw);
 

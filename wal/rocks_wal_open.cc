@@ -21,27 +21,6 @@ std::string RandomAgentId() {
 }
 
 bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
-// The dead letters' totals of a WAL written before they were kept in `meta`: counted
-// once, and saved (unless read-only) so that later opens do not count again.
-absl::StatusOr<Counts> CountDeadLetters(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* dead,
-                                        bool save, rocksdb::ColumnFamilyHandle* meta) {
-  Counts c;
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), dead));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    c.count += 1;
-    c.bytes += it->value().size();
-  }
-  RETURN_IF_ERROR(FromRocks(it->status(), "count dead letters"));
-  if (save) {
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    RETURN_IF_ERROR(FromRocks(db->Put(wo, meta, keys::kDeadLetters, keys::EncodeCounts(c)),
-                              "save the dead letters' totals"));
-  }
-  return c;
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Wal>> Wal::Open(Options options) {

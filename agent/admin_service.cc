@@ -27,7 +27,7 @@ grpc::Status AdminService::GetWalStats(grpc::ServerContext*, const kspool::v1::G
   response->set_oldest_sequence(s.oldest_seq.value_or(0));
   response->set_agent_id(s.agent_id);
   response->set_inflight_messages(drain_->inflight());
-  response->set_group_commits(s.fsyncs);
+  response->set_group_commits(s.group_commits);
   response->set_appended_messages(s.appended_messages);
   uint64_t delivered = 0;
   for (const auto& [topic, ts] : s.topics) delivered += ts.delivered.count;

@@ -44,7 +44,7 @@ DrainOptions DrainOptionsFrom(const Config& c, Clock* clock, Metrics* metrics) {
 absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentDeps deps) {
   std::unique_ptr<Agent> a(new Agent());
   a->config_ = config;
-  a->started_ms_ = deps.clock->NowMillis();
+  a->started_mono_ms_ = deps.clock->MonotonicMillis();
   a->metrics_ = std::make_unique<Metrics>(KSPOOL_VERSION);
   Metrics* metrics = a->metrics_.get();
 
@@ -74,20 +74,35 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
                wo.max_dead_letter_age_ms, wo.max_topic_bytes, wo.max_queue_bytes);
 
   a->tracker_ = std::make_unique<CommitTracker>(a->wal_.get());
-  ProducerConfig pc{config.kafka_brokers, config.kafka_options, a->agent_id_,
-                    config.max_message_age_ms};
-  a->drain_ = std::make_unique<DrainLoop>(
-      a->wal_.get(), a->tracker_.get(), [pc] { return KafkaProducer::Create(pc); },
-      DrainOptionsFrom(config, deps.clock, metrics));
-  if (absl::Status s = a->drain_->Start(); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<KafkaMetadata>> md =
       KafkaMetadata::Create(config.kafka_brokers, config.kafka_options);
   if (!md.ok()) return md.status();
   a->metadata_ = std::move(md).value();
+  PartitionCacheOptions pco;
+  pco.clock = deps.clock;
+  a->partitions_ = std::make_unique<PartitionCache>(
+      [m = a->metadata_.get()](const std::string& topic) {
+        return m->PartitionLeaders(topic, 5000);
+      },
+      pco);
+  ProducerConfig pc{config.kafka_brokers, config.kafka_options, a->agent_id_,
+                    config.max_message_age_ms};
+  DrainOptions dopt = DrainOptionsFrom(config, deps.clock, metrics);
+  dopt.partitions = a->partitions_.get();
+  a->drain_ = std::make_unique<DrainLoop>(
+      a->wal_.get(), a->tracker_.get(),
+      [pc]() -> absl::StatusOr<std::unique_ptr<Producer>> {
+        absl::StatusOr<std::unique_ptr<KafkaProducer>> p = KafkaProducer::Create(pc);
+        if (!p.ok()) return p.status();
+        return std::unique_ptr<Producer>(std::move(p).value());
+      },
+      dopt);
+  if (absl::Status s = a->drain_->Start(); !s.ok()) return s;
 
   DrainLoop* drain = a->drain_.get();
   metrics->SetSources({a->wal_.get(), a->tracker_.get(), [drain] { return drain->inflight(); },
-                       [drain] { return drain->brokers_up(); }, deps.clock});
+                       [drain] { return drain->brokers_up(); }, deps.clock,
+                       [drain] { return drain->Stuck(); }});
   a->heartbeater_ = std::make_unique<Heartbeater>(
       a->wal_.get(), a->tracker_.get(), a->metadata_.get(), metrics, [drain] { drain->Notify(); },
       deps.clock, HeartbeatOptions{config.heartbeat_interval_ms, config.heartbeat_topics});
@@ -106,8 +121,9 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
       [drain, clock, reopen = config.wal_reopen_interval_ms](absl::StatusCode code) {
         if (code == absl::StatusCode::kUnavailable) return static_cast<int64_t>(reopen);
         // WAL full: soon if Kafka is taking messages, later if it is not.
-        return clock->NowMillis() - drain->last_delivery_ms() < 5000 ? int64_t{200}
-                                                                      : int64_t{2000};
+        const int64_t last = drain->last_delivery_mono_ms();
+        return last != 0 && clock->MonotonicMillis() - last < 5000 ? int64_t{200}
+                                                                    : int64_t{2000};
       },
       metrics_.get(), metadata_.get());
   admin_ = std::make_unique<AdminService>(wal_.get(), tracker_.get(), drain, clock);

@@ -17,6 +17,8 @@
 #include "agent/heartbeater.h"
 #include "agent/http_server.h"
 #include "agent/kafka_metadata.h"
+#include "agent/kafka_producer.h"
+#include "agent/partition_cache.h"
 #include "agent/metrics.h"
 #include "agent/spool_service.h"
 #include "agent/wal_maintenance.h"
@@ -57,12 +59,13 @@ class Agent {
   std::string DiscardsJson(AdminService* admin) const;  // GET /discards
 
   Config config_;
-  int64_t started_ms_ = 0;
+  int64_t started_mono_ms_ = 0;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<wal::Wal> wal_;
   std::unique_ptr<CommitTracker> tracker_;
-  std::unique_ptr<DrainLoop> drain_;
   std::unique_ptr<KafkaMetadata> metadata_;
+  std::unique_ptr<PartitionCache> partitions_;  // uses metadata_
+  std::unique_ptr<DrainLoop> drain_;            // uses partitions_
   std::unique_ptr<Heartbeater> heartbeater_;
   std::unique_ptr<WalMaintenance> maintenance_;
   std::unique_ptr<SpoolService> spool_;

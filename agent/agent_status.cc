@@ -21,7 +21,8 @@ std::string Agent::StatusJson(Clock* clock) const {
   nlohmann::json j;
   j["version"] = KSPOOL_VERSION;
   j["agent_id"] = agent_id_;
-  j["uptime_seconds"] = (now - started_ms_) / 1000.0;
+  const int64_t mono = clock->MonotonicMillis();
+  j["uptime_seconds"] = (mono - started_mono_ms_) / 1000.0;
   j["wal"] = {{"dir", config_.wal_dir},
               {"entries", st.entries},
               {"bytes", st.bytes},
@@ -33,8 +34,21 @@ std::string Agent::StatusJson(Clock* clock) const {
   j["kafka"] = {{"brokers", config_.kafka_brokers},
                 {"brokers_up", drain_->brokers_up()},
                 {"inflight_messages", drain_->inflight()},
-                {"last_delivery_ms", drain_->last_delivery_ms()},
-                {"discarded_since_start", drain_->discarded()}};
+                {"seconds_since_last_delivery",
+                 drain_->last_delivery_mono_ms() == 0
+                     ? nlohmann::json(nullptr)
+                     : nlohmann::json((mono - drain_->last_delivery_mono_ms()) / 1000.0)},
+                {"discarded_since_start", drain_->discarded()},
+                {"producers_replaced", drain_->producers_replaced()}};
+  // Topics (and their partitions without a leader) that hold entries back.
+  nlohmann::json stuck = nlohmann::json::array();
+  for (const StuckTopic& t : drain_->Stuck()) {
+    stuck.push_back({{"topic", t.topic},
+                     {"stuck_seconds", t.stuck_seconds},
+                     {"waiting_entries", t.waiting_entries},
+                     {"leaderless_partitions", t.leaderless_partitions}});
+  }
+  j["kafka"]["stuck_topics"] = stuck;
   j["commit_point"] = {{"global_ms", cp.global_ms}, {"lag_ms", now - cp.global_ms}};
   for (const auto& [topic, ms] : cp.topics_ms) j["commit_point"]["topics"][topic] = ms;
   return j.dump(2) + "\n";

@@ -2,8 +2,10 @@
 //
 // T = (receive time of the oldest entry still in the WAL) - 1 ms, or the current time
 // when the WAL is empty; per topic, the same over that topic's entries. Published
-// points never decrease, also across restarts: each is persisted (synced) before it is
-// published, and the WAL keeps future receive times above every persisted point.
+// points never decrease, also across restarts: each is saved (Wal::SaveCommitPoints)
+// before it is published, and the WAL keeps future receive times above every saved
+// point. Saving writes only when needed: the points of an idle WAL ("now") move under
+// the WAL's lease ceiling, so an idle agent syncs at most once per lease (10 s).
 // Thread safety: Update() from one thread (the drain loop); Current() from any.
 #pragma once
 

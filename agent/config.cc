@@ -1,10 +1,12 @@
 #include "agent/config.h"
 
 #include <CLI/CLI.hpp>
-#include <charconv>
+#include <cstdint>
 #include <cstdlib>
-#include <limits>
 #include <map>
+#include <optional>
+#include <string_view>
+#include <type_traits>
 
 namespace kspool::agent {
 namespace {
@@ -24,26 +26,51 @@ bool GivenOnCommandLine(const std::vector<std::string>& args, const std::string&
   return false;
 }
 
+// `text` as a whole number without a sign, if it is one and at most `max`.
+std::optional<uint64_t> ParseAtMost(std::string_view text, uint64_t max) {
+  if (text.empty()) return std::nullopt;
+  uint64_t n = 0;
+  for (char c : text) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;
+    const uint64_t d = static_cast<uint64_t>(c - '0');
+    if (n > (max - d) / 10) return std::nullopt;  // n * 10 + d > max
+    n = n * 10 + d;
+  }
+  return n;
+}
+
+// The check of every unsigned flag. Values are later added to or compared with int64
+// times and sizes (now_ms + interval, int64 byte counts), so a flag in milliseconds may
+// be at most kMaxDurationMs and any other at most INT64_MAX; "-1" would wrap to 2^64-1.
+CLI::Validator UnsignedAtMost(uint64_t max, const std::string& what) {
+  return CLI::Validator(
+      [max, what](std::string& v) -> std::string {
+        if (ParseAtMost(v, max)) return {};
+        return "'" + v + "' is not " + what + " from 0 to " + std::to_string(max);
+      },
+      "", "AT_MOST");
+}
+
 }  // namespace
 
 absl::StatusOr<uint64_t> ParseDurationMs(const std::string& text) {
   static const std::vector<std::pair<std::string, uint64_t>> kUnits = {
-      {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}};
+      {"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60'000}, {"h", 3'600'000}, {"d", 86'400'000}};
   size_t digits = 0;
   while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  if (digits == 0 || digits > 12) {
+  if (digits == 0) {
     return absl::InvalidArgumentError("'" + text + "' is not a duration (e.g. 30s, 15m, 12h, 7d)");
   }
-  uint64_t n = std::stoull(text.substr(0, digits));
   std::string unit = text.substr(digits);
-  if (unit.empty()) unit = "s";
   for (const auto& [name, ms] : kUnits) {
     if (unit != name) continue;
-    // Durations are compared as signed milliseconds.
-    if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) / ms) {
-      return absl::InvalidArgumentError("'" + text + "' is too long a duration");
+    std::optional<uint64_t> n = ParseAtMost(std::string_view(text).substr(0, digits),
+                                            kMaxDurationMs / ms);
+    if (!n) {
+      return absl::InvalidArgumentError("'" + text + "' is longer than the longest duration, " +
+                                        std::to_string(kMaxDurationMs / 86'400'000) + "d");
     }
-    return n * ms;
+    return *n * ms;
   }
   return absl::InvalidArgumentError("'" + text + "' has an unknown unit '" + unit +
                                     "' (use ms, s, m, h or d)");
@@ -64,7 +91,7 @@ absl::StatusOr<ByteSize> ParseByteSize(const std::string& text) {
   };
   size_t digits = 0;
   while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  if (digits == 0 || digits > 19) return bad("is not a size");
+  if (digits == 0) return bad("is not a size");
   ByteSize out;
   if (!text.empty() && text.back() == '%') {
     // Digits, optionally a fraction: "10%", "2.5%".
@@ -78,11 +105,13 @@ absl::StatusOr<ByteSize> ParseByteSize(const std::string& text) {
     if (out.percent > 100) return bad("is more than the whole WAL");
     return out;
   }
-  const uint64_t n = std::stoull(text.substr(0, digits));
   for (const auto& [name, mult] : kUnits) {
     if (text.substr(digits) != name) continue;
-    if (n > std::numeric_limits<uint64_t>::max() / mult) return bad("does not fit 64 bits");
-    out.bytes = n * mult;
+    // Sizes are compared with int64 byte counts, like every other byte flag.
+    std::optional<uint64_t> n = ParseAtMost(std::string_view(text).substr(0, digits),
+                                            INT64_MAX / mult);
+    if (!n) return bad("is more than " + std::to_string(INT64_MAX) + " bytes");
+    out.bytes = *n * mult;
     return out;
   }
   return bad("has an unknown unit");
@@ -101,6 +130,11 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   std::map<std::string, CLI::Option*> opts;
   auto add = [&](const std::string& name, auto* target, const std::string& help) {
     opts[name] = app.add_option("--" + name, *target, help);
+    if constexpr (std::is_same_v<std::remove_pointer_t<decltype(target)>, uint64_t>) {
+      const bool ms = name.size() > 3 && name.compare(name.size() - 3, 3, "-ms") == 0;
+      opts[name]->check(ms ? UnsignedAtMost(kMaxDurationMs, "a number of milliseconds")
+                           : UnsignedAtMost(INT64_MAX, "a whole number"));
+    }
     return opts[name];
   };
   // A flag kept as text and converted after parsing; `parse` checks it first, so that
@@ -179,22 +213,15 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
       ->check(CLI::PositiveNumber);
   add("max-tracked-topics", &c.max_tracked_topics,
       "Most topics whose commit points are tracked; beyond it the longest idle ones with "
-      "nothing in the WAL stop being tracked early; 0 = no cap")
-      ->check([](const std::string& v) {
-        // CLI11 would saturate a number too large for 64 bits instead of refusing it.
-        uint64_t n = 0;
-        auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-        return ec == std::errc() && end == v.data() + v.size()
-                   ? std::string()
-                   : "'" + v + "' is not a count that fits 64 bits";
-      });
+      "nothing in the WAL stop being tracked early; 0 = no cap");
   std::string heartbeat_interval = "0";
   add_parsed("heartbeat-interval", &heartbeat_interval,
              "Send a heartbeat with the commit point to every partition of the heartbeat "
              "topics this often, e.g. 10s; 0 = off",
              ParseDurationMs);
   add("heartbeat-topics", &c.heartbeat_topics,
-      "Topics that get heartbeats, comma-separated; empty = every topic the agent has seen")
+      "Topics that get heartbeats, comma-separated; empty = every topic the agent tracks "
+      "(see --topic-idle-forget)")
       ->delimiter(',');
   add("shutdown-grace-ms", &c.shutdown_grace_ms,
       "At SIGTERM, how long in-flight produce may finish; the rest stays in the WAL");

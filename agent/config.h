@@ -37,7 +37,7 @@ struct Config {
   uint64_t unknown_topic_checks = 3;
   uint64_t wal_reopen_interval_ms = 1000;  // retry period after a WAL I/O error
   uint64_t heartbeat_interval_ms = 0;      // 0: no heartbeats
-  std::vector<std::string> heartbeat_topics;  // empty: every topic the agent has seen
+  std::vector<std::string> heartbeat_topics;  // empty: every topic the WAL tracks
 
   // Bounds: what clients, time or a stuck topic can make the agent hold (0 = no bound).
   // Appends waiting for the WAL's committer, in bytes; beyond it RESOURCE_EXHAUSTED.
@@ -76,14 +76,20 @@ struct ParseOutcome {
   std::string output;
 };
 
-// `env` is the process environment (`environ`), passed in so tests can supply their own.
-// "500ms", "30s", "15m", "12h", "7d", or a plain number of seconds; "0" is zero.
+// The longest duration any flag takes (durations and *-ms flags): 100 years. Far below
+// where an int64 count of milliseconds, or of std::chrono's nanoseconds, added to the
+// current time would overflow.
+inline constexpr uint64_t kMaxDurationMs = 36500ull * 86'400'000;
+
+// "500ms", "30s", "15m", "12h", "7d", or a plain number of seconds; "0" is zero. At most
+// kMaxDurationMs; no sign.
 absl::StatusOr<uint64_t> ParseDurationMs(const std::string& text);
 
 // "1048576", "64MiB", "1GiB" (KiB, MiB, GiB, TiB), or a percent of the WAL capacity
-// such as "10%" or "2.5%"; "0" is zero. Rejects sizes that do not fit 64 bits.
+// such as "10%" or "2.5%"; "0" is zero. At most INT64_MAX bytes.
 absl::StatusOr<ByteSize> ParseByteSize(const std::string& text);
 
+// `env` is the process environment (`environ`), passed in so tests can supply their own.
 ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* env);
 
 }  // namespace kspool::agent

@@ -1,6 +1,6 @@
-// DrainLoop: the loop, reading the WAL into the window, producing, settling, commit
-// points, WAL reopening and shutdown. What a delivery report does to an entry is in
-// drain_outcomes.cc.
+// DrainLoop: the loop, settling, commit points, stuck topics, WAL reopening, producer
+// replacement and shutdown. Reading the WAL into the window is in drain_read.cc,
+// producing in drain_produce.cc, what a delivery report does in drain_outcomes.cc.
 #include "agent/drain_loop.h"
 
 #include <pthread.h>
@@ -8,10 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <iterator>
 #include <spdlog/spdlog.h>
-
-#include "agent/kafka_errors.h"
 
 namespace kspool::agent {
 
@@ -21,13 +18,13 @@ DrainLoop::DrainLoop(wal::Wal* wal, CommitTracker* tracker, ProducerFactory fact
 
 DrainLoop::~DrainLoop() { Stop(); }
 
-absl::Status DrainLoop::Start() {
-  absl::StatusOr<std::unique_ptr<KafkaProducer>> p = factory_();
+absl::Status DrainLoop::Start(bool background) {
+  absl::StatusOr<std::unique_ptr<Producer>> p = factory_();
   if (!p.ok()) return p.status();
   producer_ = std::move(p).value();
   wal_reopens_seen_ = wal_->reopens();
   replay_below_ = wal_->GetStats().next_seq;
-  thread_ = std::thread([this] { Run(); });
+  if (background) thread_ = std::thread([this] { Run(); });
   return absl::OkStatus();
 }
 
@@ -51,31 +48,16 @@ void DrainLoop::Run() {
   // 2 cores (T1): 278k -> 301k msg/s, the drain keeping up. Lowering one's own
   // priority needs no privilege, so this cannot fail.
   (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 5);
-  std::vector<DeliveryReport> reports;
   while (!stop_.load()) {
     uint64_t seen_wakes;
     {
       MutexLock l(&wake_mu_);
       seen_wakes = wake_count_;
     }
-    int64_t now = options_.clock->NowMillis();
-    MaybeReopenWal(now);
-    bool read_any = Refill();
-    ProduceDue(now);
-    reports.clear();
-    // Block in librdkafka only while it has work whose reports we wait for.
-    producer_->Poll(read_any || window_.empty() ? 0 : 5, &reports);
-    now = options_.clock->NowMillis();
-    HandleReports(reports, now);
-    SettleFinished(now, /*all=*/false);
-    ReplaceProducerIfFatal();
-    brokers_up_.store(producer_->BrokersUp());
-    if (now >= next_commit_update_ms_) {
-      UpdateCommitPoint();
-      next_commit_update_ms_ = now + static_cast<int64_t>(options_.commit_point_interval_ms);
-    }
-    if (!read_any && window_.empty()) {
-      // Idle: sleep until an append or the next commit-point update.
+    RunOnce(/*poll_ms=*/5);
+    if ((!read_any_ && window_.empty()) || !producer_) {
+      // Idle, or waiting to replace the producer: sleep until an append or the next
+      // commit-point update.
       MutexLock l(&wake_mu_);
       if (wake_count_ == seen_wakes) {
         wake_cv_.WaitFor(&wake_mu_, std::chrono::milliseconds(options_.commit_point_interval_ms));
@@ -85,9 +67,31 @@ void DrainLoop::Run() {
   DrainForShutdown();
 }
 
-void DrainLoop::MaybeReopenWal(int64_t now_ms) {
-  if (!wal_->health().ok() && now_ms >= next_reopen_ms_) {
-    next_reopen_ms_ = now_ms + static_cast<int64_t>(options_.wal_reopen_interval_ms);
+void DrainLoop::RunOnce(int poll_ms) {
+  int64_t now = options_.clock->MonotonicMillis();
+  MaybeReopenWal(now);
+  ReplaceProducerIfFatal(now);
+  read_any_ = Refill(now);
+  ProduceDue(now);
+  std::vector<DeliveryReport> reports;
+  if (producer_) {
+    // Block in the client only while it has work whose reports we wait for.
+    producer_->Poll(read_any_ || window_.empty() ? 0 : poll_ms, &reports);
+  }
+  now = options_.clock->MonotonicMillis();
+  HandleReports(reports, now);
+  SettleFinished(now, /*all=*/false);
+  brokers_up_.store(producer_ ? producer_->BrokersUp() : 0);
+  if (now >= next_commit_update_ms_) {
+    UpdateCommitPoint();
+    UpdateStuck(now);
+    next_commit_update_ms_ = now + static_cast<int64_t>(options_.commit_point_interval_ms);
+  }
+}
+
+void DrainLoop::MaybeReopenWal(int64_t now) {
+  if (!wal_->health().ok() && now >= next_reopen_ms_) {
+    next_reopen_ms_ = now + static_cast<int64_t>(options_.wal_reopen_interval_ms);
     if (absl::Status s = wal_->Reopen(); !s.ok()) {
       spdlog::warn("wal: still failing, Sends are refused until it reopens: {}", s.ToString());
       Degraded("wal_reopen_failed");
@@ -98,96 +102,17 @@ void DrainLoop::MaybeReopenWal(int64_t now_ms) {
   }
   if (wal_->reopens() != wal_reopens_seen_) {
     // Entries of a failed append may have come back below the cursor: read again from
-    // the head (Refill skips what the window already holds).
+    // the head (the reader skips what the window already holds).
     wal_reopens_seen_ = wal_->reopens();
     cursor_ = 0;
+    for (auto& [topic, ts] : topics_) ts.ClearUnread();
   }
 }
 
-bool DrainLoop::Refill() {
-  if (window_.size() >= options_.max_inflight_messages ||
-      window_bytes_ >= options_.max_inflight_bytes) {
-    return false;
-  }
-  std::vector<wal::Entry> entries;
-  absl::Status s = wal_->Scan(cursor_, options_.max_inflight_messages - window_.size(),
-                              options_.max_inflight_bytes - window_bytes_, &entries);
-  if (!s.ok()) {
-    spdlog::warn("drain: WAL scan failed, retrying: {}", s.ToString());
-    Degraded("wal_scan_failed");
-    return false;
-  }
-  bool added = false;
-  for (wal::Entry& e : entries) {
-    cursor_ = e.seq + 1;
-    if (window_.count(e.seq)) continue;
-    const uint64_t seq = e.seq;
-    window_bytes_ += e.size;
-    Slot& slot = window_[seq];
-    slot.entry = std::move(e);
-    added = true;
-    if (!slot.entry.status.ok()) {
-      // Quarantined, never a crash loop: the record is kept as stored in the dead letters.
-      Discard(seq, slot, kReasonCorrupt, slot.entry.status.ToString());
-      continue;
-    }
-    Enqueue(seq, slot);
-  }
-  inflight_.store(window_.size());
-  return added;
-}
-
-void DrainLoop::Enqueue(uint64_t seq, const Slot& slot) {
-  std::deque<uint64_t>& ready = queues_[slot.entry.record.topic].ready;
-  if (ready.empty() || seq > ready.back()) {
-    ready.push_back(seq);  // the common case: the WAL is read in order
-  } else {
-    ready.insert(std::lower_bound(ready.begin(), ready.end(), seq), seq);
-  }
-}
-
-void DrainLoop::ProduceDue(int64_t now_ms) {
-  for (auto& [topic, q] : queues_) {
-    if (!q.waiting.empty()) {
-      if (now_ms < q.retry_at_ms) continue;  // the whole topic waits for its retries
-      std::deque<uint64_t> merged;
-      std::merge(q.ready.begin(), q.ready.end(), q.waiting.begin(), q.waiting.end(),
-                 std::back_inserter(merged));
-      q.ready.swap(merged);
-      q.waiting.clear();
-    }
-    while (!q.ready.empty()) {
-      const uint64_t seq = *q.ready.begin();
-      Slot& slot = window_.at(seq);
-      if (Expired(slot, now_ms)) {
-        q.ready.pop_front();
-        Discard(seq, slot, kReasonExpired, "older than --max-message-age");
-        continue;
-      }
-      rd_kafka_resp_err_t err = producer_->Produce(slot.entry);
-      if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) return;  // try again after the next poll
-      q.ready.pop_front();
-      ++slot.attempts;
-      slot.state = Slot::kInKafka;
-      if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-        HandleReports({DeliveryReport{seq, err, rd_kafka_err2str(err)}}, now_ms);
-        if (!q.waiting.empty()) break;  // keep the rest behind the failed one
-        continue;
-      }
-      if (slot.attempts > 1 || seq < replay_below_) {
-        redelivered_.fetch_add(1);
-        if (options_.metrics) options_.metrics->Redelivered(slot.entry.record.topic);
-      }
-    }
-  }
-}
-
-void DrainLoop::SettleFinished(int64_t now_ms, bool all) {
-  if (!all && now_ms < next_settle_ms_) return;
+void DrainLoop::SettleFinished(int64_t now, bool all) {
+  if (!all && now < next_settle_ms_) return;
   std::vector<wal::Outcome> batch;
   std::vector<Slot*> slots;
-  batch.reserve(window_.size());
-  slots.reserve(window_.size());
   auto take = [&](Slot& slot) {
     slot.batched = true;
     batch.push_back(std::move(slot.outcome));
@@ -196,16 +121,16 @@ void DrainLoop::SettleFinished(int64_t now_ms, bool all) {
   for (auto it = window_.begin(); it != window_.end() && it->second.state == Slot::kSettling; ++it) {
     take(it->second);
   }
-  for (auto it = finished_.begin(); it != finished_.end(); ++it) {
-    auto w = window_.find(*it);
+  for (uint64_t seq : finished_) {
+    auto w = window_.find(seq);
     if (w == window_.end() || w->second.batched) continue;
-    if (!all && now_ms - w->second.finished_ms < static_cast<int64_t>(options_.settle_delay_ms)) {
+    if (!all && now - w->second.finished_ms < static_cast<int64_t>(options_.settle_delay_ms)) {
       break;  // later ones finished later still
     }
     take(w->second);
   }
   if (batch.empty()) return;
-  next_settle_ms_ = now_ms + static_cast<int64_t>(options_.settle_interval_ms);
+  next_settle_ms_ = now + static_cast<int64_t>(options_.settle_interval_ms);
   absl::Status s = wal_->Settle(batch);
   if (!s.ok()) {
     for (size_t k = 0; k < slots.size(); ++k) {
@@ -214,15 +139,26 @@ void DrainLoop::SettleFinished(int64_t now_ms, bool all) {
     }
     // The entries stay in the window and are settled on a later round.
     Degraded("settle_failed");
-    if (now_ms - last_settle_error_log_ms_ > 5000) {
+    if (now - last_settle_error_log_ms_ > 5000) {
       spdlog::warn("drain: removing finished entries from the WAL failed, will retry: {}",
                    s.ToString());
-      last_settle_error_log_ms_ = now_ms;
+      last_settle_error_log_ms_ = now;
     }
     return;
   }
+  // Batches hold thousands of entries of a few topics: look each topic up once per run.
+  TopicState* ts = nullptr;
+  std::string_view ts_name;
   for (const wal::Outcome& o : batch) {
     auto it = window_.find(o.seq);
+    const std::string& topic = it->second.entry.record.topic;
+    if (!ts || topic != ts_name) {
+      auto t = topics_.try_emplace(topic).first;
+      ts = &t->second;
+      ts_name = t->first;
+    }
+    ts->in_window -= 1;
+    ts->window_bytes -= it->second.entry.size;
     window_bytes_ -= it->second.entry.size;
     window_.erase(it);
   }
@@ -236,58 +172,118 @@ void DrainLoop::UpdateCommitPoint() {
     if (!slot.entry.status.ok()) return;  // its receive time is unknown: hold the point
     oldest.try_emplace(slot.entry.record.topic, slot.entry.record.receive_time_ms);
   }
+  // Entries skipped for lack of room are below the cursor but not in the window.
+  for (const auto& [topic, ts] : topics_) {
+    if (ts.unread_from == 0) continue;
+    auto [it, fresh] = oldest.try_emplace(topic, ts.unread_receive_ms);
+    if (!fresh) it->second = std::min(it->second, ts.unread_receive_ms);
+  }
   if (absl::Status s = tracker_->Update(cursor_, oldest); !s.ok()) {
     spdlog::warn("commit point: update failed, keeping the last one: {}", s.ToString());
     Degraded("commit_point_failed");
   }
 }
 
-void DrainLoop::ReplaceProducerIfFatal() {
-  std::string fatal = producer_->FatalError();
-  if (fatal.empty()) return;
-  spdlog::error("kafka: replacing the producer after a fatal error: {}", fatal);
-  Degraded("producer_replaced");
-  producer_->PurgeAll();
-  std::vector<DeliveryReport> reports;
-  producer_->Poll(0, &reports);
-  HandleReports(reports, options_.clock->NowMillis());
-  SettleFinished(options_.clock->NowMillis(), /*all=*/true);
-  absl::StatusOr<std::unique_ptr<KafkaProducer>> p = factory_();
-  if (!p.ok()) {
-    spdlog::error("kafka: cannot create a new producer: {}", p.status().ToString());
-    return;
-  }
-  producer_ = std::move(p).value();  // the old one is destroyed: no more reports from it
-  for (auto& [seq, slot] : window_) {
-    if (slot.state == Slot::kInKafka) {
-      slot.state = Slot::kReady;
-      Enqueue(seq, slot);
+std::vector<StuckTopic> DrainLoop::Stuck() const {
+  MutexLock l(&stuck_mu_);
+  return stuck_;
+}
+
+void DrainLoop::UpdateStuck(int64_t now) {
+  std::vector<StuckTopic> stuck;
+  for (auto it = topics_.begin(); it != topics_.end();) {
+    TopicState& ts = it->second;
+    if (ts.idle()) {
+      if (ts.reported_stuck) spdlog::info("drain: topic '{}' is drained again", it->first);
+      it = topics_.erase(it);  // what is tracked is bounded by the topics with work
+      continue;
     }
+    if (ts.pending_since_ms == 0) ts.pending_since_ms = now;
+    const int64_t since = std::max(ts.pending_since_ms, ts.last_delivery_ms);
+    if (now - since >= static_cast<int64_t>(options_.stuck_after_ms)) {
+      StuckTopic st{it->first, (now - since) / 1000.0, ts.in_window, {}};
+      std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(it->first);
+      for (int32_t p = 0; p < layout->partition_count(); ++p) {
+        if (!layout->HasLeader(p)) st.leaderless_partitions.push_back(p);
+      }
+      if (!ts.reported_stuck) {
+        spdlog::warn("drain: topic '{}' has had {} entries waiting and no delivery for {:.0f} s"
+                     "{}", it->first, ts.in_window, st.stuck_seconds,
+                     st.leaderless_partitions.empty() ? "" : "; partitions without a leader");
+        Degraded("topic_stuck");
+        ts.reported_stuck = true;
+      }
+      stuck.push_back(std::move(st));
+    } else if (ts.reported_stuck) {
+      spdlog::info("drain: topic '{}' delivers again", it->first);
+      ts.reported_stuck = false;
+    }
+    ++it;
   }
+  MutexLock l(&stuck_mu_);
+  stuck_ = std::move(stuck);
+}
+
+void DrainLoop::ReplaceProducerIfFatal(int64_t now) {
+  if (!producer_) {
+    if (now < next_producer_ms_) return;
+    absl::StatusOr<std::unique_ptr<Producer>> p = factory_();
+    if (!p.ok()) {
+      spdlog::error("kafka: cannot create a new producer: {}", p.status().ToString());
+      Degraded("producer_create_failed");
+    } else {
+      producer_ = std::move(p).value();
+      producers_replaced_.fetch_add(1);
+      spdlog::warn("kafka: a new producer is in place; producing again");
+      return;
+    }
+  } else {
+    std::string fatal = producer_->FatalError();
+    if (fatal.empty()) return;
+    spdlog::error("kafka: replacing the producer after a fatal error: {}", fatal);
+    Degraded("producer_replaced");
+    producer_->PurgeAll();
+    std::vector<DeliveryReport> reports;
+    producer_->Poll(0, &reports);
+    HandleReports(reports, now);  // purged entries go back to their lanes
+    SettleFinished(now, /*all=*/true);
+    for (auto& [seq, slot] : window_) {
+      if (slot.state == Slot::kInKafka) Requeue(seq, slot);  // no report is coming
+    }
+    producer_.reset();
+  }
+  // Exponential backoff: a producer that dies again at once is never replaced in a
+  // tight loop.
+  uint64_t backoff = options_.producer_backoff_ms;
+  for (int i = 0; i < producer_failures_ && backoff < options_.producer_backoff_max_ms; ++i) {
+    backoff *= 2;
+  }
+  ++producer_failures_;
+  next_producer_ms_ = now + static_cast<int64_t>(std::min(backoff, options_.producer_backoff_max_ms));
 }
 
 void DrainLoop::DrainForShutdown() {
+  if (!producer_) return;
   const int64_t deadline =
-      options_.clock->NowMillis() + static_cast<int64_t>(options_.shutdown_grace_ms);
+      options_.clock->MonotonicMillis() + static_cast<int64_t>(options_.shutdown_grace_ms);
   std::vector<DeliveryReport> reports;
-  while (producer_->OutstandingMessages() > 0 && options_.clock->NowMillis() < deadline) {
-    reports.clear();
-    producer_->Poll(50, &reports);
+  auto handle = [&] {
     for (DeliveryReport& r : reports) {
       if (r.err != RD_KAFKA_RESP_ERR_NO_ERROR) r.seq = 0;  // no retries now; nothing discarded
     }
-    HandleReports(reports, options_.clock->NowMillis());
-    SettleFinished(options_.clock->NowMillis(), /*all=*/true);
+    HandleReports(reports, options_.clock->MonotonicMillis());
+    SettleFinished(options_.clock->MonotonicMillis(), /*all=*/true);
+  };
+  while (producer_->OutstandingMessages() > 0 && options_.clock->MonotonicMillis() < deadline) {
+    reports.clear();
+    producer_->Poll(50, &reports);
+    handle();
   }
   // Whatever Kafka has not acknowledged stays in the WAL for the next start.
   producer_->PurgeAll();
   reports.clear();
   producer_->Poll(0, &reports);
-  for (DeliveryReport& r : reports) {
-    if (r.err != RD_KAFKA_RESP_ERR_NO_ERROR) r.seq = 0;
-  }
-  HandleReports(reports, options_.clock->NowMillis());
-  SettleFinished(options_.clock->NowMillis(), /*all=*/true);
+  handle();
   UpdateCommitPoint();
   producer_.reset();
   spdlog::info("drain: stopped; {} entries in flight stay in the WAL", window_.size());

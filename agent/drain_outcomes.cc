@@ -9,18 +9,29 @@
 
 namespace kspool::agent {
 
-void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_t now_ms) {
+void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_t now) {
   for (const DeliveryReport& r : reports) {
     auto it = window_.find(r.seq);
     if (it == window_.end() || it->second.state != Slot::kInKafka) continue;
     Slot& slot = it->second;
+    TopicState& ts = topics_[slot.entry.record.topic];
+    if (r.err == RD_KAFKA_RESP_ERR__PURGE_QUEUE) {
+      // Taken back before it was sent (a leaderless partition, or a new producer).
+      --slot.attempts;
+      Requeue(r.seq, slot);
+      continue;
+    }
+    auto k = ts.in_kafka.find(slot.produced_to);
+    if (k != ts.in_kafka.end() && k->second > 0) --k->second;
     if (r.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
       Finish(r.seq, slot,
              {r.seq, slot.entry.record.topic, slot.entry.size, "", "", "",
               slot.entry.record.receive_time_ms},
-             now_ms);
-      last_delivery_ms_.store(now_ms);
-      queues_[slot.entry.record.topic].failures = 0;
+             now);
+      last_delivery_ms_.store(now);
+      ts.last_delivery_ms = now;
+      producer_failures_ = 0;
+      ts.LaneOf(slot.lane).failures = 0;
       continue;
     }
     if (options_.metrics) options_.metrics->ProduceError(rd_kafka_err2name(r.err));
@@ -30,93 +41,102 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
         break;
       case ErrorClass::kCheckTopic: {
         std::string why;
-        if (TargetMissing(slot, now_ms, &why) &&
-            ++slot.topic_checks >= static_cast<int>(options_.unknown_topic_checks)) {
+        if (TargetMissing(slot, &why)) {
           Discard(r.seq, slot, DiscardReason(r.err), r.error + "; " + why);
         } else {
-          Retry(r.seq, slot, r.error, now_ms);
+          Retry(r.seq, slot, r.error, now);
         }
         break;
       }
       case ErrorClass::kTransient:
-        if (Expired(slot, now_ms)) {
+        if (Expired(slot)) {
           Discard(r.seq, slot, kReasonExpired, "older than --max-message-age; last error: " + r.error);
         } else {
-          Retry(r.seq, slot, r.error, now_ms);
+          options_.partitions->RequestRefresh(slot.entry.record.topic);  // a leader may have moved
+          Retry(r.seq, slot, r.error, now);
         }
         break;
     }
   }
 }
 
-void DrainLoop::Finish(uint64_t seq, Slot& slot, wal::Outcome outcome, int64_t now_ms) {
+void DrainLoop::Finish(uint64_t seq, Slot& slot, wal::Outcome outcome, int64_t now) {
   slot.state = Slot::kSettling;
   slot.outcome = std::move(outcome);
-  slot.finished_ms = now_ms;
+  slot.finished_ms = now;
   finished_.push_back(seq);
 }
 
-void DrainLoop::Retry(uint64_t seq, Slot& slot, const std::string& error, int64_t now_ms) {
+void DrainLoop::Retry(uint64_t seq, Slot& slot, const std::string& error, int64_t now) {
   static thread_local std::mt19937 rng{std::random_device{}()};
-  TopicQueue& q = queues_[slot.entry.record.topic];
-  if (q.waiting.empty() || now_ms >= q.retry_at_ms) {
-    // A new failed round for this topic: back off exponentially, with jitter. Failures
+  Lane& lane = topics_[slot.entry.record.topic].LaneOf(slot.lane);
+  const bool new_round = lane.waiting.empty() || now >= lane.retry_at_ms;
+  if (new_round) {
+    // A new failed round for this lane: back off exponentially, with jitter. Failures
     // that arrive while a round waits join it, so they go out together, in order.
     uint64_t backoff = options_.retry_backoff_ms;
-    for (int i = 0; i < q.failures && backoff < options_.retry_backoff_max_ms; ++i) backoff *= 2;
+    for (int i = 0; i < lane.failures && backoff < options_.retry_backoff_max_ms; ++i) backoff *= 2;
     backoff = std::min(backoff, options_.retry_backoff_max_ms);
     backoff = backoff / 2 + std::uniform_int_distribution<uint64_t>(0, backoff / 2)(rng);
-    q.retry_at_ms = std::max(q.retry_at_ms, now_ms + static_cast<int64_t>(backoff));
-    ++q.failures;
+    lane.retry_at_ms = std::max(lane.retry_at_ms, now + static_cast<int64_t>(backoff));
+    ++lane.failures;
   }
-  q.waiting.insert(seq);
+  lane.waiting.insert(seq);
   slot.state = Slot::kBackoff;
-  if (slot.attempts <= 1 || slot.attempts % 10 == 0) {
-    spdlog::warn("kafka: delivery of seq {} to {} failed (attempt {}): {}; retrying in {} ms", seq,
-                 slot.entry.record.topic, slot.attempts, error, q.retry_at_ms - now_ms);
+  // One line per failed round of a lane, not per message: a round may hold thousands.
+  if (new_round && (lane.failures <= 1 || lane.failures % 10 == 0)) {
+    spdlog::warn("kafka: delivery to {} failed (seq {}, round {}): {}; retrying the lane in {} ms",
+                 slot.entry.record.topic, seq, lane.failures, error, lane.retry_at_ms - now);
   }
 }
 
 void DrainLoop::Discard(uint64_t seq, Slot& slot, const std::string& reason,
                         const std::string& error) {
   const bool decoded = slot.entry.status.ok();
-  const std::string topic =
-      decoded ? slot.entry.record.topic : wal::SalvageTopic(slot.entry.raw);
+  const std::string& topic = slot.entry.record.topic;
   spdlog::warn("drain: discarding seq {} (topic '{}') as {}: {}; kept in the dead letters", seq,
                topic, reason, error);
   Finish(seq, slot,
          {seq, topic, slot.entry.size, reason, error,
           decoded ? wal::EncodeRecord(slot.entry.record) : slot.entry.raw,
           decoded ? slot.entry.record.receive_time_ms : 0},
-         options_.clock->NowMillis());
+         options_.clock->MonotonicMillis());
   discarded_.fetch_add(1);
 }
 
-bool DrainLoop::Expired(const Slot& slot, int64_t now_ms) const {
+bool DrainLoop::Expired(const Slot& slot) const {
+  // A message's age is measured on the wall clock, as its receive time is.
   return options_.max_message_age_ms > 0 && slot.entry.status.ok() &&
-         now_ms - slot.entry.record.receive_time_ms >
+         options_.clock->NowMillis() - slot.entry.record.receive_time_ms >
              static_cast<int64_t>(options_.max_message_age_ms);
 }
 
-bool DrainLoop::TargetMissing(const Slot& slot, int64_t now_ms, std::string* why) {
+bool DrainLoop::TargetMissing(const Slot& slot, std::string* why) {
   const std::string& topic = slot.entry.record.topic;
-  TopicCheck& check = topic_checks_[topic];
-  // One fresh look per topic and backoff period serves every entry that failed in it.
-  if (check.at_ms == 0 || now_ms - check.at_ms >= static_cast<int64_t>(options_.retry_backoff_ms)) {
-    check.partitions = producer_->PartitionCount(topic, 5000);
-    check.at_ms = now_ms;
-  }
-  if (absl::IsNotFound(check.partitions.status())) {
-    *why = "the cluster says topic " + topic + " does not exist";
-    return true;
-  }
+  TopicState& ts = topics_[topic];
+  // Fresh answers only: each one asked for after a failure counts once, for all the
+  // entries that failed meanwhile; the request never blocks the loop.
+  options_.partitions->RequestRefresh(topic);
+  std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(topic);
   const int32_t p = slot.entry.record.partition;
-  if (check.partitions.ok() && p >= *check.partitions) {
-    *why = "topic " + topic + " has " + std::to_string(*check.partitions) + " partitions, not " +
-           std::to_string(p + 1);
-    return true;
+  bool missing = false;
+  if (absl::IsNotFound(layout->status)) {
+    *why = "the cluster says topic " + topic + " does not exist";
+    missing = true;
+  } else if (layout->status.ok() && p >= layout->partition_count()) {
+    *why = "topic " + topic + " has " + std::to_string(layout->partition_count()) +
+           " partitions, not " + std::to_string(p + 1);
+    missing = true;
   }
-  return false;
+  if (!missing) {
+    if (layout->status.ok()) ts.missing_answers = 0;
+    return false;
+  }
+  if (layout->generation > ts.checked_generation) {
+    ts.checked_generation = layout->generation;
+    ++ts.missing_answers;
+  }
+  return ts.missing_answers >= static_cast<int>(options_.unknown_topic_checks);
 }
 
 }  // namespace kspool::agent

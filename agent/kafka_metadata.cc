@@ -25,14 +25,15 @@ KafkaMetadata::~KafkaMetadata() {
   if (rk_) rd_kafka_destroy(rk_);
 }
 
-absl::StatusOr<int> FreshPartitionCount(rd_kafka_t* rk, rd_kafka_topic_t* rkt,
-                                        const std::string& topic, int timeout_ms) {
+absl::StatusOr<std::vector<bool>> FreshPartitionLeaders(rd_kafka_t* rk, rd_kafka_topic_t* rkt,
+                                                        const std::string& topic, int timeout_ms) {
   const rd_kafka_metadata_t* md = nullptr;
   rd_kafka_resp_err_t err = rd_kafka_metadata(rk, 0, rkt, &md, timeout_ms);
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
     return absl::UnavailableError("metadata for topic " + topic + ": " + rd_kafka_err2str(err));
   }
-  absl::StatusOr<int> result = absl::UnavailableError("no metadata for topic " + topic);
+  absl::StatusOr<std::vector<bool>> result =
+      absl::UnavailableError("no metadata for topic " + topic);
   for (int i = 0; i < md->topic_cnt; ++i) {
     const rd_kafka_metadata_topic_t& t = md->topics[i];
     if (topic != t.topic) continue;
@@ -43,7 +44,14 @@ absl::StatusOr<int> FreshPartitionCount(rd_kafka_t* rk, rd_kafka_topic_t* rkt,
     } else if (t.partition_cnt <= 0) {
       result = absl::UnavailableError("topic " + topic + " has no partitions yet");
     } else {
-      result = t.partition_cnt;
+      std::vector<bool> leaders(static_cast<size_t>(t.partition_cnt), false);
+      for (int p = 0; p < t.partition_cnt; ++p) {
+        const rd_kafka_metadata_partition_t& mp = t.partitions[p];
+        if (mp.id >= 0 && mp.id < t.partition_cnt) {
+          leaders[static_cast<size_t>(mp.id)] = mp.leader >= 0 && mp.err == RD_KAFKA_RESP_ERR_NO_ERROR;
+        }
+      }
+      result = std::move(leaders);
     }
   }
   rd_kafka_metadata_destroy(md);
@@ -51,14 +59,21 @@ absl::StatusOr<int> FreshPartitionCount(rd_kafka_t* rk, rd_kafka_topic_t* rkt,
 }
 
 absl::StatusOr<int> KafkaMetadata::PartitionCount(const std::string& topic, int timeout_ms) {
+  absl::StatusOr<std::vector<bool>> leaders = PartitionLeaders(topic, timeout_ms);
+  if (!leaders.ok()) return leaders.status();
+  return static_cast<int>(leaders->size());
+}
+
+absl::StatusOr<std::vector<bool>> KafkaMetadata::PartitionLeaders(const std::string& topic,
+                                                                  int timeout_ms) {
   rd_kafka_topic_t* rkt;
   {
     MutexLock l(&mu_);
     rkt = rd_kafka_topic_new(rk_, topic.c_str(), nullptr);
   }
-  absl::StatusOr<int> n = FreshPartitionCount(rk_, rkt, topic, timeout_ms);
+  absl::StatusOr<std::vector<bool>> leaders = FreshPartitionLeaders(rk_, rkt, topic, timeout_ms);
   rd_kafka_topic_destroy(rkt);
-  return n;
+  return leaders;
 }
 
 }  // namespace kspool::agent

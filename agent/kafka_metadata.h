@@ -15,10 +15,11 @@
 
 namespace kspool::agent {
 
-// One fresh metadata request for `rkt` (named `topic`) on handle `rk`: the partition
-// count, NOT_FOUND if the cluster says the topic does not exist, else UNAVAILABLE.
-absl::StatusOr<int> FreshPartitionCount(rd_kafka_t* rk, rd_kafka_topic_t* rkt,
-                                        const std::string& topic, int timeout_ms);
+// One fresh metadata request for `rkt` (named `topic`) on handle `rk`: per partition id,
+// whether it has a leader; NOT_FOUND if the cluster says the topic does not exist, else
+// UNAVAILABLE.
+absl::StatusOr<std::vector<bool>> FreshPartitionLeaders(rd_kafka_t* rk, rd_kafka_topic_t* rkt,
+                                                        const std::string& topic, int timeout_ms);
 
 class KafkaMetadata {
  public:
@@ -29,6 +30,8 @@ class KafkaMetadata {
   // Partitions of `topic` from a fresh metadata request. NOT_FOUND if the cluster says
   // it does not exist; UNAVAILABLE if the cluster could not be asked in time.
   absl::StatusOr<int> PartitionCount(const std::string& topic, int timeout_ms);
+  // The same request: per partition id, whether it has a leader.
+  absl::StatusOr<std::vector<bool>> PartitionLeaders(const std::string& topic, int timeout_ms);
 
  private:
   KafkaMetadata() = default;

@@ -1,7 +1,5 @@
 #include "agent/kafka_producer.h"
 
-#include "agent/kafka_metadata.h"
-
 #include <spdlog/spdlog.h>
 
 #include <nlohmann/json.hpp>
@@ -95,7 +93,7 @@ rd_kafka_topic_t* KafkaProducer::Topic(const std::string& name) {
   return t;
 }
 
-rd_kafka_resp_err_t KafkaProducer::Produce(const wal::Entry& e) {
+rd_kafka_resp_err_t KafkaProducer::Produce(const wal::Entry& e, int32_t partition) {
   const wal::Record& r = e.record;
   rd_kafka_headers_t* hdrs = rd_kafka_headers_new(r.headers.size() + 2);
   std::string seq = std::to_string(e.seq);
@@ -108,13 +106,12 @@ rd_kafka_resp_err_t KafkaProducer::Produce(const wal::Entry& e) {
   const int64_t ts = r.client_timestamp_ms.value_or(r.receive_time_ms);
   const char* key = r.key ? r.key->data() : nullptr;
   const size_t key_len = r.key ? r.key->size() : 0;
-  const int32_t partition = r.partition < 0 ? RD_KAFKA_PARTITION_UA : r.partition;
   char* value = const_cast<char*>(r.value.data());
   const size_t value_len = r.value.size();
   void* opaque = reinterpret_cast<void*>(static_cast<uintptr_t>(e.seq));
   // No copy flag: the payload lives in the drain window until the report arrives.
   rd_kafka_resp_err_t err = rd_kafka_producev(
-      rk_, RD_KAFKA_V_RKT(topic), RD_KAFKA_V_PARTITION(partition), RD_KAFKA_V_MSGFLAGS(0),
+      rk_, RD_KAFKA_V_RKT(topic), RD_KAFKA_V_PARTITION(partition < 0 ? RD_KAFKA_PARTITION_UA : partition), RD_KAFKA_V_MSGFLAGS(0),
       RD_KAFKA_V_VALUE(value, value_len), RD_KAFKA_V_KEY(key, key_len),
       RD_KAFKA_V_TIMESTAMP(ts), RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(opaque),
       RD_KAFKA_V_END);
@@ -134,12 +131,10 @@ void KafkaProducer::Poll(int timeout_ms, std::vector<DeliveryReport>* out) {
 
 int KafkaProducer::OutstandingMessages() const { return rd_kafka_outq_len(rk_); }
 
+void KafkaProducer::PurgeQueued() { rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE); }
+
 void KafkaProducer::PurgeAll() {
   rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-}
-
-absl::StatusOr<int> KafkaProducer::PartitionCount(const std::string& topic, int timeout_ms) {
-  return FreshPartitionCount(rk_, Topic(topic), topic, timeout_ms);
 }
 
 std::string KafkaProducer::FatalError() const {

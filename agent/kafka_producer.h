@@ -1,4 +1,4 @@
-// KafkaProducer: librdkafka's producer, configured for the spool: acks=all,
+// KafkaProducer: the Producer on librdkafka, configured for the spool: acks=all,
 // idempotence on, murmur2 partitioning for keyed messages (as the Java client), and
 // the headers kspool.agent and kspool.seq on every record. Produce() does not copy the
 // payload: the caller keeps the entry alive until its delivery report.
@@ -15,17 +15,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/producer.h"
 #include "wal/wal.h"
 
 namespace kspool::agent {
-
-struct DeliveryReport {
-  uint64_t seq = 0;
-  rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
-  std::string error;  // librdkafka's text, when err is set
-  int32_t partition = -1;
-  int64_t offset = -1;
-};
 
 struct ProducerConfig {
   std::string brokers;
@@ -36,34 +29,23 @@ struct ProducerConfig {
   uint64_t max_message_age_ms = 0;
 };
 
-class KafkaProducer {
+class KafkaProducer final : public Producer {
  public:
   // INVALID_ARGUMENT names a bad or unknown librdkafka property. Properties that would
   // break the delivery guarantee (acks, enable.idempotence) cannot be overridden.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<KafkaProducer>> Create(
       const ProducerConfig& config);
-  ~KafkaProducer();
+  ~KafkaProducer() override;
 
-  // Enqueues one decoded WAL entry. Returns librdkafka's local error, e.g.
-  // RD_KAFKA_RESP_ERR__QUEUE_FULL; the entry then has no report coming.
-  rd_kafka_resp_err_t Produce(const wal::Entry& entry);
-  // Serves delivery reports for up to timeout_ms, appending them to *out.
-  void Poll(int timeout_ms, std::vector<DeliveryReport>* out);
-  // Messages produced and not yet reported.
-  int OutstandingMessages() const;
-  // Fails every message still queued or in flight; their reports come with the next
-  // Poll(). Used at shutdown and after a fatal error.
-  void PurgeAll();
-  // Asks the cluster (fresh metadata, not librdkafka's cache) how many partitions
-  // `topic` has. NOT_FOUND if the cluster says the topic does not exist; UNAVAILABLE if
-  // the cluster could not be asked.
-  absl::StatusOr<int> PartitionCount(const std::string& topic, int timeout_ms);
-  // Non-empty once librdkafka has raised a fatal (idempotence) error: the instance is
-  // then useless and must be replaced.
-  std::string FatalError() const;
+  rd_kafka_resp_err_t Produce(const wal::Entry& entry, int32_t partition) override;
+  void Poll(int timeout_ms, std::vector<DeliveryReport>* out) override;
+  int OutstandingMessages() const override;
+  void PurgeQueued() override;
+  void PurgeAll() override;
+  std::string FatalError() const override;
   // Brokers with a connection in state UP, from librdkafka's statistics (every second);
   // -1 until the first statistics arrive.
-  int BrokersUp() const { return brokers_up_.load(); }
+  int BrokersUp() const override { return brokers_up_.load(); }
 
  private:
   KafkaProducer() = default;

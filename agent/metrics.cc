@@ -158,7 +158,7 @@ class StateCollector : public prometheus::Collectable {
     auto entries = Family("kspool_wal_entries", "Messages in the WAL", MetricType::Gauge);
     auto bytes = Family("kspool_wal_bytes", "Bytes of the messages in the WAL", MetricType::Gauge);
     auto cap = Family("kspool_wal_capacity_bytes", "WAL capacity (--wal-max-bytes)", MetricType::Gauge);
-    auto fsyncs = Family("kspool_wal_fsyncs_total", "Synced WAL group commits", MetricType::Counter);
+    auto fsyncs = Family("kspool_wal_fsyncs_total", "Synced WAL writes (appends, settles, commit points, admin)", MetricType::Counter);
     auto healthy = Family("kspool_wal_healthy", "1 while the WAL accepts writes, 0 after an I/O error",
                           MetricType::Gauge);
     Add(&entries, st.entries);
@@ -172,8 +172,24 @@ class StateCollector : public prometheus::Collectable {
     auto up = Family("kspool_kafka_brokers_up", "Kafka brokers with an open connection",
                      MetricType::Gauge);
     Add(&up, s.brokers_up ? s.brokers_up() : -1);
-    std::vector<MetricFamily> out = {point, lag,    age,      received, delivered, discarded, entries,
-                                     bytes, cap,    fsyncs,   healthy,  inflight,  up};
+    auto stuck = Family("kspool_topic_stuck_seconds",
+                        "How long a topic has had entries to send and no delivery (only topics "
+                        "stuck for longer than the drain's stuck threshold appear)",
+                        MetricType::Gauge);
+    auto leaderless = Family("kspool_partition_leaderless",
+                             "1 for each partition of a stuck topic that has no leader",
+                             MetricType::Gauge);
+    if (s.stuck) {
+      for (const StuckTopic& t : s.stuck()) {
+        Add(&stuck, t.stuck_seconds, {{"topic", t.topic}});
+        for (int32_t p : t.leaderless_partitions) {
+          Add(&leaderless, 1, {{"topic", t.topic}, {"partition", std::to_string(p)}});
+        }
+      }
+    }
+    std::vector<MetricFamily> out = {point,   lag,      age,      received, delivered,
+                                     discarded, entries, bytes,   cap,      fsyncs,
+                                     healthy, inflight, up,       stuck,    leaderless};
     AddBounds(st, &out);
     return out;
   }

@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "agent/stuck_topic.h"
 #include "wal/clock.h"
 #include "wal/wal.h"
 
@@ -30,6 +31,7 @@ struct MetricSources {
   std::function<uint64_t()> inflight;
   std::function<int()> brokers_up;  // -1: unknown yet
   Clock* clock = SystemClock::Default();
+  std::function<std::vector<StuckTopic>()> stuck;  // optional
 };
 
 class Metrics {

@@ -52,9 +52,16 @@ class Reader {
     return false;
   }
   bool Bytes(std::string* s) {
+    std::string_view v;
+    if (!BytesView(&v)) return false;
+    s->assign(v);
+    return true;
+  }
+  // As Bytes(), pointing into the input instead of copying.
+  bool BytesView(std::string_view* s) {
     uint64_t n;
     if (!Varint(&n) || n > in_.size()) return false;
-    s->assign(in_.data(), n);
+    *s = in_.substr(0, n);
     in_.remove_prefix(n);
     return true;
   }

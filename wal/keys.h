@@ -52,6 +52,9 @@ inline constexpr std::string_view kHead = "head_seq";
 inline constexpr std::string_view kLastReceive = "last_receive_ms";
 inline constexpr std::string_view kCommitPoint = "commit_point_ms";
 inline constexpr std::string_view kCommitPointTopicPrefix = "commit_point_ms/";
+inline constexpr std::string_view kCommitCeiling = "commit_ceiling_ms";
+inline constexpr std::string_view kLeasedPoint = "leased_point_ms";
+inline constexpr std::string_view kLeasedPointTopicPrefix = "leased_point_ms/";
 inline constexpr std::string_view kAcceptedPrefix = "accepted/";
 inline constexpr std::string_view kDeliveredPrefix = "delivered/";
 inline constexpr std::string_view kDiscardedPrefix = "discarded/";
@@ -75,6 +78,9 @@ inline std::string DeadDropped(std::string_view topic, std::string_view limit) {
 }
 inline std::string TopicCommitPoint(std::string_view topic) {
   return std::string(kCommitPointTopicPrefix) + std::string(topic);
+}
+inline std::string TopicLeasedPoint(std::string_view topic) {
+  return std::string(kLeasedPointTopicPrefix) + std::string(topic);
 }
 
 }  // namespace kspool::wal::keys

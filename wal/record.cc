@@ -127,20 +127,33 @@ absl::StatusOr<int64_t> PeekReceiveTime(std::string_view bytes) {
   return static_cast<int64_t>(coding::GetFixed64(bytes.data() + 5));
 }
 
-std::string SalvageTopic(std::string_view bytes) {
-  if (bytes.size() <= kRecordHeaderSize) return "";
+RecordRouting PeekRouting(std::string_view bytes) {
+  RecordRouting r;
+  if (bytes.size() <= kRecordHeaderSize) return r;
   coding::Reader in(bytes.substr(kRecordHeaderSize));
   uint8_t flags;
   uint64_t ts, partition;
-  std::string topic;
-  if (!in.Byte(&flags)) return "";
-  if ((flags & kFlagClientTimestamp) && !in.Fixed64(&ts)) return "";
-  if (!in.Varint(&partition) || !in.Bytes(&topic) || topic.empty() || topic.size() > 249) return "";
-  for (char c : topic) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return "";
+  std::string_view topic;
+  if (!in.Byte(&flags)) return r;
+  if ((flags & kFlagClientTimestamp) && !in.Fixed64(&ts)) return r;
+  if (!in.Varint(&partition) || !in.BytesView(&topic) || topic.empty() || topic.size() > 249 ||
+      partition > static_cast<uint64_t>(INT32_MAX)) {
+    return r;
   }
-  return topic;
+  for (char c : topic) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return r;
+  }
+  std::string_view key;
+  if ((flags & kFlagKey) && !in.BytesView(&key)) return r;
+  r.topic = topic;
+  r.partition = static_cast<int32_t>(partition) - 1;
+  if (flags & kFlagKey) r.key = key;
+  return r;
 }
+
+std::string_view PeekTopic(std::string_view bytes) { return PeekRouting(bytes).topic; }
+
+std::string SalvageTopic(std::string_view bytes) { return std::string(PeekTopic(bytes)); }
 
 absl::StatusOr<Record> DecodeRecord(std::string_view bytes) {
   if (absl::Status s = CheckHeader(bytes); !s.ok()) return s;

@@ -65,6 +65,16 @@ absl::StatusOr<int64_t> PeekReceiveTime(std::string_view bytes);
 // Best effort for a record that fails to decode: the topic, if the bytes still hold a
 // plausible one (so a quarantined record is counted under its topic), else "".
 std::string SalvageTopic(std::string_view bytes);
+// Where a record goes, read from its first bytes without a copy and without checking the
+// checksum: for a reader that picks entries before decoding them. Points into `bytes`;
+// topic "" when the bytes do not hold a plausible one.
+struct RecordRouting {
+  std::string_view topic;
+  int32_t partition = -1;  // explicit partition, -1: the partitioner chooses
+  std::optional<std::string_view> key;
+};
+RecordRouting PeekRouting(std::string_view bytes);
+std::string_view PeekTopic(std::string_view bytes);
 
 uint32_t Crc32c(const char* data, size_t n);
 

@@ -4,6 +4,7 @@
 // touches RocksDB and exclusively by Reopen(), which swaps the database underneath.
 #pragma once
 
+#include <atomic>
 #include <deque>
 #include <map>
 #include <optional>
@@ -34,14 +35,16 @@ struct OpenDb {
 // FAILED_PRECONDITION "<dir> is not a kspool WAL: <why>" (rocks_wal_admin.cc).
 absl::Status NotAKspoolWal(const std::string& dir, const std::string& why);
 
-// The dead letters' totals of a WAL written before they were kept in `meta`, counted by
-// scanning `dead` once, and saved (when `save`) so that later opens do not count again
-// (rocks_wal_dead.cc).
-absl::StatusOr<Counts> CountDeadLetters(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* dead,
-                                        bool save, rocksdb::ColumnFamilyHandle* meta);
+// The dead letters' totals, counted by scanning `dead` (rocks_wal_dead.cc): once, for a
+// WAL written before they were kept in `meta`.
+absl::StatusOr<Counts> CountDeadLetters(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* dead);
 
 // One stored log entry as an Entry: decoded, or with its status and raw bytes.
 Entry DecodeEntry(uint64_t seq, std::string_view raw);
+
+// Commit points, scope by scope the higher of the two; the highest point of any scope.
+CommitPoints MaxOf(const CommitPoints& a, const CommitPoints& b);
+int64_t HighestPoint(const CommitPoints& p);
 
 class RocksWal final : public Wal {
  public:
@@ -52,6 +55,9 @@ class RocksWal final : public Wal {
   void AppendAsync(AppendBatch batch, AppendCallback done) override;
   absl::Status Scan(uint64_t from_seq, size_t max_entries, size_t max_bytes,
                     std::vector<Entry>* out) override;
+  absl::Status ScanChoosing(const ScanRange& range,
+                            const std::function<ScanChoice(const ScanCandidate&)>& choose,
+                            std::vector<Entry>* out, uint64_t* next) override;
   absl::Status Settle(const std::vector<Outcome>& outcomes) override;
   absl::StatusOr<int64_t> ReceiveTimeBound(uint64_t from_seq) override;
   absl::Status SaveCommitPoints(const CommitPoints& points) override;
@@ -62,7 +68,7 @@ class RocksWal final : public Wal {
   absl::Status CompactDeadRange() override;
   Stats GetStats() const override;
   Report GetReport() const override;
-  std::string agent_id() const override { return agent_id_; }
+  std::string agent_id() const override;
   absl::Status health() const override;
   absl::Status Reopen() override;
   uint64_t reopens() const override;
@@ -118,7 +124,57 @@ class RocksWal final : public Wal {
   // First live seq in [from, limit), or nullopt.
   std::optional<uint64_t> FirstLiveAtOrAfter(uint64_t from, uint64_t limit) const
       ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  // The outcomes of Settle() that are for live entries, at most one per sequence number
+  // (rocks_wal_live.cc): `outcomes` itself in the common case, else a filtered copy in
+  // `*kept`. `*seqs` gets their sequence numbers, sorted.
+  absl::StatusOr<const std::vector<Outcome>*> LiveOutcomes(const std::vector<Outcome>& outcomes,
+                                                           std::vector<uint64_t>* seqs,
+                                                           std::vector<Outcome>* kept) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  // After a Scan() that read every key in [from, end) and returned `out[first..]`:
+  // extends the region whose gaps are known (rocks_wal_live.cc).
+  void NoteScanned(uint64_t from, uint64_t end, const std::vector<Entry>& out, size_t first)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // One synced write batch, counted in Stats::fsyncs.
+  rocksdb::Status SyncedWrite(rocksdb::WriteBatch* wb) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  // Commit points and their lease (rocks_wal_commit_points.cc).
+  //
+  // True if publishing `points` needs no write: every point that moves belongs to a
+  // scope with no live entries and no group commit in flight, stays at or below the
+  // ceiling, is not a topic's first point, and the global point folds no settled
+  // message into the report (FoldsAt).
+  bool LeaseCovers(const CommitPoints& points) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes `points` (synced) with the report split folded at the global point, and the
+  // ceiling: raised if a point passes it, or removed when `closing` (every published
+  // point is then in the batch).
+  absl::Status WriteCommitPoints(const CommitPoints& points, bool closing)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_)
+          ABSL_LOCKS_EXCLUDED(mu_);
+  // The leased points an append of `topics` must persist in its own batch, as it gives
+  // their scopes live entries: the saved points above the durable ones, of the WAL and
+  // of those topics (global_ms 0: none). Taken when the group's receive time is.
+  CommitPoints LeasedPointsFor(const std::map<std::string, Counts>& topics) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PutLeasedPoints(const CommitPoints& leased, rocksdb::WriteBatch* wb) const
+      ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  // After a successful write of `points`: they are durable.
+  void NoteDurable(const CommitPoints& points) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After Open: the points to start from, given the durable ones and the ceiling.
+  CommitPoints StartPoints(const CommitPoints& durable, int64_t ceiling) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // On a clean close: persists every saved point and removes the ceiling.
+  void CloseCommitPoints() ABSL_LOCKS_EXCLUDED(settle_mu_, db_mu_, mu_);
   absl::Status ClosedError() const;
+  // Live entries in [from, limit) by topic, unreadable ones under "" (limit UINT64_MAX: to
+  // the end).
+  absl::Status CountLiveBetween(uint64_t from, uint64_t limit,
+                                std::map<std::string, Counts>* out) const
+      ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  // `given`, or a copy in `fixed` in which each discard of an unreadable record is
+  // charged to the topic whose ledger owns it (rocks_wal_attribute.cc).
+  const std::vector<Outcome>& AttributeUnreadable(const std::vector<Outcome>& given,
+                                                  std::vector<Outcome>* fixed)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   // The commit-point split of the settled counts (rocks_wal_report.cc). Settle adds to
   // `after_` (merging buckets beyond Options::max_report_buckets); saving a commit point
   // folds the buckets it passed into `before_`.
@@ -129,6 +185,11 @@ class RocksWal final : public Wal {
   void FoldSplit(int64_t commit_point_ms, rocksdb::WriteBatch* wb, Fold* fold) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   void ApplyFold(Fold fold) ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_, mu_);
+  // True if saving `commit_point_ms` would fold settled messages into `before_` (so it
+  // must be a written batch). Else ReportPointAt() is the report's point at it: the
+  // commit point, or just below a merged bucket that straddles it; never decreasing.
+  bool FoldsAt(int64_t commit_point_ms) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t ReportPointAt(int64_t commit_point_ms) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LoadSplit(std::string_view key, std::string_view value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Admission of one append into the group being formed (rocks_wal_limits.cc): the WAL's
   // capacity and the per-topic limit. `group_topics` holds the bytes per topic already
@@ -141,6 +202,11 @@ class RocksWal final : public Wal {
   // Marks the topics of a group being written as active at `receive_ms`.
   void TouchTopics(const std::map<std::string, Counts>& topics, int64_t receive_ms)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // At Open/Reopen: tracked_ from the durable `points` (on a reopen, memory's tracked_,
+  // and `points` loses the topics memory forgot), the topics with live entries, and
+  // their last appends.
+  void TrackAtOpen(bool reopen, const std::map<std::string, int64_t>& last_append,
+                   CommitPoints* points) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `points` without the topics forgotten meanwhile.
   CommitPoints KeepTracked(const CommitPoints& points) ABSL_LOCKS_EXCLUDED(mu_);
   // Makes a failed write sticky (LevelDB's RecordBackgroundError).
@@ -149,12 +215,13 @@ class RocksWal final : public Wal {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
-  std::string agent_id_;
 
   mutable SharedMutex db_mu_;
   std::unique_ptr<OpenDb> db_ ABSL_GUARDED_BY(db_mu_);  // null while reopening failed
 
   mutable Mutex mu_;
+  // Set by Open(); a Reopen() checks the directory still holds it and never changes it.
+  std::string agent_id_ ABSL_GUARDED_BY(mu_);
   // Appends waiting for the committer; a group being written stays at the front.
   std::deque<Writer> queue_ ABSL_GUARDED_BY(mu_);
   CondVar work_cv_;  // signalled when queue_ gains a writer or stopping_ is set
@@ -168,12 +235,26 @@ class RocksWal final : public Wal {
   absl::Status write_error_ ABSL_GUARDED_BY(mu_);                   // sticky until Reopen()
   std::map<std::string, TopicStats> topics_ ABSL_GUARDED_BY(mu_);
   uint64_t live_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  // Published-safe points (persisted, or leased under the ceiling); what is durable in
+  // `commit_point_ms*` and `leased_point_ms*` together; the persisted ceiling (0: none).
   CommitPoints saved_points_ ABSL_GUARDED_BY(mu_);
-  uint64_t fsyncs_ ABSL_GUARDED_BY(mu_) = 0;
+  CommitPoints durable_points_ ABSL_GUARDED_BY(mu_);
+  int64_t ceiling_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> fsyncs_{0};
+  uint64_t group_commits_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t appends_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t appended_messages_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t reopens_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t head_ ABSL_GUARDED_BY(mu_) = 1;    // oldest live seq, or committed_next_ when empty
+  // committed_next_ at the last Open/Reopen. Below it, the log may hold gaps the memory
+  // does not know of (entries settled out of order before a restart, a failed append,
+  // a settle whose failed sync RocksDB kept). Above it, every seq was written by a group
+  // commit of this incarnation. Contiguous scans from the head learn the gaps: below
+  // verified_upto_, a seq is present unless in gaps_ (start -> end); Settle() looks up
+  // in the log only seqs of [verified_upto_, unverified_below_).
+  uint64_t unverified_below_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t verified_upto_ ABSL_GUARDED_BY(mu_) = 1;
+  std::map<uint64_t, uint64_t> gaps_ ABSL_GUARDED_BY(mu_);
   OutcomeTable before_ ABSL_GUARDED_BY(mu_);  // received <= report_point_ms_
   // Settled after report_point_ms_, by time bucket: keyed by the lowest receive time it
   // may hold; buckets are disjoint, each spanning [key, max receive time in it].

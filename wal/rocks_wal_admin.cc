@@ -36,6 +36,11 @@ class ReadOnlyWal final : public Wal {
                     std::vector<Entry>* out) override {
     return wal_->Scan(from_seq, max_entries, max_bytes, out);
   }
+  absl::Status ScanChoosing(const ScanRange& range,
+                            const std::function<ScanChoice(const ScanCandidate&)>& choose,
+                            std::vector<Entry>* out, uint64_t* next) override {
+    return wal_->ScanChoosing(range, choose, out, next);
+  }
   absl::Status Settle(const std::vector<Outcome>&) override { return Refused(); }
   // Raises only an in-memory floor; nothing is written.
   absl::StatusOr<int64_t> ReceiveTimeBound(uint64_t from_seq) override {
@@ -244,16 +249,17 @@ absl::StatusOr<std::vector<ReplayedEntry>> RocksWal::ReplayDeadLetters(
   wb.Put(db_->meta, keys::kDeadLetters, keys::EncodeCounts(dead));
   wb.Put(db_->meta, keys::kNextSeq, keys::U64(seq));
   wb.Put(db_->meta, keys::kLastReceive, keys::U64(static_cast<uint64_t>(receive_ms)));
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
+  const CommitPoints leased = LeasedPointsFor(added);  // the topics get live entries
+  PutLeasedPoints(leased, &wb);
   // mu_ stays held across the write: no group commit can take sequence numbers meanwhile.
-  rocksdb::Status s = db_->db->Write(wo, &wb);
+  rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
     RecordWriteErrorLocked(s, "dead-letter replay");
     mu_.Unlock();
     return FromRocks(s, "replay dead letters");
   }
   next_seq_ = committed_next_ = seq;
+  NoteDurable(leased);
   live_bytes_ += bytes;
   dead_ = dead;
   for (auto& [topic, c] : accepted) {
@@ -292,9 +298,7 @@ absl::Status RocksWal::PurgeDeadLetters(const std::vector<uint64_t>& seqs) {
             dead_.bytes - std::min(dead_.bytes, purged.bytes)};
   }
   wb.Put(db_->meta, keys::kDeadLetters, keys::EncodeCounts(dead));
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  rocksdb::Status s = db_->db->Write(wo, &wb);
+  rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
     RecordWriteError(s, "dead-letter purge");
     return FromRocks(s, "purge dead letters");

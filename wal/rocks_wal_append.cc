@@ -65,6 +65,7 @@ RocksWal::~RocksWal() {
     work_cv_.SignalAll();
   }
   if (committer_.joinable()) committer_.join();
+  CloseCommitPoints();
 }
 
 void RocksWal::CommitLoop() {
@@ -131,6 +132,8 @@ std::vector<RocksWal::Writer> RocksWal::CommitGroup() {
   const uint64_t end_seq = next_seq_;
   writing_receive_ms_ = receive_ms;
   if (status.ok()) TouchTopics(accepted, receive_ms);
+  // Taken with writing_receive_ms_: a lease granted after this waits for the group.
+  const CommitPoints leased = LeasedPointsFor(accepted);
 
   if (status.ok() && !group.empty()) {
     mu_.Unlock();
@@ -153,10 +156,9 @@ std::vector<RocksWal::Writer> RocksWal::CommitGroup() {
         for (const auto& [topic, c] : accepted) {
           wb.Put(db_->meta, keys::Accepted(topic), keys::EncodeAccepted(c, receive_ms));
         }
-        rocksdb::WriteOptions wo;
-        wo.sync = true;
+        PutLeasedPoints(leased, &wb);
         auto start = std::chrono::steady_clock::now();
-        s = db_->db->Write(wo, &wb);
+        s = SyncedWrite(&wb);
         if (s.ok() && options_.on_group_commit) {
           options_.on_group_commit(
               end_seq - first_seq,
@@ -166,7 +168,8 @@ std::vector<RocksWal::Writer> RocksWal::CommitGroup() {
     }
     mu_.Lock();
     if (s.ok()) {
-      ++fsyncs_;
+      ++group_commits_;
+      NoteDurable(leased);
       appends_ += group.size();
       appended_messages_ += end_seq - first_seq;
       live_bytes_ += bytes;

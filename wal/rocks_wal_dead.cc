@@ -37,8 +37,7 @@ std::string DeadLetterTopic(const absl::StatusOr<DeadLetter>& d) {
 
 }  // namespace
 
-absl::StatusOr<Counts> CountDeadLetters(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* dead,
-                                        bool save, rocksdb::ColumnFamilyHandle* meta) {
+absl::StatusOr<Counts> CountDeadLetters(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* dead) {
   Counts c;
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), dead));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
@@ -46,12 +45,6 @@ absl::StatusOr<Counts> CountDeadLetters(rocksdb::DB* db, rocksdb::ColumnFamilyHa
     c.bytes += it->value().size();
   }
   RETURN_IF_ERROR(FromRocks(it->status(), "count dead letters"));
-  if (save) {
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    RETURN_IF_ERROR(FromRocks(db->Put(wo, meta, keys::kDeadLetters, keys::EncodeCounts(c)),
-                              "save the dead letters' totals"));
-  }
   return c;
 }
 

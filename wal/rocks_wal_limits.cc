@@ -81,6 +81,30 @@ std::vector<std::string> RocksWal::TrackedTopics() const {
   return out;
 }
 
+void RocksWal::TrackAtOpen(bool reopen, const std::map<std::string, int64_t>& last_append,
+                           CommitPoints* points) {
+  std::map<std::string, int64_t> tracked;
+  if (reopen) {
+    // Memory knows which topics it forgot; a forgetting whose (unsynced) write was lost
+    // must not bring them back.
+    tracked = tracked_;
+    for (auto it = points->topics_ms.begin(); it != points->topics_ms.end();) {
+      it = tracked.count(it->first) ? std::next(it) : points->topics_ms.erase(it);
+    }
+  }
+  // Idle time counts from a topic's last append, or from now when that is not recorded.
+  const int64_t now = std::max(options_.clock->NowMillis(), last_receive_ms_);
+  auto track = [&](const std::string& topic) {
+    auto last = last_append.find(topic);
+    tracked.emplace(topic, last != last_append.end() ? last->second : now);
+  };
+  for (const auto& [topic, ms] : points->topics_ms) track(topic);
+  for (const auto& [topic, t] : topics_) {
+    if (t.pending().count > 0) track(topic);
+  }
+  tracked_ = std::move(tracked);
+}
+
 CommitPoints RocksWal::KeepTracked(const CommitPoints& points) {
   CommitPoints kept;
   kept.global_ms = points.global_ms;
@@ -129,7 +153,10 @@ absl::StatusOr<std::vector<std::string>> RocksWal::ForgetIdleTopics() {
   }
   if (gone.empty()) return gone;
   rocksdb::WriteBatch wb;
-  for (const std::string& topic : gone) wb.Delete(db_->meta, keys::TopicCommitPoint(topic));
+  for (const std::string& topic : gone) {
+    wb.Delete(db_->meta, keys::TopicCommitPoint(topic));
+    wb.Delete(db_->meta, keys::TopicLeasedPoint(topic));
+  }
   // Without their points, the floor (above every saved point, these included) keeps a
   // returning topic's receive times above them, also after a restart.
   wb.Put(db_->meta, keys::kReceiveFloor, keys::U64(static_cast<uint64_t>(receive_floor_ms_)));
@@ -142,6 +169,7 @@ absl::StatusOr<std::vector<std::string>> RocksWal::ForgetIdleTopics() {
   for (const std::string& topic : gone) {
     tracked_.erase(topic);
     saved_points_.topics_ms.erase(topic);
+    durable_points_.topics_ms.erase(topic);
     topic_full_refused_.erase(topic);
   }
   topics_forgotten_ += gone.size();

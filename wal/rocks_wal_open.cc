@@ -28,12 +28,15 @@ absl::StatusOr<std::unique_ptr<Wal>> Wal::Open(Options options) {
 }
 
 Counts TopicStats::pending() const {
+  // Saturates: counters that disagree (a bug, or a corrupt record counted under another
+  // topic) must not make a topic look almost infinitely full.
   Counts p = accepted;
-  p.count -= delivered.count;
-  p.bytes -= delivered.bytes;
+  auto sub = [](uint64_t* v, uint64_t d) { *v -= std::min(*v, d); };
+  sub(&p.count, delivered.count);
+  sub(&p.bytes, delivered.bytes);
   for (const auto& [reason, c] : discarded) {
-    p.count -= c.count;
-    p.bytes -= c.bytes;
+    sub(&p.count, c.count);
+    sub(&p.bytes, c.bytes);
   }
   return p;
 }
@@ -122,17 +125,20 @@ absl::Status RocksWal::LoadState(bool reopen) {
     if (options_.read_only) return NotAKspoolWal(options_.dir, "no format_version in its meta");
     init.Put(db_->meta, keys::kFormatVersion, std::to_string(kFormatVersion));
   }
-  ASSIGN_OR_RETURN(bool has_id, get(keys::kAgentId, &agent_id_));
+  // The agent id is fixed for the life of this object: Kafka records carry it, so that
+  // consumers can drop replayed duplicates. agent_id() may be read concurrently.
+  const std::string current_id = reopen ? agent_id() : std::string();
+  std::string id;
+  ASSIGN_OR_RETURN(bool has_id, get(keys::kAgentId, &id));
   if (!has_id) {
     if (options_.read_only) return NotAKspoolWal(options_.dir, "no agent_id in its meta");
-    agent_id_ = RandomAgentId();
-    init.Put(db_->meta, keys::kAgentId, agent_id_);
+    id = reopen ? current_id : RandomAgentId();
+    init.Put(db_->meta, keys::kAgentId, id);
+  } else if (reopen && id != current_id) {
+    return absl::FailedPreconditionError("WAL " + options_.dir + " now has agent id " + id +
+                                         ", not " + current_id + "; it was replaced");
   }
-  if (init.Count() > 0) {
-    rocksdb::WriteOptions wo;
-    wo.sync = true;
-    RETURN_IF_ERROR(FromRocks(db->Write(wo, &init), "initialize WAL meta"));
-  }
+  if (init.Count() > 0) RETURN_IF_ERROR(FromRocks(SyncedWrite(&init), "initialize WAL meta"));
 
   uint64_t next_seq = 1;
   int64_t last_receive = 0;
@@ -145,11 +151,18 @@ absl::Status RocksWal::LoadState(bool reopen) {
   if (has_head) persisted_head = keys::ParseU64(v);
   ASSIGN_OR_RETURN(bool has_last, get(keys::kLastReceive, &v));
   if (has_last) last_receive = static_cast<int64_t>(keys::ParseU64(v));
+  // Durable points: per scope the higher of the written and the leased one.
   ASSIGN_OR_RETURN(bool has_cp, get(keys::kCommitPoint, &v));
   if (has_cp) points.global_ms = static_cast<int64_t>(keys::ParseU64(v));
-  int64_t report_point = points.global_ms;  // in WALs written before it was kept apart
+  // The report's point; in WALs written before it was kept apart, the written point.
+  int64_t report_point = points.global_ms;
   ASSIGN_OR_RETURN(bool has_report_point, get(keys::kReportPoint, &v));
   if (has_report_point) report_point = static_cast<int64_t>(keys::ParseU64(v));
+  ASSIGN_OR_RETURN(bool has_leased, get(keys::kLeasedPoint, &v));
+  if (has_leased) points.global_ms = std::max(points.global_ms, static_cast<int64_t>(keys::ParseU64(v)));
+  int64_t ceiling = 0;
+  ASSIGN_OR_RETURN(bool has_ceiling, get(keys::kCommitCeiling, &v));
+  if (has_ceiling) ceiling = static_cast<int64_t>(keys::ParseU64(v));
   int64_t persisted_floor = 0;
   ASSIGN_OR_RETURN(bool has_floor, get(keys::kReceiveFloor, &v));
   if (has_floor) persisted_floor = static_cast<int64_t>(keys::ParseU64(v));
@@ -165,9 +178,13 @@ absl::Status RocksWal::LoadState(bool reopen) {
     std::string_view val(it->value().data(), it->value().size());
     if (StartsWith(k, "split/")) {
       split.emplace_back(k, val);
-    } else if (StartsWith(k, keys::kCommitPointTopicPrefix)) {
-      points.topics_ms[std::string(k.substr(keys::kCommitPointTopicPrefix.size()))] =
-          static_cast<int64_t>(keys::ParseU64(val));
+    } else if (StartsWith(k, keys::kCommitPointTopicPrefix) ||
+               StartsWith(k, keys::kLeasedPointTopicPrefix)) {
+      const size_t prefix = StartsWith(k, keys::kCommitPointTopicPrefix)
+                                ? keys::kCommitPointTopicPrefix.size()
+                                : keys::kLeasedPointTopicPrefix.size();
+      int64_t& ms = points.topics_ms[std::string(k.substr(prefix))];
+      ms = std::max(ms, static_cast<int64_t>(keys::ParseU64(val)));
     } else if (StartsWith(k, keys::kAcceptedPrefix)) {
       std::string topic(k.substr(keys::kAcceptedPrefix.size()));
       topics[topic].accepted = keys::ParseCounts(val);
@@ -191,7 +208,13 @@ absl::Status RocksWal::LoadState(bool reopen) {
   RETURN_IF_ERROR(FromRocks(it->status(), "read WAL meta"));
   it.reset();
   if (!has_dead) {
-    ASSIGN_OR_RETURN(dead, CountDeadLetters(db, db_->dead, !options_.read_only, meta));
+    // Counted once for a WAL written before the totals were kept, and saved.
+    ASSIGN_OR_RETURN(dead, CountDeadLetters(db, db_->dead));
+    if (!options_.read_only) {
+      rocksdb::WriteBatch wb;
+      wb.Put(meta, keys::kDeadLetters, keys::EncodeCounts(dead));
+      RETURN_IF_ERROR(FromRocks(SyncedWrite(&wb), "save the dead letters' totals"));
+    }
   }
 
   // The log's own last key is authoritative if meta somehow lags behind it.
@@ -207,47 +230,59 @@ absl::Status RocksWal::LoadState(bool reopen) {
     if (log_it->Valid()) first = keys::ParseSeq(log_it->key().ToString());
   }
 
+  CommitPoints start;
+  {
+    MutexLock l(&mu_);
+    agent_id_ = std::move(id);
+    if (reopen) {
+      // Never hand out a number twice, even one whose failed write did not persist.
+      next_seq = std::max(next_seq, next_seq_);
+      last_receive = std::max(last_receive, last_receive_ms_);
+    }
+    next_seq_ = committed_next_ = next_seq;
+    unverified_below_ = committed_next_;
+    head_ = first.value_or(committed_next_);
+    verified_upto_ = head_;
+    gaps_.clear();
+    range_deleted_below_ = physical_first ? physical_first : head_;
+    last_receive_ms_ = last_receive;
+    topics_ = std::move(topics);
+    before_.clear();
+    after_.clear();
+    for (const auto& [k, val] : split) LoadSplit(k, val);
+    live_bytes_ = 0;
+    for (const auto& [t, ts] : topics_) live_bytes_ += ts.pending().bytes;
+    dead_ = dead;
+    durable_points_ = points;
+    TrackAtOpen(reopen, last_append, &points);
+    if (reopen) {
+      // Memory knows every point published; the log may hold more (a commit-point batch
+      // whose failed sync RocksDB kept, with its split folded): the higher one wins.
+      saved_points_ = MaxOf(saved_points_, points);
+      ceiling_ms_ = std::max(ceiling_ms_, ceiling);
+      report_point_ms_ = std::max(report_point_ms_, report_point);
+    } else {
+      saved_points_ = StartPoints(points, ceiling);
+      ceiling_ms_ = ceiling;
+      report_point_ms_ = report_point;
+    }
+    receive_floor_ms_ = std::max({receive_floor_ms_, last_receive_ms_,
+                                  HighestPoint(saved_points_) + 1, persisted_floor});
+    write_error_ = absl::OkStatus();
+    if (!FoldsAt(saved_points_.global_ms)) {
+      report_point_ms_ = ReportPointAt(saved_points_.global_ms);
+      return absl::OkStatus();
+    }
+    start = saved_points_;
+  }
+  // Settled messages at or before the starting global point move into the report's
+  // cumulative counts, so that the report matches its commit point.
+  if (!options_.read_only) return WriteCommitPoints(start, /*closing=*/false);
+  rocksdb::WriteBatch unused;
+  Fold fold;
+  FoldSplit(start.global_ms, &unused, &fold);
   MutexLock l(&mu_);
-  if (reopen) {
-    // Never hand out a number twice, even one whose failed write did not persist.
-    next_seq = std::max(next_seq, next_seq_);
-    last_receive = std::max(last_receive, last_receive_ms_);
-    points = saved_points_;
-  }
-  next_seq_ = committed_next_ = next_seq;
-  head_ = first.value_or(committed_next_);
-  range_deleted_below_ = physical_first ? physical_first : head_;
-  last_receive_ms_ = last_receive;
-  topics_ = std::move(topics);
-  before_.clear();
-  after_.clear();
-  for (const auto& [k, val] : split) LoadSplit(k, val);
-  report_point_ms_ = report_point;
-  live_bytes_ = 0;
-  for (const auto& [t, ts] : topics_) live_bytes_ += ts.pending().bytes;
-  dead_ = dead;
-  saved_points_ = points;
-  int64_t max_point = points.global_ms;
-  for (const auto& [t, ms] : points.topics_ms) max_point = std::max(max_point, ms);
-  receive_floor_ms_ =
-      std::max({receive_floor_ms_, last_receive_ms_, max_point + 1, persisted_floor});
-  // Tracked: topics with a saved point or live entries. Idle time counts from their last
-  // append, or from now when that is not recorded.
-  const int64_t now = std::max(options_.clock->NowMillis(), last_receive_ms_);
-  std::map<std::string, int64_t> tracked;
-  auto track = [&](const std::string& topic) {
-    auto last = last_append.find(topic);
-    tracked.emplace(topic, last != last_append.end() ? last->second : now);
-  };
-  for (const auto& [t, ms] : points.topics_ms) track(t);
-  for (const auto& [t, ts] : topics_) {
-    if (ts.pending().count > 0) track(t);
-  }
-  if (reopen) {
-    for (const auto& [t, last] : tracked_) tracked[t] = last;
-  }
-  tracked_ = std::move(tracked);
-  write_error_ = absl::OkStatus();
+  ApplyFold(std::move(fold));
   return absl::OkStatus();
 }
 
@@ -267,6 +302,11 @@ absl::Status RocksWal::Reopen() {
   MutexLock l(&mu_);
   ++reopens_;
   return absl::OkStatus();
+}
+
+std::string RocksWal::agent_id() const {
+  MutexLock l(&mu_);
+  return agent_id_;
 }
 
 uint64_t RocksWal::reopens() const {

@@ -44,11 +44,14 @@ absl::Status RocksWal::Scan(uint64_t from_seq, size_t max_entries, size_t max_by
                             std::vector<Entry>* out) {
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
-  uint64_t lower, upper;
+  uint64_t lower, upper, verify_from;
+  bool learn;
   {
     MutexLock l(&mu_);
     lower = std::max(from_seq, head_);
     upper = committed_next_;
+    verify_from = std::max(verified_upto_, head_);
+    learn = lower <= verify_from && verify_from < unverified_below_;
   }
   if (lower >= upper || max_entries == 0) return absl::OkStatus();
   std::string lo = keys::Seq(lower), hi = keys::Seq(upper);
@@ -60,6 +63,7 @@ absl::Status RocksWal::Scan(uint64_t from_seq, size_t max_entries, size_t max_by
   ro.fill_cache = false;
   std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->log));
   out->reserve(out->size() + std::min<uint64_t>({max_entries, upper - lower, 65536}));
+  const size_t first = out->size();
   size_t n = 0, bytes = 0;
   for (it->Seek(lo_s); it->Valid() && n < max_entries && bytes < max_bytes; it->Next(), ++n) {
     std::string_view raw(it->value().data(), it->value().size());
@@ -67,25 +71,37 @@ absl::Status RocksWal::Scan(uint64_t from_seq, size_t max_entries, size_t max_by
     out->push_back(
         DecodeEntry(keys::ParseSeq(std::string_view(it->key().data(), it->key().size())), raw));
   }
-  return FromRocks(it->status(), "scan WAL");
+  RETURN_IF_ERROR(FromRocks(it->status(), "scan WAL"));
+  // Every key in [lower, end) was seen; after a restart that tells Settle() the gaps.
+  if (learn) {
+    const uint64_t end =
+        !it->Valid() ? upper : (out->size() > first ? out->back().seq + 1 : lower);
+    NoteScanned(verify_from, end, *out, first);
+  }
+  return absl::OkStatus();
 }
 
-absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
-  if (outcomes.empty()) return absl::OkStatus();
+absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
+  if (given.empty()) return absl::OkStatus();
   MutexLock settle(&settle_mu_);
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
   uint64_t head;
   {
     MutexLock l(&mu_);
+    if (!write_error_.ok()) return write_error_;
     head = head_;
   }
+  // Only outcomes of live entries count (idempotence; rocks_wal_live.cc).
+  std::vector<uint64_t> seqs;  // sorted, unique
+  std::vector<Outcome> kept;
+  ASSIGN_OR_RETURN(const std::vector<Outcome>* live, LiveOutcomes(given, &seqs, &kept));
+  if (seqs.empty()) return absl::OkStatus();
+  // A record that does not decode is charged to the topic whose ledger owns it.
+  std::vector<Outcome> attributed;
+  const std::vector<Outcome>& outcomes = AttributeUnreadable(*live, &attributed);
   // Which entries go: the settled prefix [head, cand) as one range tombstone, runs of
   // consecutive sequence numbers above it as range tombstones, the rest one by one.
-  std::vector<uint64_t> seqs;
-  seqs.reserve(outcomes.size());
-  for (const Outcome& o : outcomes) seqs.push_back(o.seq);
-  if (!std::is_sorted(seqs.begin(), seqs.end())) std::sort(seqs.begin(), seqs.end());
   uint64_t cand = head;
   size_t i = std::lower_bound(seqs.begin(), seqs.end(), head) - seqs.begin();
   while (true) {
@@ -163,9 +179,7 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
   if (added.count > 0) wb.Put(db_->meta, keys::kDeadLetters, keys::EncodeCounts(dead));
   SplitChange split;
   SplitSettled(outcomes, &wb, &split);
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  rocksdb::Status s = db_->db->Write(wo, &wb);
+  rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
     RecordWriteError(s, "settle");
     return FromRocks(s, "settle WAL entries");
@@ -194,6 +208,7 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& outcomes) {
   deleted_above_head_.EraseBelow(new_head);
   MutexLock l(&mu_);
   head_ = std::max(head_, new_head);
+  while (!gaps_.empty() && gaps_.begin()->second <= head_) gaps_.erase(gaps_.begin());
   return absl::OkStatus();
 }
 
@@ -240,23 +255,12 @@ absl::Status RocksWal::ScanDeadLetters(uint64_t from_seq, size_t max_entries,
 absl::Status RocksWal::CountLive(std::map<std::string, Counts>* out) {
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
-  std::string lo;
+  uint64_t head;
   {
     MutexLock l(&mu_);
-    lo = keys::Seq(head_);
+    head = head_;
   }
-  rocksdb::Slice lo_s(lo);
-  rocksdb::ReadOptions ro;
-  ro.iterate_lower_bound = &lo_s;
-  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->log));
-  for (it->Seek(lo_s); it->Valid(); it->Next()) {
-    std::string_view raw(it->value().data(), it->value().size());
-    absl::StatusOr<Record> rec = DecodeRecord(raw);
-    Counts& c = (*out)[rec.ok() ? rec->topic : std::string()];
-    c.count += 1;
-    c.bytes += raw.size();
-  }
-  return FromRocks(it->status(), "count WAL entries");
+  return CountLiveBetween(head, UINT64_MAX, out);
 }
 
 }  // namespace kspool::wal

@@ -208,6 +208,18 @@ void RocksWal::FoldSplit(int64_t commit_point_ms, rocksdb::WriteBatch* wb, Fold*
   }
 }
 
+bool RocksWal::FoldsAt(int64_t commit_point_ms) const {
+  return !after_.empty() && BucketMax(after_.begin()->second) <= commit_point_ms;
+}
+
+int64_t RocksWal::ReportPointAt(int64_t commit_point_ms) const {
+  // Every message received at or before the commit point is settled, and none waits in
+  // a bucket starting at or below the result: at_or_before is exact there.
+  int64_t p = commit_point_ms;
+  if (!after_.empty() && after_.begin()->first <= commit_point_ms) p = after_.begin()->first - 1;
+  return std::max(p, report_point_ms_);
+}
+
 void RocksWal::ApplyFold(Fold fold) {
   before_ = std::move(fold.before);
   if (fold.last_folded) after_.erase(after_.begin(), after_.upper_bound(*fold.last_folded));

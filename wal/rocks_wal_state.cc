@@ -1,4 +1,4 @@
-// RocksWal: statistics, commit points, and compaction of the dead range.
+// RocksWal: statistics, synced writes, and compaction of the dead range.
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
 #include "wal/status.h"
@@ -14,7 +14,8 @@ Stats RocksWal::GetStats() const {
     s.next_seq = next_seq_;
     s.agent_id = agent_id_;
     s.topics = topics_;
-    s.fsyncs = fsyncs_;
+    s.fsyncs = fsyncs_.load(std::memory_order_relaxed);
+    s.group_commits = group_commits_;
     s.appends = appends_;
     s.appended_messages = appended_messages_;
     s.capacity_bytes = options_.max_bytes;
@@ -38,41 +39,11 @@ Stats RocksWal::GetStats() const {
   return s;
 }
 
-CommitPoints RocksWal::SavedCommitPoints() const {
-  MutexLock l(&mu_);
-  return saved_points_;
-}
-
-absl::Status RocksWal::SaveCommitPoints(const CommitPoints& requested) {
-  MutexLock settle(&settle_mu_);
-  ReaderLock r(&db_mu_);
-  if (!db_) return ClosedError();
-  const CommitPoints points = KeepTracked(requested);
-  rocksdb::WriteBatch wb;
-  wb.Put(db_->meta, keys::kCommitPoint, keys::U64(static_cast<uint64_t>(points.global_ms)));
-  int64_t max_point = points.global_ms;
-  for (const auto& [topic, ms] : points.topics_ms) {
-    wb.Put(db_->meta, keys::TopicCommitPoint(topic), keys::U64(static_cast<uint64_t>(ms)));
-    max_point = std::max(max_point, ms);
-  }
-  {
-    // Raise the floor before the points can be seen, so no later receive time is <= them.
-    MutexLock l(&mu_);
-    receive_floor_ms_ = std::max(receive_floor_ms_, max_point + 1);
-  }
+rocksdb::Status RocksWal::SyncedWrite(rocksdb::WriteBatch* wb) {
   rocksdb::WriteOptions wo;
   wo.sync = true;
-  Fold fold;
-  FoldSplit(points.global_ms, &wb, &fold);
-  rocksdb::Status s = db_->db->Write(wo, &wb);
-  if (!s.ok()) {
-    RecordWriteError(s, "commit point write");
-    return FromRocks(s, "save commit points");
-  }
-  MutexLock l(&mu_);
-  saved_points_ = points;
-  ApplyFold(std::move(fold));
-  return absl::OkStatus();
+  fsyncs_.fetch_add(1, std::memory_order_relaxed);
+  return db_->db->Write(wo, wb);
 }
 
 absl::Status RocksWal::CompactDeadRange() {

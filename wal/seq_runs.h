@@ -42,6 +42,7 @@ class SeqRuns {
     auto prev = std::prev(next);
     return seq < prev->second ? prev->second : seq;
   }
+  bool Contains(uint64_t seq) const { return RunEnd(seq) > seq; }
   // Forgets every number below `seq`.
   void EraseBelow(uint64_t seq) {
     auto it = runs_.begin();

@@ -10,14 +10,23 @@
 //  * Sequence numbers are unique, strictly increasing, and never reused, also across
 //    reopen: the next number is persisted in the same batch as the entries.
 //  * Receive times come from the Clock but never go backwards, also across reopen.
-//  * After a failed write or sync, every later Append() fails with UNAVAILABLE until
-//    Reopen() succeeds: the state after a failed sync is unknown.
+//  * After a failed write or sync, every later Append(), Settle() and
+//    SaveCommitPoints() fails with UNAVAILABLE until Reopen() succeeds: the state after
+//    a failed sync is unknown (RocksDB may or may not have kept the batch).
 //  * Append() fails with RESOURCE_EXHAUSTED, writing nothing, when the live entries
 //    plus the dead letters would exceed Options::max_bytes, when one of its topics' live
 //    entries would exceed Options::max_topic_bytes, or (at once, before it is queued)
 //    when the appends waiting for the committer would exceed Options::max_queue_bytes.
 //  * Settle() removes entries and updates the persisted counters (and the dead-letter
-//    store, for discards) in one atomic, synced write batch.
+//    store, for discards) in one atomic, synced write batch. It is idempotent: an
+//    outcome whose sequence number is not live (below the head, settled already, or
+//    never written) is ignored, neither counted nor kept as a dead letter, and so is a
+//    second outcome for the same number in one call. Applying a batch again after a
+//    failed sync, a Reopen() or a restart therefore changes nothing if RocksDB kept it
+//    and applies it once if not: accepted = delivered + discarded + live always holds.
+//  * Commit points (SaveCommitPoints) never decrease, also across restarts and wall-clock
+//    steps, and an idle WAL writes at most one synced batch per Options::commit_lease_ms
+//    for them (a lease ceiling; see SaveCommitPoints and FORMAT.md).
 // Thread safety: every method may be called from any thread.
 #pragma once
 
@@ -75,6 +84,12 @@ struct Options {
   // Upper bounds of one group commit.
   size_t max_group_bytes = 8 << 20;
   size_t max_group_requests = 4096;
+  // Commit points of scopes (the WAL, a topic) with no live entries may be published up
+  // to a persisted ceiling without a write; the ceiling is raised to (point + this) when
+  // a point would pass it. So an idle WAL writes at most once per this period, and after
+  // a crash receive times may start up to this far ahead of the clock. 0: every change
+  // of a commit point is written.
+  int64_t commit_lease_ms = 10'000;
   // For inspection tools: opens RocksDB read-only and writes nothing, not even on open,
   // so it works on a running agent's WAL and on a copy. Reads see the WAL as it was at
   // Open(). A directory that is not a kspool WAL is refused (NOT_FOUND when it does
@@ -97,6 +112,27 @@ struct AppendResult {
   int64_t receive_time_ms = 0;
 };
 
+// What ScanChoosing() offers its chooser for each live entry, read without decoding the
+// record: topic "" and receive time 0 when the record is unreadable.
+struct ScanCandidate {
+  uint64_t seq = 0;
+  std::string_view topic;
+  int64_t receive_time_ms = 0;
+  size_t size = 0;
+  int32_t partition = -1;  // explicit partition, or -1
+  std::optional<std::string_view> key;
+};
+enum class ScanChoice {
+  kTake,  // decode it into the output
+  kSkip,  // pass over it
+  kStop,  // end the scan before it
+};
+struct ScanRange {
+  uint64_t from_seq = 0;
+  uint64_t to_seq = UINT64_MAX;  // exclusive
+  size_t max_keys = 65536;       // bounded work per call: entries offered, taken or not
+};
+
 // What happened to one entry, for Settle().
 struct Outcome {
   uint64_t seq = 0;
@@ -105,7 +141,10 @@ struct Outcome {
   // Empty: delivered. Otherwise the discard reason (e.g. "msg_size_too_large").
   std::string discard_reason;
   std::string error_text;
-  std::string raw;              // the stored record, kept in the dead-letter store on discard
+  // The stored record, kept in the dead-letter store on discard. If it does not decode,
+  // `topic` is only a guess: Settle charges the discard to the topic whose ledger owns
+  // the entry (FORMAT.md, corrupt records).
+  std::string raw;
   int64_t receive_time_ms = 0;  // 0: unknown (an undecodable record)
 };
 
@@ -141,7 +180,12 @@ struct Stats {
   std::optional<uint64_t> oldest_seq;
   std::string agent_id;
   std::map<std::string, TopicStats> topics;
-  uint64_t fsyncs = 0;             // group commits written with sync
+  // Synced write batches issued: group commits, settles, commit points and their lease,
+  // dead-letter replay and purge, and the writes of Open, Reopen and a clean close
+  // (RocksDB may merge concurrent ones into one fsync). Not RocksDB's own syncs of
+  // flushed or compacted tables.
+  uint64_t fsyncs = 0;
+  uint64_t group_commits = 0;      // synced append groups that succeeded
   uint64_t appends = 0;            // Append() calls that succeeded
   uint64_t appended_messages = 0;  // messages those calls wrote
   uint64_t capacity_bytes = 0;     // Options::max_bytes
@@ -224,6 +268,13 @@ class Wal {
   [[nodiscard]] virtual absl::Status Scan(uint64_t from_seq, size_t max_entries, size_t max_bytes,
                                           std::vector<Entry>* out) = 0;
 
+  // For a reader that keeps a read position per topic: offers each live entry of the
+  // range, in order, to `choose`, and decodes the ones it takes into *out. *next is set
+  // so that every entry below it was offered (taken or skipped) and none at or above.
+  [[nodiscard]] virtual absl::Status ScanChoosing(
+      const ScanRange& range, const std::function<ScanChoice(const ScanCandidate&)>& choose,
+      std::vector<Entry>* out, uint64_t* next) = 0;
+
   // Removes delivered or discarded entries; see the contract above.
   [[nodiscard]] virtual absl::Status Settle(const std::vector<Outcome>& outcomes) = 0;
 
@@ -232,11 +283,20 @@ class Wal {
   // the answer stays true; the commit point is this minus one.
   [[nodiscard]] virtual absl::StatusOr<int64_t> ReceiveTimeBound(uint64_t from_seq) = 0;
 
-  // Persists published commit points (synced). Future receive times exceed them. In the
-  // same batch, settled messages received at or before the global point move into the
-  // report's cumulative `at_or_before` counts.
+  // Makes `points` safe to publish: once it returns OK, no later SavedCommitPoints(),
+  // in this process or after a crash and restart, is below them, and future receive
+  // times exceed them. A point below the saved one is raised to it (saved points never
+  // decrease). A point of a scope (the WAL, or a topic) that has live entries is written
+  // (synced) at once; one of a scope with none, up to the persisted lease ceiling, needs
+  // no write (an append that gives the scope entries persists it in its own batch, and
+  // an Open after a crash starts such scopes at the ceiling). A point past the ceiling
+  // raises it, in one synced write with the points. Whenever the global point moves,
+  // settled messages received at or before it move into the report's cumulative
+  // `at_or_before` counts; that is written in the same batch as the point.
   [[nodiscard]] virtual absl::Status SaveCommitPoints(const CommitPoints& points) = 0;
-  // The commit points last saved (possibly by an earlier process).
+  // The commit points saved last. After an Open: at or above every point published
+  // before (possibly by an earlier process), and still valid; after a crash, scopes
+  // without live entries start at the lease ceiling.
   virtual CommitPoints SavedCommitPoints() const = 0;
 
   // Removes the oldest dead letters (in sequence order) while their bytes exceed

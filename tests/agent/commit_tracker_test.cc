@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/fault_fs.h"
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
 
@@ -17,10 +18,18 @@ class CommitTrackerTest : public ::testing::Test {
     o.dir = dir_.path();
     o.clock = &clock_;
     o.topic_idle_forget_ms = topic_idle_forget_ms;
+    o.env = kspool::testing::EnvFor(fs_);
     return std::move(wal::Wal::Open(o)).value();
+  }
+  // The agent dies with the WAL open: nothing more reaches the disk.
+  void Crash(std::unique_ptr<CommitTracker>* t, std::unique_ptr<wal::Wal>* w) {
+    t->reset();
+    fs_->CutPowerWhile([&] { w->reset(); });
   }
   kspool::testing::TempDir dir_;
   ManualClock clock_{1'000'000};
+  std::shared_ptr<kspool::testing::FaultInjectionFileSystem> fs_ =
+      std::make_shared<kspool::testing::FaultInjectionFileSystem>();
 };
 
 TEST_F(CommitTrackerTest, EmptyWalCommitPointIsNow) {
@@ -101,6 +110,55 @@ TEST_F(CommitTrackerTest, AForgottenTopicIsNoLongerTrackedOrSaved) {
   ASSERT_TRUE(w->Append(MakeBatch("idle", 1, "y")).ok());
   ASSERT_TRUE(t.Update(2, {}).ok());
   EXPECT_EQ(t.Current().topics_ms.count("idle"), 1u);
+}
+
+TEST_F(CommitTrackerTest, IdleAgentSyncsAtMostOncePerTenSeconds) {
+  auto w = Open();
+  ASSERT_TRUE(w->Append(MakeBatch("a", 2, "x")).ok());  // a topic that was busy once
+  ASSERT_TRUE(w->Settle(wal::Delivered(wal::ScanAll(w.get()))).ok());
+  CommitTracker t(w.get());
+  const uint64_t syncs = fs_->wal_syncs(), fsyncs = w->GetStats().fsyncs;
+  for (int step = 0; step < 600; ++step) {  // one minute of the drain's 100 ms updates
+    clock_.Advance(100);
+    ASSERT_TRUE(t.Update(3, {}).ok());
+    ASSERT_EQ(t.Current().global_ms, clock_.NowMillis()) << "the point keeps following the clock";
+    ASSERT_EQ(t.Current().topics_ms.at("a"), clock_.NowMillis());
+  }
+  const uint64_t written = fs_->wal_syncs() - syncs;
+  std::printf("synced writes in 60 s idle: %llu\n", static_cast<unsigned long long>(written));
+  EXPECT_LE(written, 1u + 60 / 10) << "at most one synced write per 10 s";
+  EXPECT_EQ(w->GetStats().fsyncs - fsyncs, written) << "kspool_wal_fsyncs_total counts them";
+}
+
+TEST_F(CommitTrackerTest, NeverDecreasesAcrossACrashWithTheClockSteppedBackAnHour) {
+  auto w = Open();
+  ASSERT_TRUE(w->Append(MakeBatch("a", 1, "x")).ok());
+  ASSERT_TRUE(w->Settle(wal::Delivered(wal::ScanAll(w.get()))).ok());
+  auto t = std::make_unique<CommitTracker>(w.get());
+  for (int step = 0; step < 157; ++step) {  // 15.7 s idle: some points were never written
+    clock_.Advance(100);
+    ASSERT_TRUE(t->Update(2, {}).ok());
+  }
+  const wal::CommitPoints before = t->Current();
+  Crash(&t, &w);
+  clock_.Advance(-3'600'000);
+  w = Open();
+  t = std::make_unique<CommitTracker>(w.get());
+  auto expect_not_below = [&](const std::string& when) {
+    EXPECT_GE(t->Current().global_ms, before.global_ms) << when;
+    EXPECT_GE(t->Current().topics_ms.at("a"), before.topics_ms.at("a")) << when;
+  };
+  expect_not_below("at start");
+  for (int step = 0; step < 20; ++step) {
+    clock_.Advance(100);
+    ASSERT_TRUE(t->Update(2, {}).ok());
+    expect_not_below("after an update");
+  }
+  auto r = w->Append(MakeBatch("a", 1, "y"));
+  ASSERT_TRUE(r.ok());
+  EXPECT_GT(r->receive_time_ms, t->Current().global_ms) << "a message received later must not look older";
+  ASSERT_TRUE(t->Update(2, {}).ok());
+  expect_not_below("with an entry in the WAL");
 }
 
 }  // namespace

@@ -23,7 +23,7 @@ class WalMaintenanceTest : public ::testing::Test {
     o.max_dead_letter_age_ms = 7 * kDay;
     o.topic_idle_forget_ms = kDay;
     wal_ = std::move(wal::Wal::Open(o)).value();
-    metrics_.SetSources({wal_.get(), nullptr, nullptr, nullptr, &clock_});
+    metrics_.SetSources({wal_.get(), nullptr, nullptr, nullptr, &clock_, nullptr});
   }
   bool MetricsHave(const std::string& line) {
     return metrics_.Serialize().find(line) != std::string::npos;

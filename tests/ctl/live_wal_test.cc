@@ -11,6 +11,7 @@
 #include "tests/support/agent_process.h"
 #include "tests/support/dev_kafka.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/wait.h"
 
 namespace kspool {
 namespace {
@@ -19,6 +20,7 @@ using kspool::testing::AgentProcess;
 using kspool::testing::CtlResult;
 using kspool::testing::DevKafka;
 using kspool::testing::RunCtl;
+using kspool::testing::WaitUntil;
 using namespace std::chrono_literals;
 
 TEST(LiveWalTest, InspectionWhileTheAgentKeepsAcceptingSends) {
@@ -30,8 +32,11 @@ TEST(LiveWalTest, InspectionWhileTheAgentKeepsAcceptingSends) {
 
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> acked{0}, failures{0};
+  // The sender stops when told, or at its deadline if the test ends early (a failed
+  // ASSERT): the guard below then stops and joins it.
+  const auto sender_deadline = std::chrono::steady_clock::now() + 120s;
   std::thread sender([&] {
-    for (int n = 0; !stop; ++n) {
+    for (int n = 0; !stop && std::chrono::steady_clock::now() < sender_deadline; ++n) {
       kspool::v1::SendRequest req;
       for (int i = 0; i < 10; ++i) {
         auto* m = req.add_messages();
@@ -45,7 +50,16 @@ TEST(LiveWalTest, InspectionWhileTheAgentKeepsAcceptingSends) {
       std::this_thread::sleep_for(2ms);
     }
   });
-  while (acked < 500) std::this_thread::sleep_for(10ms);
+  struct StopSender {
+    std::atomic<bool>* stop;
+    std::thread* sender;
+    ~StopSender() {
+      *stop = true;
+      if (sender->joinable()) sender->join();
+    }
+  } stop_sender{&stop, &sender};
+  ASSERT_TRUE(WaitUntil([&] { return acked >= 500; }, 30s))
+      << "acked " << acked << ", failed Sends " << failures;
 
   const uint64_t acked_at_start = acked;
   for (int round = 0; round < 4; ++round) {

@@ -4,12 +4,12 @@
 
 #include <map>
 #include <set>
-#include <thread>
 
 #include "tests/support/agent_process.h"
 #include "tests/support/dev_kafka.h"
 #include "tests/support/kafka_reader.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/wait.h"
 
 namespace kspool {
 namespace {
@@ -18,6 +18,7 @@ using kspool::testing::AgentProcess;
 using kspool::testing::ConsumedRecord;
 using kspool::testing::DevKafka;
 using kspool::testing::ReadTopic;
+using kspool::testing::WaitUntil;
 
 
 class SpoolE2E : public ::testing::Test {
@@ -96,9 +97,12 @@ TEST_F(SpoolE2E, CommitPointPassesTheLastDeliveredAndTracksNowWhenEmpty) {
   kspool::v1::SendResponse resp;
   ASSERT_TRUE(agent_->Send(req, &resp).ok());
   ASSERT_TRUE(agent_->WaitUntilDrained(std::chrono::seconds(30)));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  auto cp = agent_->CommitPoint();
-  EXPECT_GE(cp.commit_point_ms(), resp.receive_time_ms());
+  kspool::v1::GetCommitPointResponse cp;
+  ASSERT_TRUE(WaitUntil([&] {
+    cp = agent_->CommitPoint();
+    return cp.commit_point_ms() >= resp.receive_time_ms();
+  }, std::chrono::seconds(10))) << "commit point " << cp.commit_point_ms() << ", message received at "
+                                << resp.receive_time_ms();
   // Empty WAL: the commit point is the current time (updated every 50 ms here).
   EXPECT_LE(cp.now_ms() - cp.commit_point_ms(), 1000);
   EXPECT_LE(cp.commit_point_ms(), cp.now_ms());
@@ -115,16 +119,22 @@ TEST_F(SpoolE2E, CommitPointHoldsBelowUndeliveredMessagesWhileKafkaIsDown) {
   m->set_value("waits");
   kspool::v1::SendResponse resp;
   ASSERT_TRUE(agent_->Send(req, &resp).ok()) << "Sends succeed into the WAL with Kafka down";
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  auto cp = agent_->CommitPoint();
-  EXPECT_LT(cp.commit_point_ms(), resp.receive_time_ms());
-  EXPECT_EQ(cp.commit_point_ms(), resp.receive_time_ms() - 1);
+  // The commit point reaches the message's receive time - 1 and stays there while the
+  // agent keeps recomputing it (every 50 ms) for a second.
+  kspool::v1::GetCommitPointResponse cp;
+  ASSERT_TRUE(WaitUntil([&] {
+    cp = agent_->CommitPoint();
+    EXPECT_LT(cp.commit_point_ms(), resp.receive_time_ms());
+    return cp.commit_point_ms() == resp.receive_time_ms() - 1 &&
+           cp.now_ms() >= resp.receive_time_ms() + 1000;
+  }, std::chrono::seconds(10))) << "commit point " << cp.commit_point_ms() << ", message received at "
+                                << resp.receive_time_ms();
   EXPECT_EQ(agent_->WalStats().entries(), 1u);
 
   ASSERT_EQ(kafka_->Command("broker up all"), "OK");
   ASSERT_TRUE(agent_->WaitUntilDrained(std::chrono::seconds(60)));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_GE(agent_->CommitPoint().commit_point_ms(), resp.receive_time_ms());
+  EXPECT_TRUE(WaitUntil([&] { return agent_->CommitPoint().commit_point_ms() >= resp.receive_time_ms(); },
+                        std::chrono::seconds(10)));
   auto got = ReadTopic(kafka_->bootstrap(), "events", 1, std::chrono::seconds(20));
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].value, "waits");
@@ -138,8 +148,11 @@ TEST_F(SpoolE2E, RestartContinuesSequenceNumbersAndCommitPoint) {
   kspool::v1::SendResponse first;
   ASSERT_TRUE(agent_->Send(req, &first).ok());
   ASSERT_TRUE(agent_->WaitUntilDrained(std::chrono::seconds(30)));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  int64_t cp_before = agent_->CommitPoint().commit_point_ms();
+  int64_t cp_before = 0;
+  ASSERT_TRUE(WaitUntil([&] {
+    cp_before = agent_->CommitPoint().commit_point_ms();
+    return cp_before >= first.receive_time_ms();
+  }, std::chrono::seconds(10)));
   agent_->process().Signal(SIGTERM);
   auto st = agent_->process().Wait(std::chrono::seconds(20));
   ASSERT_TRUE(st.has_value());

@@ -3,19 +3,21 @@
 #include <grpcpp/grpcpp.h>
 
 #include <stdexcept>
-#include <thread>
+
+#include "tests/support/wait.h"
 
 namespace kspool::testing {
 
 AgentProcess::AgentProcess(const std::string& wal_dir, const std::string& log_path,
-                           const std::string& brokers, std::vector<std::string> extra_args) {
+                           const std::string& brokers, std::vector<std::string> extra_args,
+                           std::vector<std::string> extra_env) {
   std::vector<std::string> argv = {KSPOOL_AGENT_BIN,  "--wal-dir",       wal_dir,
                                    "--listen",        "127.0.0.1:0",     "--kafka-brokers",
                                    brokers,           "--log-level",     "info",
                                    "--commit-point-interval-ms", "50", "--metrics-listen",
                                    "127.0.0.1:0"};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
-  proc_ = std::make_unique<ChildProcess>(argv, log_path);
+  proc_ = std::make_unique<ChildProcess>(argv, log_path, std::move(extra_env));
   auto ready = proc_->WaitForLine("kspool-agent ready: grpc=", std::chrono::seconds(30));
   if (!ready) throw std::runtime_error("kspool-agent did not start; see " + log_path);
   address_ = ready->substr(0, ready->find(' '));
@@ -50,12 +52,8 @@ kspool::v1::GetWalStatsResponse AgentProcess::WalStats() {
 }
 
 bool AgentProcess::WaitUntilDrained(std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (WalStats().entries() == 0) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
+  return WaitUntil([&] { return WalStats().entries() == 0; }, timeout,
+                   std::chrono::milliseconds(50));
 }
 
 }  // namespace kspool::testing

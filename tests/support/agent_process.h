@@ -14,8 +14,10 @@ namespace kspool::testing {
 
 class AgentProcess {
  public:
+  // `extra_env`: NAME=VALUE entries added to the agent's environment.
   AgentProcess(const std::string& wal_dir, const std::string& log_path,
-               const std::string& brokers, std::vector<std::string> extra_args = {});
+               const std::string& brokers, std::vector<std::string> extra_args = {},
+               std::vector<std::string> extra_env = {});
   const std::string& address() const { return address_; }
   ChildProcess& process() { return *proc_; }
 

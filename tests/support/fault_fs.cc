@@ -50,21 +50,20 @@ class FaultInjectionFileSystem::File : public rocksdb::FSWritableFileOwnerWrappe
         state_(std::move(state)) {}
 
   IOStatus Append(const Slice& data, const IOOptions& o, IODebugContext* dbg) override {
-    return Write(data.size(), kAtEnd, [&] { return target()->Append(data, o, dbg); });
+    return Write(data, kAtEnd, [&] { return target()->Append(data, o, dbg); });
   }
   IOStatus Append(const Slice& data, const IOOptions& o,
                   const rocksdb::DataVerificationInfo& info, IODebugContext* dbg) override {
-    return Write(data.size(), kAtEnd, [&] { return target()->Append(data, o, info, dbg); });
+    return Write(data, kAtEnd, [&] { return target()->Append(data, o, info, dbg); });
   }
   IOStatus PositionedAppend(const Slice& data, uint64_t offset, const IOOptions& o,
                             IODebugContext* dbg) override {
-    return Write(data.size(), offset,
-                 [&] { return target()->PositionedAppend(data, offset, o, dbg); });
+    return Write(data, offset, [&] { return target()->PositionedAppend(data, offset, o, dbg); });
   }
   IOStatus PositionedAppend(const Slice& data, uint64_t offset, const IOOptions& o,
                             const rocksdb::DataVerificationInfo& info,
                             IODebugContext* dbg) override {
-    return Write(data.size(), offset,
+    return Write(data, offset,
                  [&] { return target()->PositionedAppend(data, offset, o, info, dbg); });
   }
   IOStatus Truncate(uint64_t size, const IOOptions& o, IODebugContext* dbg) override {
@@ -102,10 +101,10 @@ class FaultInjectionFileSystem::File : public rocksdb::FSWritableFileOwnerWrappe
     return s.ok() ? op() : s;
   }
   template <typename Op>
-  IOStatus Write(uint64_t n, uint64_t offset, Op op) {
+  IOStatus Write(const Slice& data, uint64_t offset, Op op) {
     IOStatus s = fs_->BeforeAppend(fname_);
     if (s.ok()) s = op();
-    if (s.ok()) fs_->AfterAppend(state_.get(), n, offset);
+    if (s.ok()) fs_->AfterAppend(fname_, state_.get(), {data.data(), data.size()}, offset);
     return s;
   }
   template <typename Op>
@@ -157,7 +156,8 @@ IOStatus FaultInjectionFileSystem::ReopenWritableFile(
   auto it = files_.find(fname);
   // A file tracked already keeps its sync mark; an untracked one is durable as it is.
   std::shared_ptr<FileState> state =
-      it != files_.end() ? it->second : std::make_shared<FileState>(FileState{size, size});
+      it != files_.end() ? it->second : std::make_shared<FileState>();
+  if (it == files_.end()) state->synced = size;
   state->size = size;
   state->synced = std::min(state->synced, size);
   TrackLocked(fname, std::move(state), result);
@@ -210,9 +210,22 @@ IOStatus FaultInjectionFileSystem::BeforeAppend(const std::string& fname) {
   return IOStatus::IOError("injected write failure: " + fname);
 }
 
-void FaultInjectionFileSystem::AfterAppend(FileState* state, uint64_t n, uint64_t offset) {
+void FaultInjectionFileSystem::AfterAppend(const std::string& fname, FileState* state,
+                                           std::string_view data, uint64_t offset) {
   std::lock_guard<std::mutex> l(mu_);
+  const uint64_t n = data.size();
   state->size = offset == kAtEnd ? state->size + n : std::max(state->size, offset + n);
+  if (sync_marker_.empty() || !IsWalFile(fname)) return;
+  std::string seen = state->tail;
+  seen.append(data);
+  if (seen.find(sync_marker_) != std::string::npos) {
+    state->sync_doomed = true;
+    sync_marker_.clear();
+    state->tail.clear();
+    return;
+  }
+  const size_t keep = std::min(seen.size(), sync_marker_.size() - 1);
+  state->tail = seen.substr(seen.size() - keep);
 }
 
 IOStatus FaultInjectionFileSystem::BeforeSync(const std::string& fname, FileState* state,
@@ -220,6 +233,11 @@ IOStatus FaultInjectionFileSystem::BeforeSync(const std::string& fname, FileStat
   if (Take(&fail_syncs_)) return IOStatus::IOError("injected sync failure: " + fname);
   std::lock_guard<std::mutex> l(mu_);
   if (!active_) return PowerCut("sync " + fname);
+  if (state->sync_doomed) {
+    state->sync_doomed = false;
+    injected_sync_failures_.fetch_add(1);
+    return IOStatus::IOError("injected sync failure of the marked write: " + fname);
+  }
   *covered = state->size;  // appends racing with this sync may or may not be covered
   return IOStatus::OK();
 }

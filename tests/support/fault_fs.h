@@ -3,6 +3,10 @@
 //  * count syncs of RocksDB's write-ahead log files (`*.log`);
 //  * fail the next N syncs or appends (as EIO or as a full disk), or every append while
 //    a "disk full" switch is set;
+//  * fail exactly one chosen write's sync: FailSyncOfWrite(marker) fails the sync that
+//    would make durable the first bytes appended to a RocksDB write-ahead log file that
+//    hold `marker`, and only it, whatever else syncs meanwhile (other threads' writes,
+//    flushes, the drain's commit points);
 //  * simulate a power cut: it tracks, per file opened for writing, how many bytes were
 //    appended and how many of them a successful Sync/Fsync made durable. SetActive(false)
 //    is the cut: from then on every write, sync, flush and close of a tracked file, and
@@ -23,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
@@ -63,6 +68,23 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   // While set, every append fails with IOStatus::NoSpace (a disk that stays full).
   void SetNoSpace(bool no_space) { no_space_.store(no_space); }
 
+  // Arms the failure of one write's sync: the next append to a `*.log` file whose bytes
+  // contain `marker` (possibly spread over consecutive appends) dooms that file's next
+  // sync, which then fails with IOError("injected sync failure ...") and disarms. The
+  // marker must be contiguous in the file: RocksDB's log splits records at 32 KiB block
+  // boundaries, so a value that carries the marker twice always matches.
+  void FailSyncOfWrite(std::string marker) {
+    std::lock_guard<std::mutex> l(mu_);
+    sync_marker_ = std::move(marker);
+  }
+  // Syncs failed by FailSyncOfWrite(), and whether one is still armed (no append has
+  // carried its marker yet) or pending (its append happened, its sync has not yet).
+  uint64_t injected_sync_failures() const { return injected_sync_failures_.load(); }
+  bool sync_failure_armed() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return !sync_marker_.empty();
+  }
+
   // Power. SetActive(false) cuts it; see the header comment.
   void SetActive(bool active) {
     std::lock_guard<std::mutex> l(mu_);
@@ -76,6 +98,16 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   // forgets them (what is left is durable). Call only after the DB is closed; call it
   // before SetActive(true). Aborts the process if a file cannot be truncated.
   void DropUnsyncedData();
+  // A power cut while `close` (e.g. destroying the DB's owner) runs: nothing it writes
+  // reaches the disk, what was not synced is dropped, then the power is back. Stronger
+  // than a crash of the process (which keeps unsynced bytes in the page cache).
+  template <typename Close>
+  void CutPowerWhile(Close close) {
+    SetActive(false);
+    close();
+    DropUnsyncedData();
+    SetActive(true);
+  }
   // Bytes that DropUnsyncedData() has removed so far.
   uint64_t dropped_bytes() const {
     std::lock_guard<std::mutex> l(mu_);
@@ -86,6 +118,8 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   struct FileState {
     uint64_t size = 0;    // bytes appended (or found at reopen)
     uint64_t synced = 0;  // bytes a successful sync covered
+    std::string tail;     // while a marker is armed: the last appended bytes, to match across appends
+    bool sync_doomed = false;  // the next sync fails (FailSyncOfWrite)
   };
   class File;  // the wrapped writable file; fault_fs.cc
 
@@ -98,7 +132,8 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus BeforeAppend(const std::string& fname);
   // `n` bytes written at `offset`, or at the end when offset is kAtEnd.
   static constexpr uint64_t kAtEnd = ~uint64_t{0};
-  void AfterAppend(FileState* state, uint64_t n, uint64_t offset = kAtEnd);
+  void AfterAppend(const std::string& fname, FileState* state, std::string_view data,
+                   uint64_t offset = kAtEnd);
   rocksdb::IOStatus BeforeSync(const std::string& fname, FileState* state, uint64_t* covered);
   rocksdb::IOStatus AfterSync(const std::string& fname, FileState* state, uint64_t covered);
 
@@ -106,6 +141,8 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   bool active_ = true;                                             // guarded by mu_
   std::map<std::string, std::shared_ptr<FileState>> files_;        // guarded by mu_
   uint64_t dropped_bytes_ = 0;                                     // guarded by mu_
+  std::string sync_marker_;                                        // guarded by mu_
+  std::atomic<uint64_t> injected_sync_failures_{0};
 
   std::atomic<uint64_t> wal_syncs_{0};
   std::atomic<int> fail_syncs_{0};

@@ -38,4 +38,20 @@ HttpResponse HttpGet(const std::string& address, const std::string& path) {
   return r;
 }
 
+std::map<std::string, double> ScrapeMetrics(const std::string& address) {
+  HttpResponse r = HttpGet(address, "/metrics");
+  std::map<std::string, double> out;
+  if (r.status != 200 || r.content_type.find("text/plain") == std::string::npos) return out;
+  size_t pos = 0;
+  while (pos < r.body.size()) {
+    size_t nl = r.body.find('\n', pos);
+    std::string line = r.body.substr(pos, nl - pos);
+    pos = nl == std::string::npos ? r.body.size() : nl + 1;
+    if (line.empty() || line[0] == '#') continue;
+    size_t sp = line.rfind(' ');
+    out[line.substr(0, sp)] = std::stod(line.substr(sp + 1));
+  }
+  return out;
+}
+
 }  // namespace kspool::testing

@@ -5,6 +5,8 @@
 
 #include <thread>
 
+#include "tests/support/wait.h"
+
 namespace kspool::testing {
 
 SpoolHarness::SpoolHarness(std::vector<std::string> topics, int brokers)
@@ -85,13 +87,13 @@ SendResult SpoolHarness::Send(const std::string& topic, const std::vector<std::s
   return SendRequest(req);
 }
 
+SendResult SpoolHarness::SendFailingItsSync(const std::string& topic, const std::string& tag) {
+  fs_->FailSyncOfWrite(tag);
+  return Send(topic, {tag + "|" + tag});
+}
+
 bool SpoolHarness::WaitUntil(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return cond();
+  return kspool::testing::WaitUntil(cond, timeout);
 }
 
 bool SpoolHarness::WaitUntilDrained(std::chrono::milliseconds timeout) {

@@ -48,6 +48,10 @@ class SpoolHarness {
   SendResult Send(const std::string& topic, const std::vector<std::string>& values,
                   const std::string& key = "");
   SendResult SendRequest(const kspool::v1::SendRequest& req);
+  // Sends one message (value: `tag` twice, see FailSyncOfWrite) whose WAL write fails its
+  // sync, and only that write: no other sync is failed, whatever else syncs meanwhile.
+  // Check fs().injected_sync_failures() to see that it was.
+  SendResult SendFailingItsSync(const std::string& topic, const std::string& tag);
   kspool::v1::Spool::Stub& spool() { return *stub_; }
   kspool::v1::GetDiscardReportResponse Report();
 

@@ -72,6 +72,23 @@ TEST(RecordCodec, PeekReadsReceiveTime) {
   EXPECT_EQ(*PeekReceiveTime(EncodeRecord(Sample())), 1700000000456);
 }
 
+TEST(RecordCodec, PeekRoutingReadsTopicPartitionAndKeyWithoutDecoding) {
+  Record r = Sample();
+  RecordRouting routing = PeekRouting(EncodeRecord(r));
+  EXPECT_EQ(routing.topic, r.topic);
+  EXPECT_EQ(routing.partition, r.partition);
+  ASSERT_EQ(routing.key.has_value(), r.key.has_value());
+  if (r.key) EXPECT_EQ(*routing.key, *r.key);
+  r.key.reset();
+  r.partition = -1;
+  r.client_timestamp_ms.reset();
+  routing = PeekRouting(EncodeRecord(r));
+  EXPECT_EQ(routing.topic, r.topic);
+  EXPECT_EQ(routing.partition, -1);
+  EXPECT_FALSE(routing.key.has_value());
+  EXPECT_EQ(PeekRouting("short").topic, "");
+}
+
 TEST(RecordCodec, Crc32cMatchesKnownVector) {
   // RFC 3720 test vector: 32 bytes of zeros.
   std::string zeros(32, '\0');

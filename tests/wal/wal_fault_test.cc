@@ -1,9 +1,14 @@
 // The WAL under faults: capacity limits, failed syncs, a full disk, dead letters.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "tests/support/fault_fs.h"
+#include "tests/support/raw_wal.h"
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
+#include "wal/record.h"
 #include "wal/wal.h"
 
 namespace kspool::wal {
@@ -107,6 +112,157 @@ TEST_F(WalFault, DiscardMovesTheEntryToDeadLettersWithItsReason) {
   ASSERT_TRUE(wal->CountLive(&live).ok());
   EXPECT_EQ(live["t"].count, 1u);
   EXPECT_EQ(s.topics["t"].pending().count, live["t"].count);
+}
+
+// Built with -DKSPOOL_SANITIZE=thread, this also proves that the reads do not race with
+// the reopen's reload of the persisted state.
+TEST_F(WalFault, AgentIdStaysTheSameAndReadableWhileTheWalReopens) {
+  auto wal = OpenWal();
+  const std::string id = wal->agent_id();
+  ASSERT_EQ(id.size(), 16u);
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> reads{0}, wrong{0};
+  std::thread reader([&] {
+    while (!stop.load()) {
+      if (wal->agent_id() != id) wrong.fetch_add(1);
+      reads.fetch_add(1);
+    }
+  });
+  for (int i = 0; i < 5; ++i) {
+    const std::string marker = "fails-" + std::to_string(i) + "-";
+    fs_->FailSyncOfWrite(marker + marker);  // exactly this append's sync
+    ASSERT_EQ(wal->Append(MakeBatch("a", 1, marker + marker)).status().code(),
+              absl::StatusCode::kUnavailable);
+    ASSERT_TRUE(wal->Reopen().ok());
+  }
+  stop = true;
+  reader.join();
+  EXPECT_EQ(wal->reopens(), 5u);
+  EXPECT_GT(reads.load(), 0u);
+  EXPECT_EQ(wrong.load(), 0u);
+  EXPECT_EQ(wal->agent_id(), id);
+  EXPECT_EQ(wal->GetStats().agent_id, id);
+}
+
+// Corrupt records, made behind the WAL's back. A record's topic starts at byte 16 when it
+// has no client timestamp (FORMAT.md: header 13, flags 1, partition varint 1, length 1).
+constexpr size_t kTopicOffset = 16;
+
+// Once no unreadable entry is live: the ledger of each of `want_topics` (and of no other
+// topic, such as "") matches the live entries counted by a scan, and so does the report.
+void ExpectTopicLedgers(Wal* wal, const std::vector<std::string>& want_topics) {
+  std::map<std::string, Counts> live;
+  ASSERT_TRUE(wal->CountLive(&live).ok());
+  ASSERT_EQ(live[""].count, 0u) << "an unreadable entry is still live";
+  Stats s = wal->GetStats();
+  std::vector<std::string> topics;
+  for (const auto& [t, ts] : s.topics) topics.push_back(t);
+  EXPECT_EQ(topics, want_topics);
+  for (const auto& [t, ts] : s.topics) {
+    EXPECT_EQ(ts.pending().count, live[t].count) << t;
+    EXPECT_EQ(ts.pending().bytes, live[t].bytes) << t;
+  }
+  Report r = wal->GetReport();
+  for (const auto& table : {r.at_or_before, r.after}) {
+    for (const auto& [t, outcomes] : table) EXPECT_NE(t, "") << "a report line without a topic";
+  }
+}
+
+class WalCorrupt : public WalFault {
+ protected:
+  // Appends a0, a1 to "a" and yyy0..yyy2 to "b" (seqs 1-5), then closes the WAL.
+  void SetUp() override {
+    auto wal = OpenWal();
+    ASSERT_TRUE(wal->Append(MakeBatch("a", 2, "a")).ok());
+    ASSERT_TRUE(wal->Append(MakeBatch("b", 3, "yyy")).ok());
+  }
+  void Corrupt(uint64_t seq, char topic_byte) {
+    ASSERT_TRUE(kspool::testing::EditLogEntry(dir_.path(), seq, [&](std::string* raw) {
+      (*raw)[kTopicOffset] = topic_byte;
+    }).ok());
+  }
+  // Settles every entry: the readable ones delivered, the others discarded as "corrupt"
+  // under the topic SalvageTopic reads (what the drain does).
+  void SettleAll(Wal* wal) {
+    std::vector<Outcome> outcomes;
+    for (const Entry& e : ScanAll(wal)) {
+      if (e.status.ok()) {
+        outcomes.push_back({e.seq, e.record.topic, e.size, "", "", "", e.record.receive_time_ms});
+      } else {
+        outcomes.push_back({e.seq, SalvageTopic(e.raw), e.size, "corrupt", "checksum", e.raw, 0});
+      }
+    }
+    ASSERT_TRUE(wal->Settle(outcomes).ok());
+  }
+};
+
+TEST_F(WalCorrupt, RecordWithAnUnreadableTopicIsChargedToTheTopicThatAcceptedIt) {
+  Corrupt(4, '\x01');  // not a topic character: SalvageTopic gives ""
+  auto wal = OpenWal();
+  std::vector<Entry> e = ScanAll(wal.get());
+  ASSERT_FALSE(e[3].status.ok());
+  ASSERT_EQ(SalvageTopic(e[3].raw), "");
+  ASSERT_TRUE(wal->Settle({{4, "", e[3].size, "corrupt", "checksum", e[3].raw, 0}}).ok());
+  Stats s = wal->GetStats();
+  EXPECT_EQ(s.topics["b"].discarded["corrupt"].count, 1u);
+  EXPECT_EQ(s.topics["b"].discarded["corrupt"].bytes, e[3].size);
+  EXPECT_EQ(s.entries, 4u);
+  ExpectTopicLedgers(wal.get(), {"a", "b"});
+  std::vector<DeadLetter> dead;
+  ASSERT_TRUE(wal->ScanDeadLetters(0, 10, &dead).ok());
+  ASSERT_EQ(dead.size(), 1u);
+  EXPECT_EQ(dead[0].raw, e[3].raw) << "the dead letter keeps the bytes as they were";
+  SettleAll(wal.get());
+  EXPECT_EQ(wal->GetStats().entries, 0u);
+  ExpectTopicLedgers(wal.get(), {"a", "b"});
+}
+
+TEST_F(WalCorrupt, RecordWhoseTopicBytesSpellAnotherTopicIsChargedToItsOwn) {
+  Corrupt(4, 'a');  // "b" reads as "a", a topic that owes nothing
+  auto wal = OpenWal();
+  ASSERT_EQ(SalvageTopic(ScanAll(wal.get())[3].raw), "a");
+  SettleAll(wal.get());
+  Stats s = wal->GetStats();
+  EXPECT_EQ(s.topics["a"].discarded.count("corrupt"), 0u);
+  EXPECT_EQ(s.topics["a"].delivered.count, 2u);
+  EXPECT_EQ(s.topics["b"].discarded["corrupt"].count, 1u);
+  EXPECT_EQ(s.topics["b"].delivered.count, 2u);
+  EXPECT_EQ(s.entries, 0u);
+  ExpectTopicLedgers(wal.get(), {"a", "b"});
+}
+
+TEST_F(WalCorrupt, SeveralUnreadableRecordsInOneSettleAreChargedOneToEachOwner) {
+  Corrupt(1, '\x01');
+  Corrupt(5, '\x01');
+  auto wal = OpenWal();
+  std::vector<Entry> e = ScanAll(wal.get());
+  SettleAll(wal.get());
+  Stats s = wal->GetStats();
+  EXPECT_EQ(s.topics["a"].discarded["corrupt"].count, 1u);
+  EXPECT_EQ(s.topics["a"].discarded["corrupt"].bytes, e[0].size);
+  EXPECT_EQ(s.topics["b"].discarded["corrupt"].count, 1u);
+  EXPECT_EQ(s.topics["b"].discarded["corrupt"].bytes, e[4].size);
+  EXPECT_EQ(s.entries, 0u);
+  ExpectTopicLedgers(wal.get(), {"a", "b"});
+}
+
+TEST_F(WalFault, FsyncsCountsEverySyncedWriteAndMatchesTheFileSystem) {
+  auto wal = OpenWal();
+  auto fsyncs = [&] { return wal->GetStats().fsyncs; };
+  const uint64_t syncs = fs_->wal_syncs(), opened = fsyncs();
+  EXPECT_GE(opened, 1u) << "Open writes the format version and agent id, synced";
+  ASSERT_TRUE(wal->Append(MakeBatch("t", 3, "v")).ok());
+  EXPECT_EQ(fsyncs(), opened + 1);
+  std::vector<Entry> e = ScanAll(wal.get());
+  ASSERT_TRUE(wal->Settle(Delivered({e[0]})).ok());
+  EXPECT_EQ(fsyncs(), opened + 2) << "a settle";
+  ASSERT_TRUE(wal->SaveCommitPoints({e[1].record.receive_time_ms - 1, {}}).ok());
+  EXPECT_EQ(fsyncs(), opened + 3) << "a commit point of a WAL with live entries";
+  ASSERT_TRUE(wal->Settle({{e[1].seq, "t", e[1].size, "expired", "", EncodeRecord(e[1].record), 0}}).ok());
+  ASSERT_TRUE(wal->PurgeDeadLetters({e[1].seq}).ok());
+  EXPECT_EQ(fsyncs(), opened + 5) << "a discard and a dead-letter purge";
+  EXPECT_EQ(wal->GetStats().group_commits, 1u);
+  EXPECT_EQ(fs_->wal_syncs() - syncs, fsyncs() - opened) << "each is one sync of RocksDB's log";
 }
 
 }  // namespace

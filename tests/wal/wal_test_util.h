@@ -1,6 +1,7 @@
 // Helpers shared by the WAL tests.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,24 @@ inline std::vector<Entry> ScanAll(Wal* wal, uint64_t from = 0) {
   absl::Status s = wal->Scan(from, 1u << 30, 1u << 30, &out);
   if (!s.ok()) ADD_FAILURE() << s;
   return out;
+}
+
+// accepted = delivered + discarded + live for every topic, with live found by scanning
+// the log (not derived from the counters).
+inline void ExpectLedgerHolds(Wal* wal, const std::string& step) {
+  std::map<std::string, Counts> live;
+  absl::Status s = wal->CountLive(&live);
+  if (!s.ok()) ADD_FAILURE() << step << ": " << s;
+  for (const auto& [topic, t] : wal->GetStats().topics) {
+    Counts settled = t.delivered;
+    for (const auto& [reason, c] : t.discarded) {
+      settled.count += c.count;
+      settled.bytes += c.bytes;
+    }
+    EXPECT_EQ(t.accepted.count, settled.count + live[topic].count) << step << ", topic " << topic;
+    EXPECT_EQ(t.accepted.bytes, settled.bytes + live[topic].bytes) << step << ", topic " << topic;
+    EXPECT_EQ(t.pending().count, live[topic].count) << step << ", topic " << topic;
+  }
 }
 
 inline std::vector<Outcome> Delivered(const std::vector<Entry>& entries) {

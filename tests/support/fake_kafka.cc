@@ -1,0 +1,85 @@
+#include "tests/support/fake_kafka.h"
+
+namespace kspool::testing {
+
+bool FakeKafka::HasLeader(const std::string& topic, int32_t p) const {
+  auto it = leaders.find(topic);
+  if (it == leaders.end()) return false;
+  if (p < 0) p = 0;
+  return p < static_cast<int32_t>(it->second.size()) && it->second[static_cast<size_t>(p)];
+}
+
+std::vector<uint64_t> FakeKafka::DeliveredSeqs(const std::string& topic, int32_t partition) const {
+  std::vector<uint64_t> seqs;
+  for (const Produced& p : delivered) {
+    if (p.topic == topic && (partition == -2 || p.partition == partition)) seqs.push_back(p.seq);
+  }
+  return seqs;
+}
+
+agent::ProducerFactory FakeKafka::Factory() {
+  return [this]() -> absl::StatusOr<std::unique_ptr<agent::Producer>> {
+    ++producers_made;
+    return std::unique_ptr<agent::Producer>(new FakeProducer(this, fatal));
+  };
+}
+
+agent::LayoutSource FakeKafka::Layouts() {
+  return [this](const std::string& topic) -> absl::StatusOr<std::vector<bool>> {
+    auto it = leaders.find(topic);
+    if (it == leaders.end()) return absl::NotFoundError("no topic " + topic);
+    return it->second;
+  };
+}
+
+rd_kafka_resp_err_t FakeProducer::Produce(const wal::Entry& entry, int32_t partition) {
+  FakeKafka::Produced p{entry.seq, entry.record.topic, partition, entry.record.key};
+  kafka_->produced.push_back(p);
+  queued_.push_back(std::move(p));
+  return RD_KAFKA_RESP_ERR_NO_ERROR;
+}
+
+void FakeProducer::Poll(int, std::vector<agent::DeliveryReport>* out) {
+  out->insert(out->end(), purged_.begin(), purged_.end());
+  purged_.clear();
+  if (!fatal_.empty()) return;  // a dead client answers nothing
+  std::deque<FakeKafka::Produced> waiting;
+  // As a partition's queue in the client: once one message fails, the ones behind it
+  // in the same partition fail with it.
+  std::map<std::pair<std::string, int32_t>, rd_kafka_resp_err_t> failed;
+  for (FakeKafka::Produced& p : queued_) {
+    auto f = failed.find({p.topic, p.partition});
+    if (f != failed.end()) {
+      out->push_back({p.seq, f->second, rd_kafka_err2str(f->second), p.partition, -1});
+      continue;
+    }
+    if (!kafka_->leaders.count(p.topic)) {
+      out->push_back({p.seq, RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC, "unknown topic", p.partition, -1});
+      continue;
+    }
+    if (!kafka_->HasLeader(p.topic, p.partition)) {
+      waiting.push_back(std::move(p));  // the client waits for a leader
+      continue;
+    }
+    auto fail = kafka_->fail_once.find(p.seq);
+    if (fail != kafka_->fail_once.end()) {
+      out->push_back({p.seq, fail->second, rd_kafka_err2str(fail->second), p.partition, -1});
+      failed[{p.topic, p.partition}] = fail->second;
+      kafka_->fail_once.erase(fail);
+      continue;
+    }
+    out->push_back({p.seq, RD_KAFKA_RESP_ERR_NO_ERROR, "", p.partition, 0});
+    kafka_->delivered.push_back(std::move(p));
+  }
+  queued_.swap(waiting);
+}
+
+void FakeProducer::PurgeQueued() {
+  ++kafka_->purges;
+  for (const FakeKafka::Produced& p : queued_) {
+    purged_.push_back({p.seq, RD_KAFKA_RESP_ERR__PURGE_QUEUE, "purged", p.partition, -1});
+  }
+  queued_.clear();
+}
+
+}  // namespace kspool::testing

@@ -1,0 +1,66 @@
+// FakeKafka: a scripted stand-in for a Kafka cluster and its producer client, for unit
+// tests of the drain loop's logic (the end-to-end tests use kspool-devkafka). It keeps
+// what was produced, answers with a delivery report at the next Poll() unless the
+// partition has no leader (then the message waits in the "client" until purged), and
+// can fail chosen messages, or the whole producer with a fatal error.
+// Thread safety: none; the test and the drain loop run on one thread (RunOnce()).
+#pragma once
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/drain_loop.h"
+#include "agent/partition_cache.h"
+#include "agent/producer.h"
+
+namespace kspool::testing {
+
+struct FakeKafka {
+  struct Produced {
+    uint64_t seq;
+    std::string topic;
+    int32_t partition;  // as asked; kAnyPartition: the client's choice (here: 0)
+    std::optional<std::string> key;
+  };
+  // Per topic: per partition, whether it has a leader. A topic not here does not exist.
+  std::map<std::string, std::vector<bool>> leaders;
+  std::vector<Produced> produced;       // every Produce() call, in order
+  std::vector<Produced> delivered;      // successful reports, in order
+  std::map<uint64_t, rd_kafka_resp_err_t> fail_once;  // seq -> error of its next report
+  std::string fatal;             // a producer made while this is set reports it as fatal
+  int producers_made = 0;
+  int purges = 0;
+
+  bool HasLeader(const std::string& topic, int32_t p) const;
+  std::vector<uint64_t> DeliveredSeqs(const std::string& topic, int32_t partition = -2) const;
+
+  // The drain's producer factory and the partition cache's layout source.
+  agent::ProducerFactory Factory();
+  agent::LayoutSource Layouts();
+};
+
+class FakeProducer final : public agent::Producer {
+ public:
+  explicit FakeProducer(FakeKafka* kafka, std::string fatal)
+      : kafka_(kafka), fatal_(std::move(fatal)) {}
+  rd_kafka_resp_err_t Produce(const wal::Entry& entry, int32_t partition) override;
+  void Poll(int timeout_ms, std::vector<agent::DeliveryReport>* out) override;
+  int OutstandingMessages() const override { return static_cast<int>(queued_.size()); }
+  void PurgeQueued() override;
+  void PurgeAll() override { PurgeQueued(); }
+  std::string FatalError() const override { return fatal_; }
+  int BrokersUp() const override { return 1; }
+
+ private:
+  FakeKafka* const kafka_;
+  const std::string fatal_;
+  std::deque<FakeKafka::Produced> queued_;
+  std::vector<agent::DeliveryReport> purged_;
+};
+
+}  // namespace kspool::testing

@@ -1,0 +1,191 @@
+// RocksWal: commit points, made safe to publish with as few synced writes as possible.
+//
+// A published point must never be undercut, also after a crash and a restart with the
+// wall clock stepped back. Writing each point before publishing it does that, but costs
+// a synced write per update even when idle: the empty WAL's point is "now", which moves
+// on every update. Instead (FORMAT.md, "Commit points and their lease"):
+//
+//  * A ceiling X (`commit_ceiling_ms`) is persisted; no published point exceeds it. A
+//    point that would pass X is written together with a new X = point + lease.
+//  * A point of a scope (the WAL, or one topic) with no live entries may move up to X
+//    without a write: it is leased. After a crash, Open starts every such scope at X.
+//    That is valid, since none of its messages is live and every receive time from then
+//    on is above X, and it is at or above anything published before.
+//  * A scope with live entries cannot start at X (its oldest entry may be older than X),
+//    so its points are written before they are published (starting every scope at X
+//    would claim messages delivered that are still in the log). The append that
+//    gives a leased scope live entries persists the leased point (`leased_point_ms*`) in
+//    its own batch. A lease is refused while a group commit is in flight: that group's
+//    batch was built before the lease and does not carry it.
+//  * A clean close writes every saved point and removes X: a clean restart starts
+//    exactly where it stopped, with receive times that follow the clock.
+//  * A topic's first point is written, never leased, so after a crash only topics with
+//    a durable point start at X: a forgotten topic (ForgetIdleTopics) stays forgotten.
+//  * The discard report: a lease is refused when the global point would fold settled
+//    messages into the report's cumulative counts, so folds (and the report point they
+//    move) are always in a written batch. A leased global point moves the report point
+//    without a write (ReportPointAt): nothing at or below it waits to be folded.
+// Idle, that is one write per lease period. Under load the WAL has live entries, so its
+// global point is written whenever it moves (with the settles' cadence), as before.
+#include "wal/keys.h"
+#include "wal/rocks_wal.h"
+#include "wal/status.h"
+
+namespace kspool::wal {
+
+CommitPoints MaxOf(const CommitPoints& a, const CommitPoints& b) {
+  CommitPoints m = a;
+  m.global_ms = std::max(a.global_ms, b.global_ms);
+  for (const auto& [topic, ms] : b.topics_ms) {
+    auto [it, fresh] = m.topics_ms.try_emplace(topic, ms);
+    if (!fresh) it->second = std::max(it->second, ms);
+  }
+  return m;
+}
+
+int64_t HighestPoint(const CommitPoints& p) {
+  int64_t h = p.global_ms;
+  for (const auto& [topic, ms] : p.topics_ms) h = std::max(h, ms);
+  return h;
+}
+
+CommitPoints RocksWal::SavedCommitPoints() const {
+  MutexLock l(&mu_);
+  return saved_points_;
+}
+
+absl::Status RocksWal::SaveCommitPoints(const CommitPoints& requested) {
+  MutexLock settle(&settle_mu_);
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
+  const CommitPoints points = KeepTracked(requested);  // not the topics forgotten meanwhile
+  CommitPoints next;
+  {
+    MutexLock l(&mu_);
+    if (!write_error_.ok()) return write_error_;
+    next = MaxOf(saved_points_, points);
+    // Raise the floor before the points can be seen, so no later receive time is <= them.
+    receive_floor_ms_ = std::max(receive_floor_ms_, HighestPoint(next) + 1);
+    if (LeaseCovers(next)) {
+      report_point_ms_ = ReportPointAt(next.global_ms);
+      saved_points_ = std::move(next);
+      return absl::OkStatus();
+    }
+  }
+  return WriteCommitPoints(next, /*closing=*/false);
+}
+
+bool RocksWal::LeaseCovers(const CommitPoints& next) const {
+  if (writing_receive_ms_) return false;
+  if (FoldsAt(next.global_ms)) return false;
+  if (next.global_ms > saved_points_.global_ms) {
+    if (next.global_ms > ceiling_ms_) return false;
+    for (const auto& [topic, t] : topics_) {
+      if (t.pending().count != 0) return false;
+    }
+  }
+  for (const auto& [topic, ms] : next.topics_ms) {
+    auto saved = saved_points_.topics_ms.find(topic);
+    if (saved != saved_points_.topics_ms.end() && ms <= saved->second) continue;
+    if (ms > ceiling_ms_) return false;
+    if (!durable_points_.topics_ms.count(topic)) return false;  // its first point
+    auto t = topics_.find(topic);  // (a lambda would be outside the lock analysis)
+    if (t != topics_.end() && t->second.pending().count != 0) return false;
+  }
+  return true;
+}
+
+absl::Status RocksWal::WriteCommitPoints(const CommitPoints& points, bool closing) {
+  rocksdb::WriteBatch wb;
+  wb.Put(db_->meta, keys::kCommitPoint, keys::U64(static_cast<uint64_t>(points.global_ms)));
+  for (const auto& [topic, ms] : points.topics_ms) {
+    wb.Put(db_->meta, keys::TopicCommitPoint(topic), keys::U64(static_cast<uint64_t>(ms)));
+  }
+  int64_t ceiling;
+  {
+    MutexLock l(&mu_);
+    ceiling = ceiling_ms_;
+  }
+  const int64_t highest = HighestPoint(points);
+  if (closing) {
+    wb.Delete(db_->meta, keys::kCommitCeiling);
+    ceiling = 0;
+  } else if (highest > ceiling) {
+    ceiling = highest + options_.commit_lease_ms;
+    wb.Put(db_->meta, keys::kCommitCeiling, keys::U64(static_cast<uint64_t>(ceiling)));
+  }
+  Fold fold;
+  FoldSplit(points.global_ms, &wb, &fold);
+  rocksdb::Status s = SyncedWrite(&wb);
+  if (!s.ok()) {
+    RecordWriteError(s, "commit point write");
+    return FromRocks(s, "save commit points");
+  }
+  MutexLock l(&mu_);
+  saved_points_ = MaxOf(saved_points_, points);
+  NoteDurable(points);
+  ceiling_ms_ = ceiling;
+  ApplyFold(std::move(fold));
+  return absl::OkStatus();
+}
+
+CommitPoints RocksWal::LeasedPointsFor(const std::map<std::string, Counts>& topics) const {
+  CommitPoints leased;
+  if (saved_points_.global_ms > durable_points_.global_ms) leased.global_ms = saved_points_.global_ms;
+  for (const auto& [topic, c] : topics) {
+    auto saved = saved_points_.topics_ms.find(topic);
+    if (saved == saved_points_.topics_ms.end()) continue;
+    auto durable = durable_points_.topics_ms.find(topic);
+    if (durable == durable_points_.topics_ms.end() || saved->second > durable->second) {
+      leased.topics_ms[topic] = saved->second;
+    }
+  }
+  return leased;
+}
+
+void RocksWal::PutLeasedPoints(const CommitPoints& leased, rocksdb::WriteBatch* wb) const {
+  if (leased.global_ms != 0) {
+    wb->Put(db_->meta, keys::kLeasedPoint, keys::U64(static_cast<uint64_t>(leased.global_ms)));
+  }
+  for (const auto& [topic, ms] : leased.topics_ms) {
+    wb->Put(db_->meta, keys::TopicLeasedPoint(topic), keys::U64(static_cast<uint64_t>(ms)));
+  }
+}
+
+void RocksWal::NoteDurable(const CommitPoints& points) {
+  durable_points_ = MaxOf(durable_points_, points);
+}
+
+CommitPoints RocksWal::StartPoints(const CommitPoints& durable, int64_t ceiling) const {
+  CommitPoints start = durable;
+  if (ceiling == 0) return start;  // a clean close: every published point is durable
+  bool wal_empty = true;
+  for (const auto& [topic, t] : topics_) {
+    if (t.pending().count != 0) wal_empty = false;
+  }
+  // Only topics with a durable point had one published (a first point is never leased).
+  for (auto& [topic, ms] : start.topics_ms) {
+    auto t = topics_.find(topic);
+    if (t == topics_.end() || t->second.pending().count == 0) ms = std::max(ms, ceiling);
+  }
+  if (wal_empty) start.global_ms = std::max(start.global_ms, ceiling);
+  return start;
+}
+
+void RocksWal::CloseCommitPoints() {
+  if (options_.read_only) return;
+  MutexLock settle(&settle_mu_);
+  ReaderLock r(&db_mu_);
+  if (!db_) return;
+  CommitPoints saved;
+  {
+    MutexLock l(&mu_);
+    // No ceiling: nothing was leased. After a write error the state is unknown: the
+    // ceiling stays, and the next Open treats this close as a crash.
+    if (ceiling_ms_ == 0 || !write_error_.ok()) return;
+    saved = saved_points_;
+  }
+  WriteCommitPoints(saved, /*closing=*/true).IgnoreError();
+}
+
+}  // namespace kspool::wal

@@ -1,0 +1,142 @@
+// RocksWal: which outcomes given to Settle() are for live entries.
+//
+// Settle() must be idempotent (DESIGN.md invariant 10): the drain applies a batch again
+// after a failed sync, and RocksDB may have kept that batch. An outcome counts only if
+// its entry is live: at or above the head, below committed_next_, not settled already,
+// and present in the log.
+//
+// The memory vouches for presence above unverified_below_ (seqs written by this
+// incarnation's group commits; their deletions are in the head and deleted_above_head_).
+// Below it, after an Open or Reopen, the log may hold gaps the memory does not know of.
+// The drain reads that region with contiguous scans from the head anyway, and each such
+// scan tells exactly which keys exist: NoteScanned() records the gaps, so draining a
+// backlog after a restart costs no extra reads. Only seqs settled without having been
+// scanned (a retry right after a Reopen, before the drain read again) are looked up in
+// the log (MultiGet). Measured (200k entries, 2k outcomes per call, 2 cores): ~0.4 ms of
+// CPU per call either way; looking every seq up would make it ~4 ms.
+#include <algorithm>
+#include <iterator>
+#include <unordered_set>
+
+#include "wal/keys.h"
+#include "wal/rocks_wal.h"
+#include "wal/status.h"
+
+namespace kspool::wal {
+namespace {
+
+constexpr size_t kLookupChunk = 1024;  // keys per MultiGet: bounds the values held at once
+
+}  // namespace
+
+void RocksWal::NoteScanned(uint64_t from, uint64_t end, const std::vector<Entry>& out,
+                           size_t first) {
+  if (end <= from) return;
+  std::vector<std::pair<uint64_t, uint64_t>> gaps;
+  uint64_t expect = from;
+  for (size_t i = first; i < out.size(); ++i) {
+    if (out[i].seq < from) continue;
+    if (out[i].seq > expect) gaps.emplace_back(expect, out[i].seq);
+    expect = out[i].seq + 1;
+  }
+  if (end > expect) gaps.emplace_back(expect, end);
+  MutexLock l(&mu_);
+  // Another scan (or a settle moving the head past it) got there first: nothing to add.
+  if (std::max(verified_upto_, head_) != from) return;
+  for (const auto& [a, b] : gaps) {
+    if (a < unverified_below_) gaps_[a] = std::min(b, unverified_below_);
+  }
+  verified_upto_ = end;
+}
+
+absl::StatusOr<const std::vector<Outcome>*> RocksWal::LiveOutcomes(
+    const std::vector<Outcome>& outcomes, std::vector<uint64_t>* seqs,
+    std::vector<Outcome>* kept) const {
+  uint64_t head, limit, unverified_below, verified_upto;
+  {
+    MutexLock l(&mu_);
+    head = head_;
+    limit = committed_next_;
+    unverified_below = unverified_below_;
+    verified_upto = verified_upto_;
+  }
+  seqs->clear();
+  seqs->reserve(outcomes.size());
+  for (const Outcome& o : outcomes) seqs->push_back(o.seq);
+  if (!std::is_sorted(seqs->begin(), seqs->end())) std::sort(seqs->begin(), seqs->end());
+
+  std::vector<uint64_t> gone;        // not live
+  std::vector<uint64_t> scanned;     // below verified_upto: present unless in gaps_
+  std::vector<uint64_t> unverified;  // to look up in the log; sorted
+  bool repeated = false;
+  for (size_t i = 0; i < seqs->size(); ++i) {
+    const uint64_t seq = (*seqs)[i];
+    if (i > 0 && seq == (*seqs)[i - 1]) {
+      repeated = true;
+      continue;
+    }
+    if (seq < head || seq >= limit) {
+      gone.push_back(seq);
+      continue;
+    }
+    // deleted_above_head_ is a few runs (SeqRuns), even while one entry holds the head.
+    if (deleted_above_head_.Contains(seq)) {
+      gone.push_back(seq);
+    } else if (seq < unverified_below) {
+      (seq < verified_upto ? scanned : unverified).push_back(seq);
+    }
+  }
+
+  if (!scanned.empty()) {
+    MutexLock l(&mu_);
+    for (size_t i = 0; i < scanned.size() && !gaps_.empty(); ++i) {
+      auto g = gaps_.upper_bound(scanned[i]);
+      if (g != gaps_.begin() && scanned[i] < std::prev(g)->second) gone.push_back(scanned[i]);
+    }
+  }
+  if (!unverified.empty()) {
+    rocksdb::ReadOptions ro;
+    ro.fill_cache = false;
+    for (size_t at = 0; at < unverified.size(); at += kLookupChunk) {
+      const size_t n = std::min(kLookupChunk, unverified.size() - at);
+      std::vector<std::string> keys(n);
+      std::vector<rocksdb::Slice> slices(n);
+      for (size_t k = 0; k < n; ++k) {
+        keys[k] = keys::Seq(unverified[at + k]);
+        slices[k] = keys[k];
+      }
+      std::vector<rocksdb::PinnableSlice> values(n);
+      std::vector<rocksdb::Status> found(n);
+      db_->db->MultiGet(ro, db_->log, n, slices.data(), values.data(), found.data(),
+                        /*sorted_input=*/true);
+      for (size_t k = 0; k < n; ++k) {
+        if (found[k].IsNotFound()) {
+          gone.push_back(unverified[at + k]);
+        } else {
+          RETURN_IF_ERROR(
+              FromRocks(found[k], "look up WAL entry " + std::to_string(unverified[at + k])));
+        }
+      }
+    }
+  }
+  if (gone.empty() && !repeated) return &outcomes;
+
+  // Rare: after a failed sync, a reopen or a restart, or a caller's repeat.
+  std::sort(gone.begin(), gone.end());
+  kept->clear();
+  std::unordered_set<uint64_t> seen;
+  for (const Outcome& o : outcomes) {
+    if (std::binary_search(gone.begin(), gone.end(), o.seq)) continue;
+    if (repeated && !seen.insert(o.seq).second) continue;
+    kept->push_back(o);
+  }
+  seqs->erase(std::unique(seqs->begin(), seqs->end()), seqs->end());
+  std::vector<uint64_t> live;
+  live.reserve(seqs->size());
+  std::set_difference(seqs->begin(), seqs->end(), gone.begin(), gone.end(),
+                      std::back_inserter(live));
+  seqs->swap(live);
+  return kept;
+}
+
+}  // namespace kspool::wal

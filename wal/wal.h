@@ -338,7 +338,7 @@ class Wal {
   // the persisted counters must agree with it). Undecodable entries count under "".
   [[nodiscard]] virtual absl::Status CountLive(std::map<std::string, Counts>* out) = 0;
 
-  // Operator tools (kspoolctl); rocks_wal_admin.cc.
+  // Operator tools (kspoolctl); rocks_wal_admin.cc, rocks_wal_replay.cc.
   //
   // The live entry with the highest sequence number (decoded as Scan() does), or
   // nullopt when the log is empty.

@@ -74,7 +74,9 @@ TEST(RecordCodec, PeekReadsReceiveTime) {
 
 TEST(RecordCodec, PeekRoutingReadsTopicPartitionAndKeyWithoutDecoding) {
   Record r = Sample();
-  RecordRouting routing = PeekRouting(EncodeRecord(r));
+  // The routing points into the bytes: they must outlive it.
+  const std::string keyed = EncodeRecord(r);
+  RecordRouting routing = PeekRouting(keyed);
   EXPECT_EQ(routing.topic, r.topic);
   EXPECT_EQ(routing.partition, r.partition);
   ASSERT_EQ(routing.key.has_value(), r.key.has_value());
@@ -82,7 +84,8 @@ TEST(RecordCodec, PeekRoutingReadsTopicPartitionAndKeyWithoutDecoding) {
   r.key.reset();
   r.partition = -1;
   r.client_timestamp_ms.reset();
-  routing = PeekRouting(EncodeRecord(r));
+  const std::string unkeyed = EncodeRecord(r);
+  routing = PeekRouting(unkeyed);
   EXPECT_EQ(routing.topic, r.topic);
   EXPECT_EQ(routing.partition, -1);
   EXPECT_FALSE(routing.key.has_value());

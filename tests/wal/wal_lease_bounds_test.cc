@@ -4,8 +4,6 @@
 // forgotten topic stays forgotten after a crash or a restart, lease or not.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-
 #include "tests/support/fault_fs.h"
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
@@ -42,10 +40,6 @@ class WalLeaseBounds : public ::testing::Test {
     CommitPoints p{clock_.NowMillis(), {}};
     for (const std::string& t : wal->TrackedTopics()) p.topics_ms[t] = clock_.NowMillis();
     return p;
-  }
-  static bool Tracks(Wal* wal, const std::string& topic) {
-    std::vector<std::string> t = wal->TrackedTopics();
-    return std::find(t.begin(), t.end(), topic) != t.end();
   }
 
   kspool::testing::TempDir dir_;

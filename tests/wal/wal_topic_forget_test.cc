@@ -3,8 +3,6 @@
 // gets receive times above its old point.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
 
@@ -29,10 +27,6 @@ class WalTopicForget : public ::testing::Test {
     absl::StatusOr<AppendResult> r = wal->Append(MakeBatch(topic, 2, "v"));
     ASSERT_TRUE(r.ok());
     ASSERT_TRUE(wal->Settle(Delivered(ScanAll(wal, r->first_seq))).ok());
-  }
-  static bool Tracks(Wal* wal, const std::string& topic) {
-    std::vector<std::string> t = wal->TrackedTopics();
-    return std::find(t.begin(), t.end(), topic) != t.end();
   }
   // What a commit tracker would save now: every tracked topic at `ms`.
   static CommitPoints PointsAt(Wal* wal, int64_t ms) {

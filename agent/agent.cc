@@ -53,6 +53,12 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
   wo.env = deps.env;
   wo.clock = deps.clock;
   wo.max_bytes = config.wal_max_bytes ? config.wal_max_bytes : DefaultWalCapacity(config.wal_dir);
+  wo.max_queue_bytes = config.max_append_queue_bytes;
+  wo.max_topic_bytes = config.topic_max_bytes.Of(wo.max_bytes);
+  wo.max_dead_letter_bytes = config.dead_letter_max_bytes.Of(wo.max_bytes);
+  wo.max_dead_letter_age_ms = static_cast<int64_t>(config.dead_letter_max_age_ms);
+  wo.topic_idle_forget_ms = static_cast<int64_t>(config.topic_idle_forget_ms);
+  wo.max_tracked_topics = config.max_tracked_topics;
   wo.on_group_commit = [metrics](size_t n, double s) { metrics->ObserveGroupCommit(n, s); };
   absl::StatusOr<std::unique_ptr<wal::Wal>> wal = wal::Wal::Open(wo);
   if (!wal.ok()) return wal.status();
@@ -62,6 +68,10 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
   spdlog::info("wal: opened {} (agent id {}): {} entries, {} bytes pending of {} capacity, "
                "next seq {}", config.wal_dir, a->agent_id_, stats.entries, stats.bytes,
                wo.max_bytes, stats.next_seq);
+  spdlog::info("wal: bounds: {} dead letters ({} bytes, limit {} bytes, {} ms), per topic {} "
+               "bytes, append queue {} bytes (0 = none)",
+               stats.dead_letters.count, stats.dead_letters.bytes, wo.max_dead_letter_bytes,
+               wo.max_dead_letter_age_ms, wo.max_topic_bytes, wo.max_queue_bytes);
 
   a->tracker_ = std::make_unique<CommitTracker>(a->wal_.get());
   absl::StatusOr<std::unique_ptr<KafkaMetadata>> md =
@@ -98,6 +108,8 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
       deps.clock, HeartbeatOptions{config.heartbeat_interval_ms, config.heartbeat_topics});
   if (absl::Status s = a->StartServers(config, deps.clock); !s.ok()) return s;
   a->heartbeater_->Start();
+  a->maintenance_ = std::make_unique<WalMaintenance>(a->wal_.get(), metrics);
+  a->maintenance_->Start();
   return a;
 }
 
@@ -150,6 +162,7 @@ Agent::~Agent() { Shutdown(); }
 
 void Agent::Shutdown() {
   if (heartbeater_) heartbeater_->Stop();
+  maintenance_.reset();
   if (server_) {
     spdlog::info("shutdown: no longer accepting Sends");
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));

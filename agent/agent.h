@@ -21,6 +21,7 @@
 #include "agent/partition_cache.h"
 #include "agent/metrics.h"
 #include "agent/spool_service.h"
+#include "agent/wal_maintenance.h"
 #include "wal/wal.h"
 
 namespace kspool::agent {
@@ -66,6 +67,7 @@ class Agent {
   std::unique_ptr<PartitionCache> partitions_;  // uses metadata_
   std::unique_ptr<DrainLoop> drain_;            // uses partitions_
   std::unique_ptr<Heartbeater> heartbeater_;
+  std::unique_ptr<WalMaintenance> maintenance_;
   std::unique_ptr<SpoolService> spool_;
   std::unique_ptr<AdminService> admin_;
   std::unique_ptr<grpc::Server> server_;

@@ -18,9 +18,11 @@ absl::Status CommitTracker::Update(uint64_t cursor,
   for (const auto& [topic, t] : window_oldest) oldest = std::min(oldest, t);
   next.global_ms = std::max(prev.global_ms, oldest - 1);
 
-  std::map<std::string, int64_t> topics = prev.topics_ms;
-  for (const auto& [topic, stats] : wal_->GetStats().topics) topics.try_emplace(topic, 0);
-  for (auto& [topic, prev_ms] : topics) {
+  // Only the topics the WAL tracks: one idle long enough is forgotten (its point was
+  // saved; a returning topic's receive times stay above it).
+  for (const std::string& topic : wal_->TrackedTopics()) {
+    auto p = prev.topics_ms.find(topic);
+    const int64_t prev_ms = p != prev.topics_ms.end() ? p->second : 0;
     int64_t t = *bound;
     auto it = window_oldest.find(topic);
     if (it != window_oldest.end()) t = std::min(t, it->second);

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -75,6 +76,47 @@ absl::StatusOr<uint64_t> ParseDurationMs(const std::string& text) {
                                     "' (use ms, s, m, h or d)");
 }
 
+uint64_t ByteSize::Of(uint64_t capacity) const {
+  if (percent <= 0) return bytes;
+  return static_cast<uint64_t>(static_cast<long double>(capacity) * percent / 100);
+}
+
+absl::StatusOr<ByteSize> ParseByteSize(const std::string& text) {
+  static const std::vector<std::pair<std::string, uint64_t>> kUnits = {
+      {"", 1}, {"B", 1}, {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30},
+      {"TiB", 1ull << 40}};
+  const auto bad = [&](const std::string& why) {
+    return absl::InvalidArgumentError("'" + text + "' " + why +
+                                      " (e.g. 1073741824, 512MiB, 1GiB, or 10% of the WAL)");
+  };
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  if (digits == 0) return bad("is not a size");
+  ByteSize out;
+  if (!text.empty() && text.back() == '%') {
+    // Digits, optionally a fraction: "10%", "2.5%".
+    char* end = nullptr;
+    const std::string number = text.substr(0, text.size() - 1);
+    out.percent = std::strtod(number.c_str(), &end);
+    if (end != number.c_str() + number.size() || number.find_first_not_of("0123456789.") !=
+                                                     std::string::npos) {
+      return bad("is not a percent");
+    }
+    if (out.percent > 100) return bad("is more than the whole WAL");
+    return out;
+  }
+  for (const auto& [name, mult] : kUnits) {
+    if (text.substr(digits) != name) continue;
+    // Sizes are compared with int64 byte counts, like every other byte flag.
+    std::optional<uint64_t> n = ParseAtMost(std::string_view(text).substr(0, digits),
+                                            INT64_MAX / mult);
+    if (!n) return bad("is more than " + std::to_string(INT64_MAX) + " bytes");
+    out.bytes = *n * mult;
+    return out;
+  }
+  return bad("has an unknown unit");
+}
+
 ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* env) {
   ParseOutcome out;
   Config& c = out.config;
@@ -94,6 +136,15 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
                            : UnsignedAtMost(INT64_MAX, "a whole number"));
     }
     return opts[name];
+  };
+  // A flag kept as text and converted after parsing; `parse` checks it first, so that
+  // an error names the flag.
+  auto add_parsed = [&](const std::string& name, std::string* text, const std::string& help,
+                        auto parse) {
+    opts[name] = app.add_option("--" + name, *text, help)->check([parse](const std::string& v) {
+      auto r = parse(v);
+      return r.ok() ? std::string() : std::string(r.status().message());
+    });
   };
   add("wal-dir", &c.wal_dir, "WAL directory (a persistent volume)");
   add("listen", &c.listen, "gRPC address: HOST:PORT or unix:PATH (port 0 picks a free one)");
@@ -122,31 +173,55 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   add("wal-max-bytes", &c.wal_max_bytes,
       "WAL capacity (bytes of pending messages); 0 = half of the WAL's file system");
   std::string max_age = "0";
-  app.add_option("--max-message-age", max_age,
-                 "Discard (into the dead letters, reason 'expired') messages older than this, "
-                 "e.g. 7d; 0 = never")
-      ->check([](const std::string& v) {
-        absl::StatusOr<uint64_t> d = ParseDurationMs(v);
-        return d.ok() ? std::string() : std::string(d.status().message());
-      });
-  opts["max-message-age"] = app.get_option("--max-message-age");
+  add_parsed("max-message-age", &max_age,
+             "Discard (into the dead letters, reason 'expired') messages older than this, "
+             "e.g. 7d; 0 = never",
+             ParseDurationMs);
+  std::string queue_max = "64MiB", topic_max = "0", dead_max = "10%", dead_age = "7d",
+              idle_forget = "24h";
+  add_parsed("max-append-queue-bytes", &queue_max,
+             "Bytes of Sends waiting for the WAL's disk (e.g. 64MiB); beyond it "
+             "RESOURCE_EXHAUSTED; 0 = no bound",
+             [](const std::string& v) -> absl::StatusOr<ByteSize> {
+               absl::StatusOr<ByteSize> b = ParseByteSize(v);
+               if (b.ok() && b->percent > 0) {
+                 return absl::InvalidArgumentError("'" + v + "': a size in bytes, not a percent");
+               }
+               return b;
+             });
+  add_parsed("topic-max-bytes", &topic_max,
+             "Live bytes one topic may fill in the WAL (bytes, e.g. 2GiB, or a percent of the "
+             "capacity, e.g. 10%); beyond it only that topic's Sends get RESOURCE_EXHAUSTED; "
+             "0 = no limit",
+             ParseByteSize);
+  add_parsed("dead-letter-max-bytes", &dead_max,
+             "Dead letters (they count against the WAL capacity) beyond this size are removed, "
+             "oldest first (bytes, or a percent of the capacity); 0 = no own limit",
+             ParseByteSize);
+  add_parsed("dead-letter-max-age", &dead_age,
+             "Dead letters discarded longer ago than this are removed, e.g. 7d; 0 = kept",
+             ParseDurationMs);
+  add_parsed("topic-idle-forget", &idle_forget,
+             "A topic with nothing in the WAL and no Send for this long stops being tracked "
+             "(its commit point; its counters stay), e.g. 24h; 0 = never",
+             ParseDurationMs);
   add("unknown-topic-checks", &c.unknown_topic_checks,
       "Fresh-metadata checks that a topic does not exist before its messages are discarded")
       ->check(CLI::PositiveNumber);
   add("wal-reopen-interval-ms", &c.wal_reopen_interval_ms,
       "After a WAL I/O error (e.g. full disk), how often to try reopening it")
       ->check(CLI::PositiveNumber);
+  add("max-tracked-topics", &c.max_tracked_topics,
+      "Most topics whose commit points are tracked; beyond it the longest idle ones with "
+      "nothing in the WAL stop being tracked early; 0 = no cap");
   std::string heartbeat_interval = "0";
-  app.add_option("--heartbeat-interval", heartbeat_interval,
-                 "Send a heartbeat with the commit point to every partition of the heartbeat "
-                 "topics this often, e.g. 10s; 0 = off")
-      ->check([](const std::string& v) {
-        absl::StatusOr<uint64_t> d = ParseDurationMs(v);
-        return d.ok() ? std::string() : std::string(d.status().message());
-      });
-  opts["heartbeat-interval"] = app.get_option("--heartbeat-interval");
+  add_parsed("heartbeat-interval", &heartbeat_interval,
+             "Send a heartbeat with the commit point to every partition of the heartbeat "
+             "topics this often, e.g. 10s; 0 = off",
+             ParseDurationMs);
   add("heartbeat-topics", &c.heartbeat_topics,
-      "Topics that get heartbeats, comma-separated; empty = every topic the agent has seen")
+      "Topics that get heartbeats, comma-separated; empty = every topic the agent tracks "
+      "(see --topic-idle-forget)")
       ->delimiter(',');
   add("shutdown-grace-ms", &c.shutdown_grace_ms,
       "At SIGTERM, how long in-flight produce may finish; the rest stays in the WAL");
@@ -190,6 +265,11 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   }
   c.max_message_age_ms = ParseDurationMs(max_age).value_or(0);
   c.heartbeat_interval_ms = ParseDurationMs(heartbeat_interval).value_or(0);
+  c.max_append_queue_bytes = ParseByteSize(queue_max).value_or(ByteSize{}).bytes;
+  c.topic_max_bytes = ParseByteSize(topic_max).value_or(ByteSize{});
+  c.dead_letter_max_bytes = ParseByteSize(dead_max).value_or(ByteSize{});
+  c.dead_letter_max_age_ms = ParseDurationMs(dead_age).value_or(0);
+  c.topic_idle_forget_ms = ParseDurationMs(idle_forget).value_or(0);
   return out;
 }
 

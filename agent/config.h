@@ -11,6 +11,14 @@
 
 namespace kspool::agent {
 
+// A size in bytes, or a share of the WAL capacity ("10%").
+struct ByteSize {
+  uint64_t bytes = 0;
+  double percent = 0;  // > 0: this share of the capacity; `bytes` is then unused
+  // The size in bytes for a WAL of `capacity` bytes (0 = unlimited: a share of it is 0).
+  uint64_t Of(uint64_t capacity) const;
+};
+
 struct Config {
   std::string wal_dir = "/var/lib/kspool/wal";
   std::string listen = "127.0.0.1:7411";          // host:port or unix:PATH
@@ -29,7 +37,21 @@ struct Config {
   uint64_t unknown_topic_checks = 3;
   uint64_t wal_reopen_interval_ms = 1000;  // retry period after a WAL I/O error
   uint64_t heartbeat_interval_ms = 0;      // 0: no heartbeats
-  std::vector<std::string> heartbeat_topics;  // empty: every topic the agent has seen
+  std::vector<std::string> heartbeat_topics;  // empty: every topic the WAL tracks
+
+  // Bounds: what clients, time or a stuck topic can make the agent hold (0 = no bound).
+  // Appends waiting for the WAL's committer, in bytes; beyond it RESOURCE_EXHAUSTED.
+  uint64_t max_append_queue_bytes = 64ull << 20;
+  // Live bytes one topic may fill; beyond it that topic's Sends get RESOURCE_EXHAUSTED.
+  ByteSize topic_max_bytes;
+  // Dead letters (they count against the WAL capacity): beyond either limit the oldest
+  // are removed, counted as kspool_dead_letters_dropped_total.
+  ByteSize dead_letter_max_bytes{0, 10};
+  uint64_t dead_letter_max_age_ms = 7 * 86'400'000ull;
+  // A topic with nothing in the WAL and no Send for this long stops being tracked, and
+  // so do the longest idle beyond max_tracked_topics.
+  uint64_t topic_idle_forget_ms = 86'400'000;
+  uint64_t max_tracked_topics = 10000;
 
   // Request limits (bad input is INVALID_ARGUMENT).
   uint64_t max_message_bytes = 1 << 20;
@@ -63,8 +85,11 @@ inline constexpr uint64_t kMaxDurationMs = 36500ull * 86'400'000;
 // kMaxDurationMs; no sign.
 absl::StatusOr<uint64_t> ParseDurationMs(const std::string& text);
 
-// `env` is the process environment (`environ`), passed in so tests can supply their own.
+// "1048576", "64MiB", "1GiB" (KiB, MiB, GiB, TiB), or a percent of the WAL capacity
+// such as "10%" or "2.5%"; "0" is zero. At most INT64_MAX bytes.
+absl::StatusOr<ByteSize> ParseByteSize(const std::string& text);
 
+// `env` is the process environment (`environ`), passed in so tests can supply their own.
 ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* env);
 
 }  // namespace kspool::agent

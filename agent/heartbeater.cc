@@ -44,9 +44,8 @@ void Heartbeater::Stop() {
 
 size_t Heartbeater::Beat() {
   std::vector<std::string> topics = options_.topics;
-  if (topics.empty()) {
-    for (const auto& [topic, stats] : wal_->GetStats().topics) topics.push_back(topic);
-  }
+  // Every topic the WAL tracks, not every topic ever seen: a forgotten one stays so.
+  if (topics.empty()) topics = wal_->TrackedTopics();
   const wal::CommitPoints points = tracker_->Current();
   const std::string agent_id = wal_->agent_id();
   size_t appended = 0;

@@ -28,7 +28,7 @@ namespace kspool::agent {
 
 struct HeartbeatOptions {
   uint64_t interval_ms = 0;         // 0: off
-  std::vector<std::string> topics;  // empty: every topic the agent has seen
+  std::vector<std::string> topics;  // empty: every topic the WAL tracks (Wal::TrackedTopics)
 };
 
 class Heartbeater {

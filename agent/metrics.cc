@@ -44,6 +44,67 @@ void Add(MetricFamily* f, double value, std::vector<prometheus::ClientMetric::La
   f->metric.push_back(std::move(m));
 }
 
+// The bounds on what clients, time and a stuck topic can make the WAL hold (wal.h
+// Options), read from the WAL's stats.
+void AddBounds(const wal::Stats& st, std::vector<MetricFamily>* out) {
+  auto queued = Family("kspool_wal_append_queue_bytes",
+                       "Bytes of Sends waiting for the WAL's disk (--max-append-queue-bytes)",
+                       MetricType::Gauge);
+  Add(&queued, st.queued_bytes);
+  auto refused = Family("kspool_wal_appends_refused_total",
+                        "Appends refused with RESOURCE_EXHAUSTED since start, by reason: "
+                        "wal_full, topic_full, append_queue_full",
+                        MetricType::Counter);
+  for (const char* reason : {"wal_full", "topic_full", "append_queue_full"}) {
+    auto it = st.refused.find(reason);
+    Add(&refused, it == st.refused.end() ? 0 : it->second, {{"reason", reason}});
+  }
+  auto topic_full = Family("kspool_wal_topic_full_refusals_total",
+                           "Appends refused because their topic had --topic-max-bytes in the WAL "
+                           "since start, by (tracked) topic",
+                           MetricType::Counter);
+  for (const auto& [topic, n] : st.topic_full_refused) Add(&topic_full, n, {{"topic", topic}});
+  auto topic_bytes = Family("kspool_wal_topic_bytes",
+                            "Bytes of a topic's messages in the WAL (topics with any)",
+                            MetricType::Gauge);
+  auto dropped = Family("kspool_dead_letters_dropped_total",
+                        "Dead letters removed beyond --dead-letter-max-bytes (limit=size) or "
+                        "--dead-letter-max-age (limit=age); still counted as discarded (persisted)",
+                        MetricType::Counter);
+  for (const auto& [topic, t] : st.topics) {
+    if (const uint64_t b = t.pending().bytes; b > 0) Add(&topic_bytes, b, {{"topic", topic}});
+    for (const auto& [limit, c] : t.dead_dropped) {
+      Add(&dropped, c.count, {{"topic", topic}, {"limit", limit}});
+    }
+  }
+  auto dead = Family("kspool_dead_letters", "Discarded messages kept in the dead-letter store",
+                     MetricType::Gauge);
+  Add(&dead, st.dead_letters.count);
+  auto dead_bytes = Family("kspool_dead_letter_bytes",
+                           "Bytes of the dead letters; they count against the WAL capacity",
+                           MetricType::Gauge);
+  Add(&dead_bytes, st.dead_letters.bytes);
+  auto buckets = Family("kspool_report_buckets",
+                        "Time buckets of the discard report's after-commit-point table",
+                        MetricType::Gauge);
+  Add(&buckets, st.report_buckets);
+  auto coarsened = Family("kspool_report_coarsenings_total",
+                          "Times that table reached its bound and was merged, since start",
+                          MetricType::Counter);
+  Add(&coarsened, st.report_coarsenings);
+  auto tracked = Family("kspool_tracked_topics",
+                        "Topics whose commit points are tracked (--topic-idle-forget)",
+                        MetricType::Gauge);
+  Add(&tracked, st.tracked_topics);
+  auto forgotten = Family("kspool_topics_forgotten_total",
+                          "Idle topics no longer tracked, since start", MetricType::Counter);
+  Add(&forgotten, st.topics_forgotten);
+  for (auto* f : {&queued, &refused, &topic_full, &topic_bytes, &dropped, &dead, &dead_bytes,
+                  &buckets, &coarsened, &tracked, &forgotten}) {
+    out->push_back(std::move(*f));
+  }
+}
+
 // State read from the WAL, the commit tracker and the drain loop at scrape time.
 class StateCollector : public prometheus::Collectable {
  public:
@@ -126,8 +187,11 @@ class StateCollector : public prometheus::Collectable {
         }
       }
     }
-    return {point, lag, age, received, delivered, discarded, entries, bytes, cap, fsyncs,
-            healthy, inflight, up, stuck, leaderless};
+    std::vector<MetricFamily> out = {point,   lag,      age,      received, delivered,
+                                     discarded, entries, bytes,   cap,      fsyncs,
+                                     healthy, inflight, up,       stuck,    leaderless};
+    AddBounds(st, &out);
+    return out;
   }
 
  private:

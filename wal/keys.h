@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,15 @@ inline uint64_t ParseU64(std::string_view s, size_t offset = 0) {
 }
 inline std::string EncodeCounts(const Counts& c) { return U64(c.count) + U64(c.bytes); }
 inline Counts ParseCounts(std::string_view s) { return {ParseU64(s, 0), ParseU64(s, 8)}; }
+// `accepted/<topic>`: the counts, then the receive time of the topic's last append
+// (absent in WALs written before it was added).
+inline std::string EncodeAccepted(const Counts& c, int64_t last_receive_ms) {
+  return EncodeCounts(c) + U64(static_cast<uint64_t>(last_receive_ms));
+}
+inline std::optional<int64_t> ParseAcceptedLast(std::string_view s) {
+  if (s.size() < 24) return std::nullopt;
+  return static_cast<int64_t>(ParseU64(s, 16));
+}
 
 inline constexpr std::string_view kFormatVersion = "format_version";
 inline constexpr std::string_view kAgentId = "agent_id";
@@ -48,6 +58,10 @@ inline constexpr std::string_view kLeasedPointTopicPrefix = "leased_point_ms/";
 inline constexpr std::string_view kAcceptedPrefix = "accepted/";
 inline constexpr std::string_view kDeliveredPrefix = "delivered/";
 inline constexpr std::string_view kDiscardedPrefix = "discarded/";
+inline constexpr std::string_view kDeadLetters = "dead_letters";
+inline constexpr std::string_view kDeadDroppedPrefix = "dead_dropped/";
+inline constexpr std::string_view kReceiveFloor = "receive_floor_ms";
+inline constexpr std::string_view kReportPoint = "report_point_ms";
 
 inline std::string Accepted(std::string_view topic) {
   return std::string(kAcceptedPrefix) + std::string(topic);
@@ -58,6 +72,9 @@ inline std::string Delivered(std::string_view topic) {
 // Topic names cannot contain '/', so the split back is unambiguous.
 inline std::string Discarded(std::string_view topic, std::string_view reason) {
   return std::string(kDiscardedPrefix) + std::string(topic) + "/" + std::string(reason);
+}
+inline std::string DeadDropped(std::string_view topic, std::string_view limit) {
+  return std::string(kDeadDroppedPrefix) + std::string(topic) + "/" + std::string(limit);
 }
 inline std::string TopicCommitPoint(std::string_view topic) {
   return std::string(kCommitPointTopicPrefix) + std::string(topic);

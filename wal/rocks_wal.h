@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <deque>
+#include <map>
+#include <optional>
 #include <memory>
 #include <set>
 #include <string>
@@ -15,6 +17,7 @@
 #include "absl/base/thread_annotations.h"
 #include "rocksdb/db.h"
 #include "wal/mutex.h"
+#include "wal/seq_runs.h"
 #include "wal/wal.h"
 
 namespace kspool::wal {
@@ -31,6 +34,10 @@ struct OpenDb {
 
 // FAILED_PRECONDITION "<dir> is not a kspool WAL: <why>" (rocks_wal_admin.cc).
 absl::Status NotAKspoolWal(const std::string& dir, const std::string& why);
+
+// The dead letters' totals, counted by scanning `dead` (rocks_wal_dead.cc): once, for a
+// WAL written before they were kept in `meta`.
+absl::StatusOr<Counts> CountDeadLetters(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* dead);
 
 // One stored log entry as an Entry: decoded, or with its status and raw bytes.
 Entry DecodeEntry(uint64_t seq, std::string_view raw);
@@ -55,6 +62,9 @@ class RocksWal final : public Wal {
   absl::StatusOr<int64_t> ReceiveTimeBound(uint64_t from_seq) override;
   absl::Status SaveCommitPoints(const CommitPoints& points) override;
   CommitPoints SavedCommitPoints() const override;
+  absl::StatusOr<DeadLetterTrim> TrimDeadLetters() override;
+  std::vector<std::string> TrackedTopics() const override;
+  absl::StatusOr<std::vector<std::string>> ForgetIdleTopics() override;
   absl::Status CompactDeadRange() override;
   Stats GetStats() const override;
   Report GetReport() const override;
@@ -81,6 +91,19 @@ class RocksWal final : public Wal {
     AppendCallback done;
     absl::Status status;
     AppendResult result;
+  };
+
+  // What one Settle changes in `after_` (rocks_wal_report.cc): the new counts of the
+  // buckets it touched, or, when the table was coarsened, the whole new table.
+  struct SplitChange {
+    std::map<int64_t, OutcomeTable> put;
+    bool coarsened = false;
+  };
+  // What saving a commit point folds from `after_` into `before_`.
+  struct Fold {
+    OutcomeTable before;
+    std::optional<int64_t> last_folded;  // key of the newest bucket folded
+    int64_t report_point_ms = 0;
   };
 
   explicit RocksWal(Options options) : options_(std::move(options)) {}
@@ -118,7 +141,8 @@ class RocksWal final : public Wal {
   //
   // True if publishing `points` needs no write: every point that moves belongs to a
   // scope with no live entries and no group commit in flight, stays at or below the
-  // ceiling, and the global point passes no settled message (no split to fold).
+  // ceiling, is not a topic's first point, and the global point folds no settled
+  // message into the report (FoldsAt).
   bool LeaseCovers(const CommitPoints& points) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes `points` (synced) with the report split folded at the global point, and the
   // ceiling: raised if a point passes it, or removed when `closing` (every published
@@ -152,13 +176,39 @@ class RocksWal final : public Wal {
                                                   std::vector<Outcome>* fixed)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   // The commit-point split of the settled counts (rocks_wal_report.cc). Settle adds to
-  // `after_`; saving a commit point folds what it passed into `before_`.
+  // `after_` (merging buckets beyond Options::max_report_buckets); saving a commit point
+  // folds the buckets it passed into `before_`.
   void SplitSettled(const std::vector<Outcome>& outcomes, rocksdb::WriteBatch* wb,
-                    std::map<int64_t, OutcomeTable>* updated) const
+                    SplitChange* change) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
-  void FoldSplit(int64_t commit_point_ms, rocksdb::WriteBatch* wb, OutcomeTable* before) const
+  void ApplySplit(SplitChange change) ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_, mu_);
+  void FoldSplit(int64_t commit_point_ms, rocksdb::WriteBatch* wb, Fold* fold) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  void ApplyFold(Fold fold) ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_, mu_);
+  // True if saving `commit_point_ms` would fold settled messages into `before_` (so it
+  // must be a written batch). Else ReportPointAt() is the report's point at it: the
+  // commit point, or just below a merged bucket that straddles it; never decreasing.
+  bool FoldsAt(int64_t commit_point_ms) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  int64_t ReportPointAt(int64_t commit_point_ms) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LoadSplit(std::string_view key, std::string_view value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Admission of one append into the group being formed (rocks_wal_limits.cc): the WAL's
+  // capacity and the per-topic limit. `group_topics` holds the bytes per topic already
+  // admitted into the group, and gains the request's on success.
+  absl::Status Admit(const AppendBatch& batch, uint64_t group_bytes,
+                     std::map<std::string, uint64_t>* group_topics)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Refuses an AppendAsync() that would overfill the queue (Options::max_queue_bytes).
+  absl::Status AdmitToQueue(const AppendBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Marks the topics of a group being written as active at `receive_ms`.
+  void TouchTopics(const std::map<std::string, Counts>& topics, int64_t receive_ms)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // At Open/Reopen: tracked_ from the durable `points` (on a reopen, memory's tracked_,
+  // and `points` loses the topics memory forgot), the topics with live entries, and
+  // their last appends.
+  void TrackAtOpen(bool reopen, const std::map<std::string, int64_t>& last_append,
+                   CommitPoints* points) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `points` without the topics forgotten meanwhile.
+  CommitPoints KeepTracked(const CommitPoints& points) ABSL_LOCKS_EXCLUDED(mu_);
   // Makes a failed write sticky (LevelDB's RecordBackgroundError).
   void RecordWriteError(const rocksdb::Status& s, std::string_view what) ABSL_LOCKS_EXCLUDED(mu_);
   void RecordWriteErrorLocked(const rocksdb::Status& s, std::string_view what)
@@ -205,12 +255,24 @@ class RocksWal final : public Wal {
   uint64_t unverified_below_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t verified_upto_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<uint64_t, uint64_t> gaps_ ABSL_GUARDED_BY(mu_);
-  OutcomeTable before_ ABSL_GUARDED_BY(mu_);  // received <= saved commit point
-  std::map<int64_t, OutcomeTable> after_ ABSL_GUARDED_BY(mu_);  // by receive time
+  OutcomeTable before_ ABSL_GUARDED_BY(mu_);  // received <= report_point_ms_
+  // Settled after report_point_ms_, by time bucket: keyed by the lowest receive time it
+  // may hold; buckets are disjoint, each spanning [key, max receive time in it].
+  std::map<int64_t, OutcomeTable> after_ ABSL_GUARDED_BY(mu_);
+  int64_t report_point_ms_ ABSL_GUARDED_BY(mu_) = 0;  // <= saved_points_.global_ms
+  uint64_t report_coarsenings_ ABSL_GUARDED_BY(mu_) = 0;
+  // Bounds (rocks_wal_limits.cc, rocks_wal_dead.cc).
+  uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // batches in queue_
+  std::map<std::string, uint64_t> refused_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, uint64_t> topic_full_refused_ ABSL_GUARDED_BY(mu_);
+  Counts dead_ ABSL_GUARDED_BY(mu_);  // dead letters; changed only under settle_mu_ too
+  // Tracked topics -> receive time of their last append (or when tracking started).
+  std::map<std::string, int64_t> tracked_ ABSL_GUARDED_BY(mu_);
+  uint64_t topics_forgotten_ ABSL_GUARDED_BY(mu_) = 0;
 
   // Settle() is serialized: it owns the delete bookkeeping.
   mutable Mutex settle_mu_;
-  std::set<uint64_t> deleted_above_head_ ABSL_GUARDED_BY(settle_mu_);
+  SeqRuns deleted_above_head_ ABSL_GUARDED_BY(settle_mu_);
   // Entries below the persisted head are dead whether or not they are still stored; the
   // range delete that removes them physically trails behind, at most once a second, so
   // few range tombstones sit in the memtable (RocksDB re-fragments them for every new

@@ -47,7 +47,9 @@ void RocksWal::AppendAsync(AppendBatch batch, AppendCallback done) {
     MutexLock l(&mu_);
     refused = write_error_;
     if (refused.ok() && stopping_) refused = absl::UnavailableError("WAL is closing");
+    if (refused.ok()) refused = AdmitToQueue(batch);
     if (refused.ok()) {
+      queued_bytes_ += batch.bytes();
       queue_.push_back(Writer{std::move(batch), std::move(done), {}, {}});
       work_cv_.Signal();
       return;
@@ -94,6 +96,7 @@ std::vector<RocksWal::Writer> RocksWal::CommitGroup() {
   // sees it: sequence numbers commit in order.
   std::vector<Writer*> group;
   size_t examined = 0, bytes = 0;
+  std::map<std::string, uint64_t> group_topics;  // bytes per topic admitted so far
   for (Writer& qw : queue_) {
     Writer* w = &qw;
     if (group.size() >= options_.max_group_requests ||
@@ -101,13 +104,9 @@ std::vector<RocksWal::Writer> RocksWal::CommitGroup() {
       break;
     }
     ++examined;
-    if (write_error_.ok() && options_.max_bytes > 0 &&
-        live_bytes_ + bytes + w->batch.bytes() > options_.max_bytes) {
-      w->status = absl::ResourceExhaustedError(
-          "WAL full: " + std::to_string(live_bytes_ + bytes) + " of " +
-          std::to_string(options_.max_bytes) + " bytes in use, the request needs " +
-          std::to_string(w->batch.bytes()) + "; retry once Kafka has drained some");
-      continue;
+    if (write_error_.ok()) {
+      w->status = Admit(w->batch, bytes, &group_topics);
+      if (!w->status.ok()) continue;
     }
     group.push_back(w);
     bytes += w->batch.bytes();
@@ -132,6 +131,7 @@ std::vector<RocksWal::Writer> RocksWal::CommitGroup() {
   }
   const uint64_t end_seq = next_seq_;
   writing_receive_ms_ = receive_ms;
+  if (status.ok()) TouchTopics(accepted, receive_ms);
   // Taken with writing_receive_ms_: a lease granted after this waits for the group.
   const CommitPoints leased = LeasedPointsFor(accepted);
 
@@ -154,7 +154,7 @@ std::vector<RocksWal::Writer> RocksWal::CommitGroup() {
         wb.Put(db_->meta, keys::kNextSeq, keys::U64(end_seq));
         wb.Put(db_->meta, keys::kLastReceive, keys::U64(static_cast<uint64_t>(receive_ms)));
         for (const auto& [topic, c] : accepted) {
-          wb.Put(db_->meta, keys::Accepted(topic), keys::EncodeCounts(c));
+          wb.Put(db_->meta, keys::Accepted(topic), keys::EncodeAccepted(c, receive_ms));
         }
         PutLeasedPoints(leased, &wb);
         auto start = std::chrono::steady_clock::now();
@@ -185,6 +185,7 @@ std::vector<RocksWal::Writer> RocksWal::CommitGroup() {
   std::vector<Writer> finished;
   finished.reserve(examined);
   for (size_t i = 0; i < examined; ++i) {
+    queued_bytes_ -= queue_.front().batch.bytes();
     finished.push_back(std::move(queue_.front()));
     queue_.pop_front();
   }

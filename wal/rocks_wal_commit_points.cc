@@ -19,6 +19,12 @@
 //    batch was built before the lease and does not carry it.
 //  * A clean close writes every saved point and removes X: a clean restart starts
 //    exactly where it stopped, with receive times that follow the clock.
+//  * A topic's first point is written, never leased, so after a crash only topics with
+//    a durable point start at X: a forgotten topic (ForgetIdleTopics) stays forgotten.
+//  * The discard report: a lease is refused when the global point would fold settled
+//    messages into the report's cumulative counts, so folds (and the report point they
+//    move) are always in a written batch. A leased global point moves the report point
+//    without a write (ReportPointAt): nothing at or below it waits to be folded.
 // Idle, that is one write per lease period. Under load the WAL has live entries, so its
 // global point is written whenever it moves (with the settles' cadence), as before.
 #include "wal/keys.h"
@@ -48,10 +54,11 @@ CommitPoints RocksWal::SavedCommitPoints() const {
   return saved_points_;
 }
 
-absl::Status RocksWal::SaveCommitPoints(const CommitPoints& points) {
+absl::Status RocksWal::SaveCommitPoints(const CommitPoints& requested) {
   MutexLock settle(&settle_mu_);
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
+  const CommitPoints points = KeepTracked(requested);  // not the topics forgotten meanwhile
   CommitPoints next;
   {
     MutexLock l(&mu_);
@@ -60,6 +67,7 @@ absl::Status RocksWal::SaveCommitPoints(const CommitPoints& points) {
     // Raise the floor before the points can be seen, so no later receive time is <= them.
     receive_floor_ms_ = std::max(receive_floor_ms_, HighestPoint(next) + 1);
     if (LeaseCovers(next)) {
+      report_point_ms_ = ReportPointAt(next.global_ms);
       saved_points_ = std::move(next);
       return absl::OkStatus();
     }
@@ -69,7 +77,7 @@ absl::Status RocksWal::SaveCommitPoints(const CommitPoints& points) {
 
 bool RocksWal::LeaseCovers(const CommitPoints& next) const {
   if (writing_receive_ms_) return false;
-  if (!after_.empty() && after_.begin()->first <= next.global_ms) return false;
+  if (FoldsAt(next.global_ms)) return false;
   if (next.global_ms > saved_points_.global_ms) {
     if (next.global_ms > ceiling_ms_) return false;
     for (const auto& [topic, t] : topics_) {
@@ -80,6 +88,7 @@ bool RocksWal::LeaseCovers(const CommitPoints& next) const {
     auto saved = saved_points_.topics_ms.find(topic);
     if (saved != saved_points_.topics_ms.end() && ms <= saved->second) continue;
     if (ms > ceiling_ms_) return false;
+    if (!durable_points_.topics_ms.count(topic)) return false;  // its first point
     auto t = topics_.find(topic);  // (a lambda would be outside the lock analysis)
     if (t != topics_.end() && t->second.pending().count != 0) return false;
   }
@@ -105,8 +114,8 @@ absl::Status RocksWal::WriteCommitPoints(const CommitPoints& points, bool closin
     ceiling = highest + options_.commit_lease_ms;
     wb.Put(db_->meta, keys::kCommitCeiling, keys::U64(static_cast<uint64_t>(ceiling)));
   }
-  OutcomeTable before;
-  FoldSplit(points.global_ms, &wb, &before);
+  Fold fold;
+  FoldSplit(points.global_ms, &wb, &fold);
   rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
     RecordWriteError(s, "commit point write");
@@ -116,8 +125,7 @@ absl::Status RocksWal::WriteCommitPoints(const CommitPoints& points, bool closin
   saved_points_ = MaxOf(saved_points_, points);
   NoteDurable(points);
   ceiling_ms_ = ceiling;
-  before_ = std::move(before);
-  after_.erase(after_.begin(), after_.upper_bound(points.global_ms));
+  ApplyFold(std::move(fold));
   return absl::OkStatus();
 }
 
@@ -153,15 +161,12 @@ CommitPoints RocksWal::StartPoints(const CommitPoints& durable, int64_t ceiling)
   if (ceiling == 0) return start;  // a clean close: every published point is durable
   bool wal_empty = true;
   for (const auto& [topic, t] : topics_) {
-    if (t.pending().count != 0) {
-      wal_empty = false;
-      continue;
-    }
-    int64_t& ms = start.topics_ms[topic];
-    ms = std::max(ms, ceiling);
+    if (t.pending().count != 0) wal_empty = false;
   }
+  // Only topics with a durable point had one published (a first point is never leased).
   for (auto& [topic, ms] : start.topics_ms) {
-    if (!topics_.count(topic)) ms = std::max(ms, ceiling);
+    auto t = topics_.find(topic);
+    if (t == topics_.end() || t->second.pending().count == 0) ms = std::max(ms, ceiling);
   }
   if (wal_empty) start.global_ms = std::max(start.global_ms, ceiling);
   return start;

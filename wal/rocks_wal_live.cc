@@ -69,7 +69,6 @@ absl::StatusOr<const std::vector<Outcome>*> RocksWal::LiveOutcomes(
   std::vector<uint64_t> scanned;     // below verified_upto: present unless in gaps_
   std::vector<uint64_t> unverified;  // to look up in the log; sorted
   bool repeated = false;
-  auto d = deleted_above_head_.begin();
   for (size_t i = 0; i < seqs->size(); ++i) {
     const uint64_t seq = (*seqs)[i];
     if (i > 0 && seq == (*seqs)[i - 1]) {
@@ -80,10 +79,8 @@ absl::StatusOr<const std::vector<Outcome>*> RocksWal::LiveOutcomes(
       gone.push_back(seq);
       continue;
     }
-    // deleted_above_head_ can be large (a head held back by one entry): search it only
-    // when the cursor falls behind, not once per outcome.
-    if (d != deleted_above_head_.end() && *d < seq) d = deleted_above_head_.lower_bound(seq);
-    if (d != deleted_above_head_.end() && *d == seq) {
+    // deleted_above_head_ is a few runs (SeqRuns), even while one entry holds the head.
+    if (deleted_above_head_.Contains(seq)) {
       gone.push_back(seq);
     } else if (seq < unverified_below) {
       (seq < verified_upto ? scanned : unverified).push_back(seq);

@@ -5,6 +5,7 @@
 #include "rocksdb/table.h"
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
+#include "wal/rocks_wal_meta.h"
 #include "wal/status.h"
 
 namespace kspool::wal {
@@ -19,8 +20,6 @@ std::string RandomAgentId() {
   snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
   return buf;
 }
-
-bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 }  // namespace
 
@@ -141,54 +140,19 @@ absl::Status RocksWal::LoadState(bool reopen) {
   }
   if (init.Count() > 0) RETURN_IF_ERROR(FromRocks(SyncedWrite(&init), "initialize WAL meta"));
 
-  uint64_t next_seq = 1;
-  int64_t last_receive = 0;
-  CommitPoints points;
-  std::map<std::string, TopicStats> topics;
-  ASSIGN_OR_RETURN(bool has_next, get(keys::kNextSeq, &v));
-  if (has_next) next_seq = std::max<uint64_t>(1, keys::ParseU64(v));
-  uint64_t persisted_head = 0;
-  ASSIGN_OR_RETURN(bool has_head, get(keys::kHead, &v));
-  if (has_head) persisted_head = keys::ParseU64(v);
-  ASSIGN_OR_RETURN(bool has_last, get(keys::kLastReceive, &v));
-  if (has_last) last_receive = static_cast<int64_t>(keys::ParseU64(v));
-  // Durable points: per scope the higher of the written and the leased one.
-  ASSIGN_OR_RETURN(bool has_cp, get(keys::kCommitPoint, &v));
-  if (has_cp) points.global_ms = static_cast<int64_t>(keys::ParseU64(v));
-  ASSIGN_OR_RETURN(bool has_leased, get(keys::kLeasedPoint, &v));
-  if (has_leased) points.global_ms = std::max(points.global_ms, static_cast<int64_t>(keys::ParseU64(v)));
-  int64_t ceiling = 0;
-  ASSIGN_OR_RETURN(bool has_ceiling, get(keys::kCommitCeiling, &v));
-  if (has_ceiling) ceiling = static_cast<int64_t>(keys::ParseU64(v));
-
-  std::vector<std::pair<std::string, std::string>> split;
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), db_->meta));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    std::string_view k(it->key().data(), it->key().size());
-    std::string_view val(it->value().data(), it->value().size());
-    if (StartsWith(k, "split/")) {
-      split.emplace_back(k, val);
-    } else if (StartsWith(k, keys::kCommitPointTopicPrefix) ||
-               StartsWith(k, keys::kLeasedPointTopicPrefix)) {
-      const size_t prefix = StartsWith(k, keys::kCommitPointTopicPrefix)
-                                ? keys::kCommitPointTopicPrefix.size()
-                                : keys::kLeasedPointTopicPrefix.size();
-      int64_t& ms = points.topics_ms[std::string(k.substr(prefix))];
-      ms = std::max(ms, static_cast<int64_t>(keys::ParseU64(val)));
-    } else if (StartsWith(k, keys::kAcceptedPrefix)) {
-      topics[std::string(k.substr(keys::kAcceptedPrefix.size()))].accepted = keys::ParseCounts(val);
-    } else if (StartsWith(k, keys::kDeliveredPrefix)) {
-      topics[std::string(k.substr(keys::kDeliveredPrefix.size()))].delivered = keys::ParseCounts(val);
-    } else if (StartsWith(k, keys::kDiscardedPrefix)) {
-      std::string_view rest = k.substr(keys::kDiscardedPrefix.size());
-      size_t slash = rest.find('/');
-      if (slash == std::string_view::npos) continue;
-      topics[std::string(rest.substr(0, slash))].discarded[std::string(rest.substr(slash + 1))] =
-          keys::ParseCounts(val);
+  ASSIGN_OR_RETURN(MetaState m, ReadMeta(db, meta));
+  uint64_t next_seq = m.next_seq;
+  int64_t last_receive = m.last_receive;
+  CommitPoints points = std::move(m.points);
+  if (!m.dead) {
+    // Counted once for a WAL written before the totals were kept, and saved.
+    ASSIGN_OR_RETURN(m.dead, CountDeadLetters(db, db_->dead));
+    if (!options_.read_only) {
+      rocksdb::WriteBatch wb;
+      wb.Put(meta, keys::kDeadLetters, keys::EncodeCounts(*m.dead));
+      RETURN_IF_ERROR(FromRocks(SyncedWrite(&wb), "save the dead letters' totals"));
     }
   }
-  RETURN_IF_ERROR(FromRocks(it->status(), "read WAL meta"));
-  it.reset();
 
   // The log's own last key is authoritative if meta somehow lags behind it.
   std::unique_ptr<rocksdb::Iterator> log_it(db->NewIterator(rocksdb::ReadOptions(), db_->log));
@@ -199,7 +163,7 @@ absl::Status RocksWal::LoadState(bool reopen) {
   const uint64_t physical_first = log_it->Valid() ? keys::ParseSeq(log_it->key().ToString()) : 0;
   std::optional<uint64_t> first;
   if (log_it->Valid()) {
-    if (persisted_head > physical_first) log_it->Seek(keys::Seq(persisted_head));
+    if (m.head > physical_first) log_it->Seek(keys::Seq(m.head));
     if (log_it->Valid()) first = keys::ParseSeq(log_it->key().ToString());
   }
 
@@ -219,37 +183,43 @@ absl::Status RocksWal::LoadState(bool reopen) {
     gaps_.clear();
     range_deleted_below_ = physical_first ? physical_first : head_;
     last_receive_ms_ = last_receive;
-    topics_ = std::move(topics);
+    topics_ = std::move(m.topics);
     before_.clear();
     after_.clear();
-    for (const auto& [k, val] : split) LoadSplit(k, val);
+    for (const auto& [k, val] : m.split) LoadSplit(k, val);
     live_bytes_ = 0;
     for (const auto& [t, ts] : topics_) live_bytes_ += ts.pending().bytes;
+    dead_ = *m.dead;
     durable_points_ = points;
+    TrackAtOpen(reopen, m.last_append, &points);
     if (reopen) {
       // Memory knows every point published; the log may hold more (a commit-point batch
       // whose failed sync RocksDB kept, with its split folded): the higher one wins.
       saved_points_ = MaxOf(saved_points_, points);
-      ceiling_ms_ = std::max(ceiling_ms_, ceiling);
+      ceiling_ms_ = std::max(ceiling_ms_, m.ceiling);
+      report_point_ms_ = std::max(report_point_ms_, m.report_point);
     } else {
-      saved_points_ = StartPoints(points, ceiling);
-      ceiling_ms_ = ceiling;
+      saved_points_ = StartPoints(points, m.ceiling);
+      ceiling_ms_ = m.ceiling;
+      report_point_ms_ = m.report_point;
     }
-    receive_floor_ms_ = std::max(
-        {receive_floor_ms_, last_receive_ms_, HighestPoint(saved_points_) + 1});
+    receive_floor_ms_ = std::max({receive_floor_ms_, last_receive_ms_,
+                                  HighestPoint(saved_points_) + 1, m.receive_floor});
     write_error_ = absl::OkStatus();
-    if (after_.empty() || after_.begin()->first > saved_points_.global_ms) return absl::OkStatus();
+    if (!FoldsAt(saved_points_.global_ms)) {
+      report_point_ms_ = ReportPointAt(saved_points_.global_ms);
+      return absl::OkStatus();
+    }
     start = saved_points_;
   }
   // Settled messages at or before the starting global point move into the report's
   // cumulative counts, so that the report matches its commit point.
   if (!options_.read_only) return WriteCommitPoints(start, /*closing=*/false);
   rocksdb::WriteBatch unused;
-  OutcomeTable before;
-  FoldSplit(start.global_ms, &unused, &before);
+  Fold fold;
+  FoldSplit(start.global_ms, &unused, &fold);
   MutexLock l(&mu_);
-  before_ = std::move(before);
-  after_.erase(after_.begin(), after_.upper_bound(start.global_ms));
+  ApplyFold(std::move(fold));
   return absl::OkStatus();
 }
 

@@ -108,8 +108,9 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
     if (i < seqs.size() && seqs[i] == cand) {
       ++cand;
       ++i;
-    } else if (deleted_above_head_.count(cand)) {
-      ++cand;
+    } else if (uint64_t end = deleted_above_head_.RunEnd(cand); end > cand) {
+      cand = end;
+      while (i < seqs.size() && seqs[i] < cand) ++i;
     } else {
       break;
     }
@@ -136,15 +137,22 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
     run = end;
   }
   uint64_t bytes = 0;
+  Counts added;  // to the dead letters
   for (const Outcome& o : outcomes) {
     bytes += o.size;
-    if (!o.discard_reason.empty()) wb.Put(db_->dead, keys::Seq(o.seq), EncodeDeadLetter(o, now_ms));
+    if (o.discard_reason.empty()) continue;
+    std::string letter = EncodeDeadLetter(o, now_ms);
+    added.count += 1;
+    added.bytes += letter.size();
+    wb.Put(db_->dead, keys::Seq(o.seq), letter);
   }
   // New totals of the touched counters, aggregated per (topic, outcome) first: a batch
   // holds thousands of messages but only a few topics.
   std::map<std::string, TopicStats> totals;
+  Counts dead;  // the dead letters' totals after this batch
   {
     MutexLock l(&mu_);
+    dead = {dead_.count + added.count, dead_.bytes + added.bytes};
     const Outcome* last = nullptr;
     Counts* last_counts = nullptr;
     for (const Outcome& o : outcomes) {
@@ -168,7 +176,8 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
       wb.Put(db_->meta, keys::Discarded(topic, reason), keys::EncodeCounts(c));
     }
   }
-  std::map<int64_t, OutcomeTable> split;
+  if (added.count > 0) wb.Put(db_->meta, keys::kDeadLetters, keys::EncodeCounts(dead));
+  SplitChange split;
   SplitSettled(outcomes, &wb, &split);
   rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
@@ -184,11 +193,8 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
       for (auto& [reason, c] : t.discarded) topics_[topic].discarded[reason] = c;
     }
     live_bytes_ -= std::min(live_bytes_, bytes);
-    for (auto& [rt, table] : split) {
-      for (auto& [topic, outcomes_of] : table) {
-        for (auto& [outcome, c] : outcomes_of) after_[rt][topic][outcome] = c;
-      }
-    }
+    dead_ = dead;
+    ApplySplit(std::move(split));
     limit = committed_next_;
   }
   if (range_deleted) {
@@ -197,9 +203,9 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   }
   // Entries below cand are gone; a gap (a failed append, or entries deleted before a
   // restart) is skipped by seeking to the next live one.
-  deleted_above_head_.insert(seqs.begin() + static_cast<std::ptrdiff_t>(i), seqs.end());
+  for (size_t k = i; k < seqs.size(); ++k) deleted_above_head_.Add(seqs[k]);
   uint64_t new_head = FirstLiveAtOrAfter(cand, limit).value_or(limit);
-  deleted_above_head_.erase(deleted_above_head_.begin(), deleted_above_head_.lower_bound(new_head));
+  deleted_above_head_.EraseBelow(new_head);
   MutexLock l(&mu_);
   head_ = std::max(head_, new_head);
   while (!gaps_.empty() && gaps_.begin()->second <= head_) gaps_.erase(gaps_.begin());

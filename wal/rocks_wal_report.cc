@@ -3,9 +3,18 @@
 // Every settled message is counted, in its Settle batch, under its receive time in the
 // `split/a/` keys of `meta`. Saving a commit point T moves the counts received at or
 // before T into the cumulative `split/b/` keys, in the same batch as T itself, so a
-// report's counts always match its commit point, also after a crash. The `split/a/`
-// keys hold only settled messages newer than the oldest live entry: bounded by the
-// drain window, not by the backlog.
+// report's counts always match its point, also after a crash.
+//
+// While the commit point is held back (one topic stuck for hours), the other topics'
+// settled messages pile up in `split/a/`, one bucket per receive millisecond. So the
+// buckets are bounded (Options::max_report_buckets): beyond the bound, adjacent buckets
+// are merged pairwise in the Settle batch. A merged bucket spans several milliseconds
+// and is folded only once the commit point has passed all of it; the report's point is
+// then the commit point, or just below a bucket that straddles it. That point never
+// decreases, and at_or_before holds exactly the messages received at or before it, so
+// R2 - R1 stays exact.
+#include <limits>
+
 #include "wal/coding.h"
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
@@ -43,6 +52,65 @@ OutcomeCounts DecodeOutcome(std::string_view v) {
   return c;
 }
 
+void PutBucket(rocksdb::WriteBatch* wb, rocksdb::ColumnFamilyHandle* meta, int64_t bucket,
+               const OutcomeTable& table) {
+  for (const auto& [topic, outcomes_of] : table) {
+    for (const auto& [outcome, c] : outcomes_of) {
+      wb->Put(meta, AfterKey(bucket, topic, outcome), EncodeOutcome(c));
+    }
+  }
+}
+
+// The latest receive time a bucket holds; its span is [its key, this].
+int64_t BucketMax(const OutcomeTable& table) {
+  int64_t m = std::numeric_limits<int64_t>::min();
+  for (const auto& [topic, outcomes_of] : table) {
+    for (const auto& [outcome, c] : outcomes_of) {
+      if (c.count > 0) m = std::max(m, c.max_receive_ms);
+    }
+  }
+  return m;
+}
+
+// The bucket a message received at `r` belongs to: the merged bucket whose span holds
+// r, else its own millisecond. Buckets stay disjoint.
+int64_t BucketFor(const std::map<int64_t, OutcomeTable>& after, int64_t r) {
+  auto it = after.upper_bound(r);
+  if (it == after.begin()) return r;
+  --it;
+  return r <= BucketMax(it->second) ? it->first : r;
+}
+
+// Merges adjacent buckets pairwise, about halving their number: `after` updated with
+// *put becomes the new whole table in *put, written to `wb`. A merged bucket keeps its
+// first half's key and spans both halves and the gap between them, where no bucket lies.
+void Coarsen(const std::map<int64_t, OutcomeTable>& after,
+             std::map<int64_t, OutcomeTable>* put, rocksdb::WriteBatch* wb,
+             rocksdb::ColumnFamilyHandle* meta) {
+  std::map<int64_t, OutcomeTable> all = after;
+  for (auto& [bucket, table] : *put) {
+    for (auto& [topic, outcomes_of] : table) {
+      for (auto& [outcome, c] : outcomes_of) all[bucket][topic][outcome] = c;
+    }
+  }
+  std::map<int64_t, OutcomeTable> merged;
+  for (auto it = all.begin(); it != all.end(); ++it) {
+    OutcomeTable& into = merged[it->first];
+    into = std::move(it->second);
+    auto second = std::next(it);
+    if (second == all.end()) break;
+    for (const auto& [topic, outcomes_of] : second->second) {
+      for (const auto& [outcome, c] : outcomes_of) {
+        into[topic][outcome].Add(c);
+        wb->Delete(meta, AfterKey(second->first, topic, outcome));
+      }
+    }
+    it = second;
+  }
+  for (const auto& [bucket, table] : merged) PutBucket(wb, meta, bucket, table);
+  *put = std::move(merged);
+}
+
 }  // namespace
 
 void OutcomeCounts::Add(const OutcomeCounts& o) {
@@ -54,22 +122,23 @@ void OutcomeCounts::Add(const OutcomeCounts& o) {
 }
 
 void RocksWal::SplitSettled(const std::vector<Outcome>& outcomes, rocksdb::WriteBatch* wb,
-                            std::map<int64_t, OutcomeTable>* updated) const {
+                            SplitChange* change) const {
   MutexLock l(&mu_);
   const Outcome* last = nullptr;
   int64_t last_r = 0;
   OutcomeCounts* counts = nullptr;
   for (const Outcome& o : outcomes) {
-    // An undecodable record's receive time is unknown; it was not settled at the last
-    // saved commit point, so it counts just after it.
+    // An undecodable record's receive time is unknown; it was not settled when the last
+    // commit point was saved, so it counts just after it.
     const int64_t r = o.receive_time_ms ? o.receive_time_ms : saved_points_.global_ms + 1;
     // Consecutive outcomes mostly share topic, outcome and receive time (one group
     // commit): look the slot up only when one of them changes.
     if (!last || r != last_r || o.topic != last->topic || o.discard_reason != last->discard_reason) {
       const std::string& outcome = o.discard_reason.empty() ? kDelivered : o.discard_reason;
-      auto [it, fresh] = (*updated)[r][o.topic].try_emplace(outcome);
+      const int64_t bucket = BucketFor(after_, r);
+      auto [it, fresh] = change->put[bucket][o.topic].try_emplace(outcome);
       if (fresh) {
-        auto a = after_.find(r);
+        auto a = after_.find(bucket);
         if (a != after_.end()) {
           auto t = a->second.find(o.topic);
           if (t != a->second.end()) {
@@ -84,35 +153,77 @@ void RocksWal::SplitSettled(const std::vector<Outcome>& outcomes, rocksdb::Write
     }
     counts->Add({1, o.size, r, r});
   }
-  for (const auto& [r, table] : *updated) {
-    for (const auto& [topic, outcomes_of] : table) {
-      for (const auto& [outcome, c] : outcomes_of) {
-        wb->Put(db_->meta, AfterKey(r, topic, outcome), EncodeOutcome(c));
-      }
+  size_t buckets = after_.size();
+  for (const auto& [bucket, table] : change->put) buckets += after_.count(bucket) ? 0 : 1;
+  if (buckets > options_.max_report_buckets) {
+    Coarsen(after_, &change->put, wb, db_->meta);
+    change->coarsened = true;
+    return;
+  }
+  for (const auto& [bucket, table] : change->put) PutBucket(wb, db_->meta, bucket, table);
+}
+
+void RocksWal::ApplySplit(SplitChange change) {
+  if (change.coarsened) {
+    after_ = std::move(change.put);
+    ++report_coarsenings_;
+    return;
+  }
+  for (auto& [bucket, table] : change.put) {
+    for (auto& [topic, outcomes_of] : table) {
+      for (auto& [outcome, c] : outcomes_of) after_[bucket][topic][outcome] = c;
     }
   }
 }
 
-void RocksWal::FoldSplit(int64_t commit_point_ms, rocksdb::WriteBatch* wb,
-                         OutcomeTable* before) const {
+void RocksWal::FoldSplit(int64_t commit_point_ms, rocksdb::WriteBatch* wb, Fold* fold) const {
   MutexLock l(&mu_);
-  *before = before_;
+  fold->before = before_;
+  // Every message received at or before the commit point is settled, so a bucket whose
+  // span ends at or before it is complete. A merged bucket that straddles the point
+  // waits; the report's point is then just below it.
+  fold->report_point_ms = commit_point_ms;
   bool changed = false;
-  for (auto it = after_.begin(); it != after_.end() && it->first <= commit_point_ms; ++it) {
-    for (const auto& [topic, outcomes_of] : it->second) {
+  for (const auto& [bucket, table] : after_) {
+    if (BucketMax(table) > commit_point_ms) {
+      if (bucket <= commit_point_ms) fold->report_point_ms = bucket - 1;
+      break;
+    }
+    for (const auto& [topic, outcomes_of] : table) {
       for (const auto& [outcome, c] : outcomes_of) {
-        (*before)[topic][outcome].Add(c);
-        wb->Delete(db_->meta, AfterKey(it->first, topic, outcome));
+        fold->before[topic][outcome].Add(c);
+        wb->Delete(db_->meta, AfterKey(bucket, topic, outcome));
         changed = true;
       }
     }
+    fold->last_folded = bucket;
   }
+  fold->report_point_ms = std::max(fold->report_point_ms, report_point_ms_);
+  wb->Put(db_->meta, keys::kReportPoint, keys::U64(static_cast<uint64_t>(fold->report_point_ms)));
   if (!changed) return;
-  for (const auto& [topic, outcomes_of] : *before) {
+  for (const auto& [topic, outcomes_of] : fold->before) {
     for (const auto& [outcome, c] : outcomes_of) {
       wb->Put(db_->meta, BeforeKey(topic, outcome), EncodeOutcome(c));
     }
   }
+}
+
+bool RocksWal::FoldsAt(int64_t commit_point_ms) const {
+  return !after_.empty() && BucketMax(after_.begin()->second) <= commit_point_ms;
+}
+
+int64_t RocksWal::ReportPointAt(int64_t commit_point_ms) const {
+  // Every message received at or before the commit point is settled, and none waits in
+  // a bucket starting at or below the result: at_or_before is exact there.
+  int64_t p = commit_point_ms;
+  if (!after_.empty() && after_.begin()->first <= commit_point_ms) p = after_.begin()->first - 1;
+  return std::max(p, report_point_ms_);
+}
+
+void RocksWal::ApplyFold(Fold fold) {
+  before_ = std::move(fold.before);
+  if (fold.last_folded) after_.erase(after_.begin(), after_.upper_bound(*fold.last_folded));
+  report_point_ms_ = fold.report_point_ms;
 }
 
 void RocksWal::LoadSplit(std::string_view key, std::string_view value) {
@@ -140,7 +251,7 @@ void RocksWal::LoadSplit(std::string_view key, std::string_view value) {
 Report RocksWal::GetReport() const {
   MutexLock l(&mu_);
   Report r;
-  r.commit_point_ms = saved_points_.global_ms;
+  r.commit_point_ms = report_point_ms_;
   r.at_or_before = before_;
   for (const auto& [receive, table] : after_) {
     for (const auto& [topic, outcomes_of] : table) {

@@ -19,6 +19,14 @@ Stats RocksWal::GetStats() const {
     s.appends = appends_;
     s.appended_messages = appended_messages_;
     s.capacity_bytes = options_.max_bytes;
+    s.dead_letters = dead_;
+    s.queued_bytes = queued_bytes_;
+    s.refused = refused_;
+    s.topic_full_refused = topic_full_refused_;
+    s.tracked_topics = tracked_.size();
+    s.topics_forgotten = topics_forgotten_;
+    s.report_buckets = after_.size();
+    s.report_coarsenings = report_coarsenings_;
     head = head_;
     limit = committed_next_;
   }

@@ -14,7 +14,9 @@
 //    SaveCommitPoints() fails with UNAVAILABLE until Reopen() succeeds: the state after
 //    a failed sync is unknown (RocksDB may or may not have kept the batch).
 //  * Append() fails with RESOURCE_EXHAUSTED, writing nothing, when the live entries
-//    would exceed Options::max_bytes.
+//    plus the dead letters would exceed Options::max_bytes, when one of its topics' live
+//    entries would exceed Options::max_topic_bytes, or (at once, before it is queued)
+//    when the appends waiting for the committer would exceed Options::max_queue_bytes.
 //  * Settle() removes entries and updates the persisted counters (and the dead-letter
 //    store, for discards) in one atomic, synced write batch. It is idempotent: an
 //    outcome whose sequence number is not live (below the head, settled already, or
@@ -53,9 +55,29 @@ struct Options {
   Clock* clock = SystemClock::Default();
   // File-system seam: tests pass an Env wrapping a fault-injecting FileSystem.
   std::shared_ptr<rocksdb::Env> env;
-  // Capacity: an append that would take the live entries' bytes past this fails with
-  // RESOURCE_EXHAUSTED (0 = unlimited).
+  // Capacity: an append that would take the live entries' bytes plus the dead letters'
+  // bytes past this fails with RESOURCE_EXHAUSTED (0 = unlimited).
   uint64_t max_bytes = 0;
+  // Per topic: an append that would take one topic's live bytes past this fails with
+  // RESOURCE_EXHAUSTED; other topics' appends are unaffected (0 = unlimited).
+  uint64_t max_topic_bytes = 0;
+  // Appends queued for the committer, in bytes: an AppendAsync() that would take them
+  // past this is refused at once with RESOURCE_EXHAUSTED, before it is queued, so memory
+  // does not grow with clients (0 = unlimited). A request larger than this is accepted
+  // only into an empty queue.
+  uint64_t max_queue_bytes = 64ull << 20;
+  // The dead letters' own limits, enforced by TrimDeadLetters(): the oldest beyond
+  // either are removed (0 = no limit of this kind; they still count against max_bytes).
+  uint64_t max_dead_letter_bytes = 0;
+  int64_t max_dead_letter_age_ms = 0;
+  // ForgetIdleTopics() stops tracking a topic with nothing in the log and no append for
+  // this long (0 = never), and, beyond max_tracked_topics tracked topics, the longest
+  // idle ones with nothing in the log (0 = no cap).
+  int64_t topic_idle_forget_ms = 0;
+  size_t max_tracked_topics = 0;
+  // Most time buckets in the discard report's after-commit-point table; beyond it,
+  // adjacent buckets are merged (FORMAT.md, "split").
+  size_t max_report_buckets = 4096;
   // Called after each synced group commit with its message count and duration (for
   // metrics); from the committing thread, so it must be cheap and thread-safe.
   std::function<void(size_t messages, double seconds)> on_group_commit;
@@ -144,6 +166,9 @@ struct TopicStats {
   Counts accepted;
   Counts delivered;
   std::map<std::string, Counts> discarded;  // by reason
+  // Of the discarded, those later removed from the dead letters by a limit ("size" or
+  // "age"). Informational: the ledger counts them as discarded.
+  std::map<std::string, Counts> dead_dropped;
   // Derived: still in the log.
   Counts pending() const;
 };
@@ -164,6 +189,22 @@ struct Stats {
   uint64_t appends = 0;            // Append() calls that succeeded
   uint64_t appended_messages = 0;  // messages those calls wrote
   uint64_t capacity_bytes = 0;     // Options::max_bytes
+  Counts dead_letters;             // in the dead-letter store (bytes: stored values)
+  uint64_t queued_bytes = 0;       // appends waiting for the committer
+  // Appends refused since open, by cause: "wal_full", "topic_full", "append_queue_full".
+  std::map<std::string, uint64_t> refused;
+  std::map<std::string, uint64_t> topic_full_refused;  // by topic (tracked topics only)
+  size_t tracked_topics = 0;       // topics whose commit points are kept
+  uint64_t topics_forgotten = 0;   // since open
+  size_t report_buckets = 0;       // time buckets of the report's after table
+  uint64_t report_coarsenings = 0; // times they were merged, since open
+};
+
+// What one TrimDeadLetters() removed, by the limit that removed it.
+struct DeadLetterTrim {
+  Counts by_size;
+  Counts by_age;
+  bool more = false;  // stopped at the per-call bound with more to remove: call again
 };
 
 inline constexpr char kOutcomeDelivered[] = "delivered";
@@ -181,7 +222,10 @@ using OutcomeTable = std::map<std::string, std::map<std::string, OutcomeCounts>>
 
 // The discard report built on the commit point. `at_or_before` is cumulative and only
 // grows: for two reports, the difference is exactly what happened to the messages
-// received between their commit points, also across restarts.
+// received between their commit points, also across restarts. `commit_point_ms` is the
+// point the counts are exact at: the saved global commit point, or an earlier bucket
+// boundary when the after table was coarsened (Options::max_report_buckets); it never
+// decreases.
 struct Report {
   int64_t commit_point_ms = 0;
   OutcomeTable at_or_before;  // messages received at or before commit_point_ms
@@ -255,6 +299,22 @@ class Wal {
   // without live entries start at the lease ceiling.
   virtual CommitPoints SavedCommitPoints() const = 0;
 
+  // Removes the oldest dead letters (in sequence order) while their bytes exceed
+  // Options::max_dead_letter_bytes, then those discarded longer than
+  // Options::max_dead_letter_age_ms ago, stopping at the first younger one. Counts
+  // them per topic under `dead_dropped` in the same atomic batch (unsynced: a crash may
+  // bring them back, counted as before). Removes at most a bounded amount per call.
+  [[nodiscard]] virtual absl::StatusOr<DeadLetterTrim> TrimDeadLetters() = 0;
+  // Topics whose commit points are tracked: every topic with live entries, or an
+  // append in the last Options::topic_idle_forget_ms, or a saved commit point.
+  virtual std::vector<std::string> TrackedTopics() const = 0;
+  // Stops tracking the topics idle for Options::topic_idle_forget_ms (nothing live, no
+  // append), and beyond Options::max_tracked_topics the longest idle with nothing live:
+  // their saved commit points are deleted, SaveCommitPoints() ignores them from then
+  // on, and future receive times stay above their last points. Their counters stay.
+  // Returns the topics forgotten.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<std::string>> ForgetIdleTopics() = 0;
+
   // Compacts away the dead range below the oldest live entry.
   [[nodiscard]] virtual absl::Status CompactDeadRange() = 0;
 
@@ -278,7 +338,7 @@ class Wal {
   // the persisted counters must agree with it). Undecodable entries count under "".
   [[nodiscard]] virtual absl::Status CountLive(std::map<std::string, Counts>* out) = 0;
 
-  // Operator tools (kspoolctl); rocks_wal_admin.cc.
+  // Operator tools (kspoolctl); rocks_wal_admin.cc, rocks_wal_replay.cc.
   //
   // The live entry with the highest sequence number (decoded as Scan() does), or
   // nullopt when the log is empty.

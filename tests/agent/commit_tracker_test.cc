@@ -13,10 +13,11 @@ using wal::MakeBatch;
 
 class CommitTrackerTest : public ::testing::Test {
  protected:
-  std::unique_ptr<wal::Wal> Open() {
+  std::unique_ptr<wal::Wal> Open(int64_t topic_idle_forget_ms = 0) {
     wal::Options o;
     o.dir = dir_.path();
     o.clock = &clock_;
+    o.topic_idle_forget_ms = topic_idle_forget_ms;
     o.env = kspool::testing::EnvFor(fs_);
     return std::move(wal::Wal::Open(o)).value();
   }
@@ -87,6 +88,28 @@ TEST_F(CommitTrackerTest, NeverDecreasesAcrossRestartEvenIfTheClockJumpsBack) {
   EXPECT_GT(r->receive_time_ms, before) << "a message received later must not look older";
   ASSERT_TRUE(t.Update(1, {}).ok());
   EXPECT_EQ(t.Current().global_ms, before);
+}
+
+TEST_F(CommitTrackerTest, AForgottenTopicIsNoLongerTrackedOrSaved) {
+  auto w = Open(/*topic_idle_forget_ms=*/60'000);
+  ASSERT_TRUE(w->Append(MakeBatch("idle", 1, "x")).ok());
+  ASSERT_TRUE(w->Settle(wal::Delivered(wal::ScanAll(w.get()))).ok());
+  CommitTracker t(w.get());
+  ASSERT_TRUE(t.Update(2, {}).ok());
+  ASSERT_EQ(t.Current().topics_ms.count("idle"), 1u);
+
+  clock_.Advance(60'000);
+  absl::StatusOr<std::vector<std::string>> gone = w->ForgetIdleTopics();
+  ASSERT_TRUE(gone.ok());
+  ASSERT_EQ(gone->size(), 1u);
+  ASSERT_TRUE(t.Update(2, {}).ok());
+  EXPECT_EQ(t.Current().topics_ms.count("idle"), 0u) << "not every topic ever seen";
+  EXPECT_EQ(w->SavedCommitPoints().topics_ms.count("idle"), 0u);
+
+  // It comes back with its next message.
+  ASSERT_TRUE(w->Append(MakeBatch("idle", 1, "y")).ok());
+  ASSERT_TRUE(t.Update(2, {}).ok());
+  EXPECT_EQ(t.Current().topics_ms.count("idle"), 1u);
 }
 
 TEST_F(CommitTrackerTest, IdleAgentSyncsAtMostOncePerTenSeconds) {

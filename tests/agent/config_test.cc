@@ -84,6 +84,64 @@ TEST(Config, MissingConfigFileIsAnError) {
   EXPECT_NE(p.output.find("/nonexistent/kspool.toml"), std::string::npos) << p.output;
 }
 
+TEST(Config, BoundsHaveSaneDefaults) {
+  ParseOutcome p = Parse({});
+  ASSERT_FALSE(p.exit) << p.output;
+  EXPECT_EQ(p.config.max_append_queue_bytes, 64u << 20);
+  EXPECT_EQ(p.config.topic_max_bytes.Of(1000), 0u) << "no per-topic limit unless asked";
+  EXPECT_EQ(p.config.dead_letter_max_bytes.Of(1000), 100u) << "10% of the WAL";
+  EXPECT_EQ(p.config.dead_letter_max_age_ms, 7 * 86'400'000u);
+  EXPECT_EQ(p.config.topic_idle_forget_ms, 86'400'000u);
+  EXPECT_EQ(p.config.max_tracked_topics, 10000u);
+}
+
+TEST(Config, SizesTakeBytesUnitsOrAPercentOfTheWal) {
+  ParseOutcome p = Parse({"--topic-max-bytes=10%", "--dead-letter-max-bytes", "2GiB",
+                          "--max-append-queue-bytes=1KiB"},
+                         {"KSPOOL_DEAD_LETTER_MAX_AGE=36h", "KSPOOL_TOPIC_IDLE_FORGET=0"});
+  ASSERT_FALSE(p.exit) << p.output;
+  EXPECT_EQ(p.config.topic_max_bytes.Of(1'000'000), 100'000u);
+  EXPECT_EQ(p.config.topic_max_bytes.Of(0), 0u) << "a share of an unlimited WAL: no limit";
+  EXPECT_EQ(p.config.dead_letter_max_bytes.Of(1'000'000), 2ull << 30);
+  EXPECT_EQ(p.config.max_append_queue_bytes, 1024u);
+  EXPECT_EQ(p.config.dead_letter_max_age_ms, 36 * 3'600'000u);
+  EXPECT_EQ(p.config.topic_idle_forget_ms, 0u);
+
+  absl::StatusOr<ByteSize> half = ParseByteSize("2.5%");
+  ASSERT_TRUE(half.ok()) << half.status();
+  EXPECT_EQ(half->Of(1000), 25u);
+  EXPECT_EQ(ParseByteSize("512MiB")->bytes, 512u << 20);
+  EXPECT_EQ(ParseByteSize("7")->bytes, 7u);
+}
+
+TEST(Config, BadSizesAreErrorsNamingTheFlag) {
+  for (const std::string bad : {"lots", "10 MiB", "5PiB", "150%", "1.2.3%", "%"}) {
+    ParseOutcome p = Parse({"--topic-max-bytes", bad});
+    EXPECT_TRUE(p.exit) << bad;
+    EXPECT_NE(p.exit_code, 0) << bad;
+    EXPECT_NE(p.output.find("topic-max-bytes"), std::string::npos) << bad << ": " << p.output;
+  }
+}
+
+TEST(Config, SizesAndDurationsThatOverflowAreRejected) {
+  ParseOutcome p = Parse({"--dead-letter-max-bytes=20000000000TiB"});
+  EXPECT_TRUE(p.exit);
+  EXPECT_NE(p.output.find("dead-letter-max-bytes"), std::string::npos) << p.output;
+  p = Parse({"--max-append-queue-bytes=99999999999999999999999"});
+  EXPECT_TRUE(p.exit);
+  EXPECT_NE(p.output.find("max-append-queue-bytes"), std::string::npos) << p.output;
+  p = Parse({"--max-append-queue-bytes=10%"});
+  EXPECT_TRUE(p.exit) << "the queue's bound is not a share of the WAL";
+  EXPECT_NE(p.output.find("max-append-queue-bytes"), std::string::npos) << p.output;
+  p = Parse({"--max-tracked-topics=99999999999999999999999"});
+  EXPECT_TRUE(p.exit);
+  EXPECT_NE(p.output.find("max-tracked-topics"), std::string::npos) << p.output;
+  p = Parse({"--dead-letter-max-age=999999999999d"});
+  EXPECT_TRUE(p.exit);
+  EXPECT_NE(p.output.find("dead-letter-max-age"), std::string::npos) << p.output;
+  EXPECT_FALSE(ParseDurationMs("999999999999d").ok()) << "does not fit signed 64-bit ms";
+}
+
 TEST(Config, HelpExitsZeroAndListsFlags) {
   ParseOutcome p = Parse({"--help"});
   EXPECT_TRUE(p.exit);

@@ -14,13 +14,8 @@ namespace kspool {
 namespace {
 
 using kspool::testing::SpoolHarness;
+using kspool::testing::Values;
 using namespace std::chrono_literals;
-
-std::vector<std::string> Values(const std::string& prefix, int n) {
-  std::vector<std::string> v;
-  for (int i = 0; i < n; ++i) v.push_back(prefix + std::to_string(i));
-  return v;
-}
 
 TEST(Fault, KafkaDownSendsFillTheWalThenEverythingDrains) {
   SpoolHarness h;

@@ -74,6 +74,25 @@ TEST(Heartbeat, EveryMessageAtOrBeforeTheCommitPointComesBeforeTheHeartbeat) {
   h.ExpectAllAccountedFor("hb");
 }
 
+// Without --heartbeat-topics, heartbeats go to the topics the WAL tracks: one it forgot
+// (here beyond --max-tracked-topics) gets none and so stays forgotten.
+TEST(Heartbeat, WithoutAListOnlyTrackedTopicsGetHeartbeats) {
+  SpoolHarness h({"kept:2", "gone:3"});
+  h.Start([](agent::Config* c) {
+    c->topic_idle_forget_ms = 0;
+    c->max_tracked_topics = 1;
+  });
+  ASSERT_TRUE(h.Send("gone", {"x"}).status.ok());
+  ASSERT_TRUE(h.WaitUntilDrained(30s));
+  ASSERT_TRUE(h.Send("kept", {"y"}).status.ok());
+  ASSERT_TRUE(h.WaitUntilDrained(30s));
+  ASSERT_TRUE(h.agent().wal()->ForgetIdleTopics().ok());  // the maintenance thread's job
+  ASSERT_EQ(h.agent().wal()->TrackedTopics(), std::vector<std::string>{"kept"});
+  EXPECT_EQ(h.agent().heartbeater()->Beat(), 2u) << "kept's 2 partitions, none of gone's 3";
+  ASSERT_TRUE(h.WaitUntilDrained(30s));
+  EXPECT_EQ(h.agent().wal()->TrackedTopics(), std::vector<std::string>{"kept"});
+}
+
 TEST(Broadcast, OneMessageReachesEveryPartitionOfEachTopic) {
   SpoolHarness h({"a:3", "b:2", "c:1"});
   h.Start();

@@ -27,6 +27,13 @@ struct SendResult {
   int64_t receive_time_ms = 0;
 };
 
+// `n` message values: prefix + index, then `pad` bytes of 'x'.
+inline std::vector<std::string> Values(const std::string& prefix, int n, size_t pad = 0) {
+  std::vector<std::string> v;
+  for (int i = 0; i < n; ++i) v.push_back(prefix + std::to_string(i) + std::string(pad, 'x'));
+  return v;
+}
+
 class SpoolHarness {
  public:
   explicit SpoolHarness(std::vector<std::string> topics = {"t:4"}, int brokers = 3);

@@ -80,17 +80,21 @@ TEST_P(WalIdempotent, SettleRetriedAfterAFailedSyncReopenAndRestartCountsOnce) {
   EXPECT_EQ(t.discarded["expired"].count, 1u);
   EXPECT_EQ(t.pending().count, 3u);
   EXPECT_EQ(DeadLetters(wal.get()), 1u);
+  const Counts dead = wal->GetStats().dead_letters;
+  EXPECT_EQ(dead.count, 1u) << "the dead letters' totals are counted once too";
 
-  wal.reset();  // restart
-  wal = OpenWal(12 * one);
+  wal.reset();  // restart; the dead letter takes its share of the capacity
+  wal = OpenWal(12 * one + dead.bytes);
   ExpectLedgerHolds(wal.get(), "after the restart");
   ASSERT_TRUE(wal->Settle(batch).ok());
   ExpectLedgerHolds(wal.get(), "after a retry following the restart");
   t = wal->GetStats().topics["t"];
   EXPECT_EQ(t.delivered.count, 8u);
   EXPECT_EQ(t.discarded["expired"].count, 1u);
+  EXPECT_EQ(wal->GetStats().dead_letters.count, 1u);
+  EXPECT_EQ(wal->GetStats().dead_letters.bytes, dead.bytes);
   auto r = wal->Append(MakeBatch("t", 9, "w"));
-  EXPECT_TRUE(r.ok()) << r.status() << ": 3 live + 9 fit in 12";
+  EXPECT_TRUE(r.ok()) << r.status() << ": 3 live + 9 fit in 12 (and the dead letter)";
   ExpectLedgerHolds(wal.get(), "after appending again");
 }
 

@@ -1,6 +1,7 @@
 // Helpers shared by the WAL tests.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -45,6 +46,12 @@ inline void ExpectLedgerHolds(Wal* wal, const std::string& step) {
     EXPECT_EQ(t.accepted.bytes, settled.bytes + live[topic].bytes) << step << ", topic " << topic;
     EXPECT_EQ(t.pending().count, live[topic].count) << step << ", topic " << topic;
   }
+}
+
+// Whether the WAL tracks `topic` (Wal::TrackedTopics).
+inline bool Tracks(Wal* wal, const std::string& topic) {
+  std::vector<std::string> t = wal->TrackedTopics();
+  return std::find(t.begin(), t.end(), topic) != t.end();
 }
 
 inline std::vector<Outcome> Delivered(const std::vector<Entry>& entries) {

@@ -77,7 +77,11 @@ struct TopicState {
   // Unknown-topic checks: fresh metadata answers that said the target is missing.
   uint64_t checked_generation = 0;
   int missing_answers = 0;
-  size_t next_partition = 0;      // round robin over partitions with a leader
+  // Messages without a key stay on one partition with a leader for a while (as the
+  // client's sticky partitioner does), so they travel in large batches.
+  size_t next_partition = 0;
+  int32_t sticky_partition = -1;
+  int64_t sticky_until_ms = 0;  // monotonic
   int64_t pending_since_ms = 0;   // monotonic; 0: nothing to send
   int64_t last_delivery_ms = 0;   // monotonic
   bool reported_stuck = false;

@@ -104,6 +104,7 @@ void DrainLoop::MaybeReopenWal(int64_t now) {
     // Entries of a failed append may have come back below the cursor: read again from
     // the head (the reader skips what the window already holds).
     wal_reopens_seen_ = wal_->reopens();
+    recheck_below_ = std::max(recheck_below_, cursor_);
     cursor_ = 0;
     for (auto& [topic, ts] : topics_) ts.ClearUnread();
   }

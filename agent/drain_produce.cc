@@ -16,16 +16,26 @@
 namespace kspool::agent {
 namespace {
 
-// The next partition with a leader, round robin; nullopt when none has one.
-std::optional<int32_t> PickPartition(TopicState& ts, const TopicLayout& layout) {
+// Unkeyed messages stick to one partition with a leader for kStickyMs, then move to the
+// next one, round robin: per-message spreading made every batch small (T1's delivered
+// rate fell from 168k to 109k msg/s). nullopt when no partition has a leader.
+constexpr int64_t kStickyMs = 10;
+
+std::optional<int32_t> PickPartition(TopicState& ts, const TopicLayout& layout, int64_t now) {
+  if (ts.sticky_partition >= 0 && now < ts.sticky_until_ms && layout.HasLeader(ts.sticky_partition)) {
+    return ts.sticky_partition;
+  }
   const size_t n = layout.leaders.size();
   for (size_t i = 0; i < n; ++i) {
     const size_t p = (ts.next_partition + i) % n;
     if (layout.leaders[p]) {
       ts.next_partition = p + 1;
-      return static_cast<int32_t>(p);
+      ts.sticky_partition = static_cast<int32_t>(p);
+      ts.sticky_until_ms = now + kStickyMs;
+      return ts.sticky_partition;
     }
   }
+  ts.sticky_partition = -1;
   return std::nullopt;
 }
 
@@ -131,7 +141,7 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
     if (lane_id >= 0) {
       partition = lane_id;
     } else if (lane_id == kLaneUnordered) {
-      std::optional<int32_t> p = PickPartition(ts, layout);
+      std::optional<int32_t> p = PickPartition(ts, layout, now);
       if (!p) return;  // no partition has a leader: wait for one
       partition = *p;
     }

@@ -107,7 +107,9 @@ bool DrainLoop::ReadNew(const Shares& shares) {
   absl::Status s = wal_->ScanChoosing(
       {cursor_, UINT64_MAX, options_.scan_max_keys},
       [&](const wal::ScanCandidate& c) {
-        if (window_.count(c.seq)) return wal::ScanChoice::kSkip;  // read before a reopen
+        if (c.seq < recheck_below_ && window_.count(c.seq)) {
+          return wal::ScanChoice::kSkip;  // read before the WAL was reopened
+        }
         auto t = topics_.find(c.topic);  // no allocation for a known topic
         if (t == topics_.end()) t = topics_.emplace(std::string(c.topic), TopicState{}).first;
         TopicState& ts = t->second;

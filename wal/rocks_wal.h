@@ -135,6 +135,9 @@ class RocksWal final : public Wal {
   // extends the region whose gaps are known (rocks_wal_live.cc).
   void NoteScanned(uint64_t from, uint64_t end, const std::vector<Entry>& out, size_t first)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // The same, given the gaps (key ranges absent) in [from, end).
+  void NoteGaps(uint64_t from, uint64_t end, const std::vector<std::pair<uint64_t, uint64_t>>& gaps)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // One synced write batch, counted in Stats::fsyncs.
   rocksdb::Status SyncedWrite(rocksdb::WriteBatch* wb) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   // Commit points and their lease (rocks_wal_commit_points.cc).

@@ -40,6 +40,12 @@ void RocksWal::NoteScanned(uint64_t from, uint64_t end, const std::vector<Entry>
     expect = out[i].seq + 1;
   }
   if (end > expect) gaps.emplace_back(expect, end);
+  NoteGaps(from, end, gaps);
+}
+
+void RocksWal::NoteGaps(uint64_t from, uint64_t end,
+                        const std::vector<std::pair<uint64_t, uint64_t>>& gaps) {
+  if (end <= from) return;
   MutexLock l(&mu_);
   // Another scan (or a settle moving the head past it) got there first: nothing to add.
   if (std::max(verified_upto_, head_) != from) return;

@@ -15,12 +15,29 @@ absl::Status RocksWal::ScanChoosing(const ScanRange& range,
                                     std::vector<Entry>* out, uint64_t* next) {
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
-  uint64_t lower, upper;
+  uint64_t lower, upper, verify_from;
+  bool learn;
   {
     MutexLock l(&mu_);
     lower = std::max(range.from_seq, head_);  // nothing below the head is live
     upper = std::min(range.to_seq, committed_next_);
+    verify_from = std::max(verified_upto_, head_);
+    learn = lower <= verify_from && verify_from < unverified_below_;
   }
+  // After a restart, a scan from the verified edge tells Settle() which keys exist
+  // (rocks_wal_live.cc): every key offered is present, every one passed over is not.
+  std::vector<std::pair<uint64_t, uint64_t>> gaps;
+  uint64_t expect = verify_from;
+  auto note = [&](uint64_t seq) {
+    if (!learn || seq < verify_from) return;
+    if (seq > expect) gaps.emplace_back(expect, seq);
+    expect = seq + 1;
+  };
+  auto finish = [&](uint64_t next) {
+    if (!learn || next <= verify_from) return;
+    if (next > expect) gaps.emplace_back(expect, next);
+    NoteGaps(verify_from, next, gaps);
+  };
   // Once the whole range was offered: its end, or as far as anything is written.
   const uint64_t end = std::max(range.from_seq, upper);
   if (lower >= upper) {
@@ -42,7 +59,9 @@ absl::Status RocksWal::ScanChoosing(const ScanRange& range,
     const uint64_t seq = keys::ParseSeq(std::string_view(it->key().data(), it->key().size()));
     if (offered == range.max_keys) {
       *next = seq;
-      return FromRocks(it->status(), "scan WAL");
+      RETURN_IF_ERROR(FromRocks(it->status(), "scan WAL"));
+      finish(seq);
+      return absl::OkStatus();
     }
     ++offered;
     std::string_view raw(it->value().data(), it->value().size());
@@ -53,12 +72,16 @@ absl::Status RocksWal::ScanChoosing(const ScanRange& range,
     ScanChoice choice = choose(c);
     if (choice == ScanChoice::kStop) {
       *next = seq;
-      return FromRocks(it->status(), "scan WAL");
+      RETURN_IF_ERROR(FromRocks(it->status(), "scan WAL"));
+      finish(seq);
+      return absl::OkStatus();
     }
+    note(seq);
     if (choice == ScanChoice::kTake) out->push_back(DecodeEntry(seq, raw));
   }
   RETURN_IF_ERROR(FromRocks(it->status(), "scan WAL"));
   *next = end;
+  finish(std::min(end, upper));
   return absl::OkStatus();
 }
 

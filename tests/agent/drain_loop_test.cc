@@ -191,8 +191,11 @@ TEST_F(Drain, KeyedMessagesForALeaderlessPartitionCannotFillTheWindow) {
 TEST_F(Drain, UnkeyedMessagesGoOnlyToPartitionsWithALeader) {
   kafka_.leaders["t"] = {true, false, true};
   StartDrain();
-  Append("t", 30);
-  Run(20);
+  for (int i = 0; i < 6; ++i) {  // a partition is kept for 10 ms, for larger batches
+    Append("t", 5);
+    Run(2);
+  }
+  Run(10);
   EXPECT_EQ(kafka_.DeliveredSeqs("t").size(), 30u);
   for (const FakeKafka::Produced& p : kafka_.produced) EXPECT_NE(p.partition, 1);
   EXPECT_FALSE(kafka_.DeliveredSeqs("t", 0).empty());
@@ -208,7 +211,10 @@ TEST_F(Drain, UnkeyedMessagesQueuedForALostLeaderAreReroutedWithinTenSeconds) {
   // The leader of partition 1 goes; the agent's metadata does not know yet.
   kafka_.leaders["t"][1] = false;
   const int64_t lost_at = clock_.MonotonicMillis();
-  Append("t", 30);
+  for (int i = 0; i < 6; ++i) {  // over 120 ms: the sticky partition rotates through all
+    Append("t", 5);
+    Run(2);
+  }
   int64_t all_at = 0;
   for (int i = 0; i < 1000 && all_at == 0; ++i) {
     Run(1);

@@ -11,6 +11,7 @@
 # Usage: tools/test.sh [plain|asan|tsan|fuzz]...   (default: all four)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ROOT=$PWD
 JOBS=${JOBS:-2}
 passes=("$@")
 [ ${#passes[@]} -eq 0 ] && passes=(plain asan tsan fuzz)
@@ -37,7 +38,7 @@ for pass in "${passes[@]}"; do
     tsan)
       CC=clang CXX=clang++ configure build-tsan -DKSPOOL_SANITIZE=thread -DKSPOOL_THREAD_SAFETY=ON
       ninja -C build-tsan -j"$JOBS" wal_tests wal_admin_tests agent_tests
-      (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 \
+      (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$ROOT/tests/tsan.supp" \
         ctest --no-tests=error --output-on-failure -j"$JOBS" --timeout 600 -L unit)
       ;;
     fuzz) tests/fuzz/run.sh ;;

@@ -60,7 +60,7 @@ TEST(ClockStep, WallClockStepsBackAnHourAndForwardADayChangeNothingElse) {
                      {"--retry-backoff-ms", "50"},
                      {std::string("LD_PRELOAD=") + KSPOOL_FAKETIME_LIB,
                       "FAKETIME_TIMESTAMP_FILE=" + step_file, "FAKETIME_DONT_FAKE_MONOTONIC=1",
-                      "FAKETIME_CACHE_DURATION=1"});
+                      "FAKETIME_NO_CACHE=1"});
   int64_t last_point = 0;
   auto check_point = [&] {
     const int64_t p = agent.CommitPoint().commit_point_ms();

@@ -86,7 +86,10 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
       },
       pco);
   ProducerConfig pc{config.kafka_brokers, config.kafka_options, a->agent_id_,
-                    config.max_message_age_ms};
+                    config.max_message_age_ms, {}};
+  // The producer is made by the drain loop itself, after drain_ is set, and destroyed
+  // by it before it stops: drain_ is valid whenever this runs.
+  pc.on_reports = [agent = a.get()] { agent->drain_->Notify(); };
   DrainOptions dopt = DrainOptionsFrom(config, deps.clock, metrics);
   dopt.partitions = a->partitions_.get();
   a->drain_ = std::make_unique<DrainLoop>(

@@ -54,13 +54,18 @@ void DrainLoop::Run() {
       MutexLock l(&wake_mu_);
       seen_wakes = wake_count_;
     }
-    RunOnce(/*poll_ms=*/5);
-    if ((!read_any_ && window_.empty()) || !producer_) {
-      // Idle, or waiting to replace the producer: sleep until an append or the next
-      // commit-point update.
+    // librdkafka is polled without waiting: its timed waits follow the wall clock. The
+    // loop waits here, on the monotonic clock, and is woken by appends (Notify) and by
+    // the producer when delivery reports are ready (ProducerConfig::on_reports).
+    RunOnce(/*poll_ms=*/0);
+    const bool idle = (!read_any_ && window_.empty()) || !producer_;
+    if (idle || !read_any_) {
+      // Idle, or waiting to replace the producer: until an append or the next commit-point
+      // update. Entries in flight: until reports arrive, 5 ms at most.
       MutexLock l(&wake_mu_);
       if (wake_count_ == seen_wakes) {
-        wake_cv_.WaitFor(&wake_mu_, std::chrono::milliseconds(options_.commit_point_interval_ms));
+        wake_cv_.WaitFor(&wake_mu_, std::chrono::milliseconds(
+                                        idle ? options_.commit_point_interval_ms : 5));
       }
     }
   }

@@ -76,6 +76,12 @@ absl::StatusOr<std::unique_ptr<KafkaProducer>> KafkaProducer::Create(const Produ
   rd_kafka_conf_set_stats_cb(conf, &KafkaProducer::OnStats);
   p->rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
   if (!p->rk_) return absl::InvalidArgumentError(std::string("kafka producer: ") + err);
+  if (cfg.on_reports) {
+    p->on_reports_ = cfg.on_reports;
+    rd_kafka_queue_t* main_queue = rd_kafka_queue_get_main(p->rk_);
+    rd_kafka_queue_cb_event_enable(main_queue, &KafkaProducer::OnQueueEvent, p.get());
+    rd_kafka_queue_destroy(main_queue);
+  }
   return p;
 }
 
@@ -152,6 +158,10 @@ void KafkaProducer::OnDelivery(rd_kafka_t*, const rd_kafka_message_t* msg, void*
   r.partition = msg->partition;
   r.offset = msg->offset;
   (self->sink_ ? self->sink_ : &self->stray_)->push_back(std::move(r));
+}
+
+void KafkaProducer::OnQueueEvent(rd_kafka_t*, void* opaque) {
+  static_cast<KafkaProducer*>(opaque)->on_reports_();
 }
 
 void KafkaProducer::OnError(rd_kafka_t* rk, int err, const char* reason, void*) {

@@ -9,6 +9,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -27,6 +28,10 @@ struct ProducerConfig {
   // With a maximum message age, librdkafka gives up on a message no later than that, so
   // an expired entry comes back to the drain loop to be discarded.
   uint64_t max_message_age_ms = 0;
+  // Called (from librdkafka's threads) when delivery reports are ready, so the drain
+  // loop can wait on its own monotonic clock instead of inside librdkafka, whose timed
+  // waits follow the wall clock. Must be cheap and thread-safe.
+  std::function<void()> on_reports;
 };
 
 class KafkaProducer final : public Producer {
@@ -52,6 +57,7 @@ class KafkaProducer final : public Producer {
   static void OnDelivery(rd_kafka_t* rk, const rd_kafka_message_t* msg, void* opaque);
   static void OnError(rd_kafka_t* rk, int err, const char* reason, void* opaque);
   static int OnStats(rd_kafka_t* rk, char* json, size_t len, void* opaque);
+  static void OnQueueEvent(rd_kafka_t* rk, void* opaque);
   static void OnLog(const rd_kafka_t* rk, int level, const char* fac, const char* buf);
   rd_kafka_topic_t* Topic(const std::string& name);
 
@@ -61,6 +67,7 @@ class KafkaProducer final : public Producer {
   std::vector<DeliveryReport>* sink_ = nullptr;  // set during Poll()
   std::vector<DeliveryReport> stray_;            // reports served outside Poll()
   std::atomic<int> brokers_up_{-1};
+  std::function<void()> on_reports_;
 };
 
 }  // namespace kspool::agent

@@ -2,10 +2,13 @@
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 #include <spdlog/spdlog.h>
 #include <sys/statvfs.h>
 
 #include <filesystem>
+
+#include "agent/fd_limits.h"
 
 namespace kspool::agent {
 namespace {
@@ -37,6 +40,32 @@ DrainOptions DrainOptionsFrom(const Config& c, Clock* clock, Metrics* metrics) {
   d.clock = clock;
   d.metrics = metrics;
   return d;
+}
+
+// Not more than the HTTP server's own connection cap (http_server.h).
+constexpr uint64_t kHttpMaxConnections = 256;
+
+// gRPC's share of the front door's bounds: streams per connection, idle connections,
+// and the memory of requests in reception (a ResourceQuota: beyond it gRPC stops
+// reading and cancels streams). The other half of --max-receive-memory bounds decoded
+// requests until the WAL has them (RequestMemoryBudget).
+void ConfigureFrontDoor(const Config& config, grpc::ServerBuilder* builder) {
+  builder->SetMaxReceiveMessageSize(
+      static_cast<int>(std::min<uint64_t>(config.max_message_bytes * 2 + (64 << 20), INT32_MAX)));
+  builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                              static_cast<int>(config.max_streams_per_connection));
+  builder->AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
+                              static_cast<int>(config.idle_timeout_ms));
+  // A connection that never completes its HTTP/2 handshake is closed after this.
+  builder->AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                              static_cast<int>(std::min<uint64_t>(config.idle_timeout_ms, 10'000)));
+  // Keepalive pings find peers that vanished without closing (a dead host, a dropped NAT
+  // entry), so their connections do not count against the limit forever.
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 60'000);
+  builder->AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20'000);
+  grpc::ResourceQuota quota("kspool-receive");
+  quota.Resize(static_cast<size_t>(config.max_receive_memory / 2));
+  builder->SetResourceQuota(quota);
 }
 
 }  // namespace
@@ -103,9 +132,6 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
   if (absl::Status s = a->drain_->Start(); !s.ok()) return s;
 
   DrainLoop* drain = a->drain_.get();
-  metrics->SetSources({a->wal_.get(), a->tracker_.get(), [drain] { return drain->inflight(); },
-                       [drain] { return drain->brokers_up(); }, deps.clock,
-                       [drain] { return drain->Stuck(); }});
   a->heartbeater_ = std::make_unique<Heartbeater>(
       a->wal_.get(), a->tracker_.get(), a->metadata_.get(), metrics, [drain] { drain->Notify(); },
       deps.clock, HeartbeatOptions{config.heartbeat_interval_ms, config.heartbeat_topics});
@@ -130,23 +156,41 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
       },
       metrics_.get(), metadata_.get());
   admin_ = std::make_unique<AdminService>(wal_.get(), tracker_.get(), drain, clock);
+
+  const FdBudget fds = RaiseFdLimitAndBudget(config.max_connections, kHttpMaxConnections);
+  spdlog::info("{}", fds.Describe(config.max_connections));
+  Metrics* metrics = metrics_.get();
+  absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Listen(
+      {config.listen, fds.grpc_connections,
+       [metrics](std::string_view reason) { metrics->ConnectionRefused(reason); }});
+  if (!listener.ok()) return listener.status();
+  listener_ = std::move(listener).value();
+  grpc_address_ = listener_->address();
+
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(config.listen, grpc::InsecureServerCredentials(), &port);
-  builder.SetMaxReceiveMessageSize(
-      static_cast<int>(std::min<uint64_t>(config.max_message_bytes * 2 + (64 << 20), INT32_MAX)));
+  ConfigureFrontDoor(config, &builder);
+  auto acceptor = builder.experimental().AddExternalConnectionAcceptor(
+      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
+      grpc::InsecureServerCredentials());
   builder.RegisterService(spool_.get());
   builder.RegisterService(admin_.get());
   server_ = builder.BuildAndStart();
-  if (!server_ || (port == 0 && config.listen.rfind("unix:", 0) != 0)) {
-    return absl::UnavailableError("cannot listen on " + config.listen +
-                                  " (address in use, or not HOST:PORT / unix:PATH)");
-  }
-  grpc_address_ = config.listen.rfind("unix:", 0) == 0
-                      ? config.listen
-                      : config.listen.substr(0, config.listen.rfind(':')) + ":" + std::to_string(port);
+  if (!server_) return absl::InternalError("the gRPC server did not start");
+  listener_->Start(std::move(acceptor));
+
+  MetricSources sources;
+  sources.wal = wal_.get();
+  sources.tracker = tracker_.get();
+  sources.inflight = [drain] { return drain->inflight(); };
+  sources.brokers_up = [drain] { return drain->brokers_up(); };
+  sources.clock = clock;
+  sources.stuck = [drain] { return drain->Stuck(); };
+  sources.grpc_connections = [l = listener_.get()] { return l->connections(); };
+  sources.grpc_connections_max = listener_->max_connections();
+  sources.receive_memory_limit = config.max_receive_memory;
+  metrics->SetSources(std::move(sources));
 
   AdminService* admin = admin_.get();
   HttpHandlers handlers;
@@ -166,6 +210,7 @@ Agent::~Agent() { Shutdown(); }
 void Agent::Shutdown() {
   if (heartbeater_) heartbeater_->Stop();
   maintenance_.reset();
+  if (listener_) listener_->Stop();
   if (server_) {
     spdlog::info("shutdown: no longer accepting Sends");
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));

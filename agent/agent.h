@@ -14,6 +14,7 @@
 #include "agent/commit_tracker.h"
 #include "agent/config.h"
 #include "agent/drain_loop.h"
+#include "agent/grpc_listener.h"
 #include "agent/heartbeater.h"
 #include "agent/http_server.h"
 #include "agent/kafka_metadata.h"
@@ -70,6 +71,7 @@ class Agent {
   std::unique_ptr<WalMaintenance> maintenance_;
   std::unique_ptr<SpoolService> spool_;
   std::unique_ptr<AdminService> admin_;
+  std::unique_ptr<GrpcListener> listener_;  // hands its connections to server_
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<HttpServer> http_;
   std::string grpc_address_;

@@ -223,6 +223,34 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
       "Topics that get heartbeats, comma-separated; empty = every topic the agent tracks "
       "(see --topic-idle-forget)")
       ->delimiter(',');
+  add("max-connections", &c.max_connections,
+      "Most open gRPC client connections; beyond it new ones are refused (lowered to fit "
+      "the open-files limit)")
+      ->check(CLI::PositiveNumber);
+  add("max-streams-per-connection", &c.max_streams_per_connection,
+      "Most concurrent calls on one gRPC connection")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{INT32_MAX}));
+  std::string idle_timeout = "5m", receive_memory = "256MiB";
+  add_parsed("idle-timeout", &idle_timeout,
+             "gRPC connections with no call for this long are closed (clients reconnect), "
+             "e.g. 5m",
+             [](const std::string& v) -> absl::StatusOr<uint64_t> {
+               absl::StatusOr<uint64_t> ms = ParseDurationMs(v);
+               if (ms.ok() && (*ms < 1000 || *ms > INT32_MAX)) {
+                 return absl::InvalidArgumentError("'" + v + "' is not from 1s to 24d");
+               }
+               return ms;
+             });
+  add_parsed("max-receive-memory", &receive_memory,
+             "Memory for requests being received and appended (e.g. 256MiB); beyond it "
+             "Sends get RESOURCE_EXHAUSTED with retry-after-ms",
+             [](const std::string& v) -> absl::StatusOr<ByteSize> {
+               absl::StatusOr<ByteSize> b = ParseByteSize(v);
+               if (b.ok() && (b->percent > 0 || b->bytes < (16u << 20))) {
+                 return absl::InvalidArgumentError("'" + v + "': a size in bytes of at least 16MiB");
+               }
+               return b;
+             });
   add("shutdown-grace-ms", &c.shutdown_grace_ms,
       "At SIGTERM, how long in-flight produce may finish; the rest stays in the WAL");
 
@@ -270,6 +298,8 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   c.dead_letter_max_bytes = ParseByteSize(dead_max).value_or(ByteSize{});
   c.dead_letter_max_age_ms = ParseDurationMs(dead_age).value_or(0);
   c.topic_idle_forget_ms = ParseDurationMs(idle_forget).value_or(0);
+  c.idle_timeout_ms = ParseDurationMs(idle_timeout).value_or(c.idle_timeout_ms);
+  c.max_receive_memory = ParseByteSize(receive_memory).value_or(ByteSize{}).bytes;
   return out;
 }
 

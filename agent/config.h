@@ -53,6 +53,12 @@ struct Config {
   uint64_t topic_idle_forget_ms = 86'400'000;
   uint64_t max_tracked_topics = 10000;
 
+  // The front door: what clients can hold (see README, "Limits").
+  uint64_t max_connections = 1000;              // lowered to fit RLIMIT_NOFILE
+  uint64_t max_streams_per_connection = 100;    // concurrent calls on one connection
+  uint64_t idle_timeout_ms = 300'000;           // connections without calls are closed
+  uint64_t max_receive_memory = 256ull << 20;   // requests in reception and being appended
+
   // Request limits (bad input is INVALID_ARGUMENT).
   uint64_t max_message_bytes = 1 << 20;
   uint64_t max_batch_messages = 10000;

@@ -44,6 +44,28 @@ void Add(MetricFamily* f, double value, std::vector<prometheus::ClientMetric::La
   f->metric.push_back(std::move(m));
 }
 
+// What clients hold at the front door.
+void AddFrontDoor(const MetricSources& s, std::vector<MetricFamily>* out) {
+  auto conns = Family("kspool_grpc_connections", "Open gRPC client connections",
+                      MetricType::Gauge);
+  auto conns_max = Family("kspool_grpc_connections_max",
+                          "Most open gRPC client connections (--max-connections, lowered to "
+                          "fit the open-files limit)",
+                          MetricType::Gauge);
+  auto mem = Family("kspool_receive_memory_bytes",
+                    "Bytes held by Send requests decoded and not yet appended",
+                    MetricType::Gauge);
+  auto mem_max = Family("kspool_receive_memory_limit_bytes",
+                        "Bound on memory for requests being received and appended "
+                        "(--max-receive-memory)",
+                        MetricType::Gauge);
+  Add(&conns, s.grpc_connections ? s.grpc_connections() : 0);
+  Add(&conns_max, s.grpc_connections_max);
+  Add(&mem, s.receive_memory_used ? s.receive_memory_used() : 0);
+  Add(&mem_max, s.receive_memory_limit);
+  for (auto* f : {&conns, &conns_max, &mem, &mem_max}) out->push_back(std::move(*f));
+}
+
 // The bounds on what clients, time and a stuck topic can make the WAL hold (wal.h
 // Options), read from the WAL's stats.
 void AddBounds(const wal::Stats& st, std::vector<MetricFamily>* out) {
@@ -191,6 +213,7 @@ class StateCollector : public prometheus::Collectable {
                                      discarded, entries, bytes,   cap,      fsyncs,
                                      healthy, inflight, up,       stuck,    leaderless};
     AddBounds(st, &out);
+    AddFrontDoor(s, &out);
     return out;
   }
 
@@ -249,6 +272,11 @@ Metrics::Metrics(const std::string& version)
                     .Name("kspool_degraded_events_total")
                     .Help("Degraded-mode events, each also logged as a warning, by event")
                     .Register(*registry_)),
+      connections_refused_(prometheus::BuildCounter()
+                               .Name("kspool_grpc_connections_refused_total")
+                               .Help("gRPC client connections closed at once by the agent, "
+                                     "by reason: connection_limit, out_of_descriptors")
+                               .Register(*registry_)),
       send_ok_seconds_(send_seconds_.Add({{"code", "OK"}}, SecondsBuckets())),
       fsync_seconds_series_(fsync_seconds_.Add({}, SecondsBuckets())),
       group_commit_messages_series_(group_commit_messages_.Add(
@@ -261,6 +289,9 @@ Metrics::Metrics(const std::string& version)
       .Add({{"version", version}})
       .Set(1);
   wal_reopens_.Add({});
+  for (const char* reason : {"connection_limit", "out_of_descriptors"}) {
+    connections_refused_.Add({{"reason", reason}});
+  }
   registry_->Collect();  // validates the families once
 }
 
@@ -298,6 +329,10 @@ void Metrics::HeartbeatFailed(const std::string& topic) {
 }
 
 void Metrics::WalReopened() { wal_reopens_.Add({}).Increment(); }
+
+void Metrics::ConnectionRefused(std::string_view reason) {
+  connections_refused_.Add({{"reason", std::string(reason)}}).Increment();
+}
 
 void Metrics::Degraded(const std::string& event) { degraded_.Add({{"event", event}}).Increment(); }
 

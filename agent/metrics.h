@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "agent/stuck_topic.h"
 #include "wal/clock.h"
@@ -32,6 +33,12 @@ struct MetricSources {
   std::function<int()> brokers_up;  // -1: unknown yet
   Clock* clock = SystemClock::Default();
   std::function<std::vector<StuckTopic>()> stuck;  // optional
+  // The front door (all optional): open gRPC connections and their cap; memory held by
+  // requests being received and appended, and its bound (--max-receive-memory).
+  std::function<uint64_t()> grpc_connections;
+  uint64_t grpc_connections_max = 0;
+  std::function<uint64_t()> receive_memory_used;
+  uint64_t receive_memory_limit = 0;
 };
 
 class Metrics {
@@ -48,6 +55,9 @@ class Metrics {
   void HeartbeatSent(const std::string& topic, uint64_t n);
   void HeartbeatFailed(const std::string& topic);
   void WalReopened();
+  // A client connection the gRPC listener closed at once: "connection_limit",
+  // "out_of_descriptors".
+  void ConnectionRefused(std::string_view reason);
   // A degraded-mode event without a metric of its own: "wal_reopen_failed",
   // "wal_scan_failed", "settle_failed", "commit_point_failed", "producer_replaced".
   void Degraded(const std::string& event);
@@ -67,6 +77,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& heartbeat_failures_;
   prometheus::Family<prometheus::Counter>& wal_reopens_;
   prometheus::Family<prometheus::Counter>& degraded_;
+  prometheus::Family<prometheus::Counter>& connections_refused_;
   // Series observed on every Send or group commit, resolved once: Family::Add hashes
   // the labels and takes a lock on each call.
   prometheus::Histogram& send_ok_seconds_;

@@ -69,6 +69,7 @@ absl::StatusOr<std::unique_ptr<OpenDb>> RocksWal::OpenDatabase() {
   db_opts.create_missing_column_families = true;
   db_opts.max_background_jobs = 2;
   db_opts.keep_log_file_num = 5;
+  db_opts.max_open_files = kMaxOpenFiles;
   db_opts.avoid_flush_during_shutdown = true;  // the log replays; exit fast
   db_opts.db_write_buffer_size = 96 << 20;
   if (options_.env) db_opts.env = options_.env.get();

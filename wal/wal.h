@@ -50,6 +50,10 @@ class Env;
 
 namespace kspool::wal {
 
+// Most files RocksDB keeps open at once (its table cache), so that the WAL's file
+// descriptors are bounded whatever the backlog; agents reserve descriptors for it.
+inline constexpr int kMaxOpenFiles = 256;
+
 struct Options {
   std::string dir;
   Clock* clock = SystemClock::Default();

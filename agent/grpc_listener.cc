@@ -1,0 +1,164 @@
+#include "agent/grpc_listener.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <unordered_map>
+
+#include "agent/listen_socket.h"
+
+namespace kspool::agent {
+
+// The connections handed to gRPC, by descriptor. gRPC closes them without telling us,
+// so an entry counts while its descriptor still names the same socket (same inode; a
+// socket's inode is not reused while any descriptor refers to it).
+struct GrpcListener::Tracked {
+  struct Id {
+    dev_t dev;
+    ino_t ino;
+  };
+  std::unordered_map<int, Id> open;
+  std::chrono::steady_clock::time_point last_refresh;
+
+  void Add(int fd) {
+    struct stat st {};
+    if (fstat(fd, &st) == 0) open[fd] = Id{st.st_dev, st.st_ino};
+  }
+  void Refresh() {
+    for (auto it = open.begin(); it != open.end();) {
+      struct stat st {};
+      const bool same = fstat(it->first, &st) == 0 && st.st_dev == it->second.dev &&
+                        st.st_ino == it->second.ino;
+      it = same ? std::next(it) : open.erase(it);
+    }
+    last_refresh = std::chrono::steady_clock::now();
+  }
+};
+
+GrpcListener::GrpcListener(GrpcListenerOptions options)
+    : options_(std::move(options)), tracked_(std::make_unique<Tracked>()) {}
+
+absl::StatusOr<std::unique_ptr<GrpcListener>> GrpcListener::Listen(GrpcListenerOptions options) {
+  absl::StatusOr<ListeningSockets> sockets = BindListeningSockets(options.address);
+  if (!sockets.ok()) return sockets.status();
+  std::unique_ptr<GrpcListener> l(new GrpcListener(std::move(options)));
+  l->listen_fds_ = std::move(sockets->fds);
+  l->address_ = std::move(sockets->address);
+  l->unix_path_ = std::move(sockets->unix_path);
+  l->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  l->spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (l->wake_fd_ < 0) {
+    return absl::InternalError(std::string("eventfd for the gRPC listener: ") + std::strerror(errno));
+  }
+  return l;
+}
+
+void GrpcListener::Start(std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor) {
+  acceptor_ = std::move(acceptor);
+  thread_ = std::thread([this] { AcceptLoop(); });
+}
+
+void GrpcListener::Stop() {
+  if (thread_.joinable()) {
+    const uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof one);
+    thread_.join();
+  }
+  for (int fd : listen_fds_) close(fd);
+  listen_fds_.clear();
+  if (!unix_path_.empty()) unlink(unix_path_.c_str());
+  unix_path_.clear();
+}
+
+GrpcListener::~GrpcListener() {
+  Stop();
+  if (wake_fd_ >= 0) close(wake_fd_);
+  if (spare_fd_ >= 0) close(spare_fd_);
+}
+
+void GrpcListener::AcceptLoop() {
+  std::vector<pollfd> fds;
+  for (int fd : listen_fds_) fds.push_back({fd, POLLIN, 0});
+  fds.push_back({wake_fd_, POLLIN, 0});
+  while (true) {
+    // Wakes at least once a second so that connections() follows gRPC's closes.
+    const int n = poll(fds.data(), fds.size(), 1000);
+    if (n < 0 && errno != EINTR) {
+      spdlog::error("grpc listener: poll failed: {}", std::strerror(errno));
+      return;
+    }
+    if (fds.back().revents != 0) return;
+    if (std::chrono::steady_clock::now() - tracked_->last_refresh >= std::chrono::seconds(1)) {
+      tracked_->Refresh();
+      open_.store(tracked_->open.size(), std::memory_order_relaxed);
+    }
+    for (size_t i = 0; i + 1 < fds.size(); ++i) {
+      if (fds[i].revents != 0) AcceptReady(fds[i].fd);
+    }
+  }
+}
+
+void GrpcListener::AcceptReady(int listen_fd) {
+  for (int burst = 0; burst < 256; ++burst) {
+    int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE) {
+        // Take the connection off the queue with the spare descriptor and close it, so
+        // the client learns at once instead of waiting in the backlog.
+        if (spare_fd_ >= 0) close(spare_fd_);
+        fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+        if (fd >= 0) Refuse(fd, "out_of_descriptors");
+        spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) continue;
+      }
+      return;  // EAGAIN, or an error of that one connection (ECONNABORTED ...)
+    }
+    tracked_->open.erase(fd);  // a tracked descriptor gRPC closed, now reused
+    // At the limit, look again whether gRPC has closed some (at most 10 times a second:
+    // a flood of connections must not turn into a flood of fstat calls).
+    if (tracked_->open.size() >= options_.max_connections &&
+        std::chrono::steady_clock::now() - tracked_->last_refresh >= std::chrono::milliseconds(100)) {
+      tracked_->Refresh();
+    }
+    if (tracked_->open.size() >= options_.max_connections) {
+      Refuse(fd, "connection_limit");
+      continue;
+    }
+    const int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on unix
+    tracked_->Add(fd);
+    open_.store(tracked_->open.size(), std::memory_order_relaxed);
+    grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters p;
+    p.listener_fd = listen_fd;
+    p.fd = fd;
+    acceptor_->HandleNewConnection(&p);
+  }
+}
+
+void GrpcListener::Refuse(int fd, std::string_view reason) {
+  // RST rather than FIN: the client fails fast instead of reading an orderly close.
+  struct linger lg {1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+  close(fd);
+  if (options_.on_refused) options_.on_refused(reason);
+  const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+  if (now_s >= last_refuse_log_s_ + 10) {
+    last_refuse_log_s_ = now_s;
+    spdlog::warn("grpc listener: refusing new connections ({}): {} open, at most {}", reason,
+                 tracked_->open.size(), options_.max_connections);
+  }
+}
+
+}  // namespace kspool::agent

@@ -1,0 +1,77 @@
+// GrpcListener: the agent's gRPC listening sockets, accepted by the agent itself and
+// handed to the gRPC server (grpc::experimental::ExternalConnectionAcceptor, which keeps
+// gRPC's own handshakes, credentials, channel arguments and peer addresses).
+// Guarantees:
+//  - Exclusive ports: sockets are bound without SO_REUSEPORT, so a second process cannot
+//    share the port and take some of the clients; a port in use (or a unix socket
+//    another process answers on) fails Listen() with UNAVAILABLE naming the address.
+//  - At most `max_connections` client connections are open at once. Beyond it, and when
+//    the process is out of file descriptors, a new connection is accepted and closed at
+//    once (the client sees a reset and retries with backoff), never queued; counted
+//    through `on_refused` with the reason ("connection_limit", "out_of_descriptors").
+//  - Connections already accepted are never closed by the listener; gRPC owns them
+//    (closed when idle past --idle-timeout, or when the server shuts down).
+// Thread safety: connections() may be called from any thread; the rest from one.
+#pragma once
+
+#include <grpcpp/server_builder.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace kspool::agent {
+
+struct GrpcListenerOptions {
+  // HOST:PORT (IPv6 as [::1]:PORT; every address HOST resolves to is bound; port 0
+  // picks a free one) or unix:PATH.
+  std::string address;
+  uint64_t max_connections = 1000;
+  std::function<void(std::string_view reason)> on_refused;
+};
+
+class GrpcListener {
+ public:
+  // Binds and listens; nothing is accepted before Start().
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<GrpcListener>> Listen(
+      GrpcListenerOptions options);
+  // Accepts on a thread of its own and hands every connection to `acceptor`, which
+  // must belong to a started server.
+  void Start(std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor);
+  // Stops accepting and closes the listening sockets (not the connections). Idempotent.
+  void Stop();
+  ~GrpcListener();
+
+  // The address bound, with port 0 resolved (HOST:PORT or unix:PATH).
+  const std::string& address() const { return address_; }
+  // Client connections gRPC still holds open (refreshed at least once a second).
+  uint64_t connections() const { return open_.load(std::memory_order_relaxed); }
+  uint64_t max_connections() const { return options_.max_connections; }
+
+ private:
+  explicit GrpcListener(GrpcListenerOptions options);
+  void AcceptLoop();
+  void AcceptReady(int listen_fd);
+  void Refuse(int fd, std::string_view reason);
+
+  GrpcListenerOptions options_;
+  std::string address_;
+  std::string unix_path_;  // removed at Stop()
+  std::vector<int> listen_fds_;
+  int wake_fd_ = -1;    // eventfd: Stop() wakes the accept thread
+  int spare_fd_ = -1;   // released to accept-and-close when out of descriptors
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
+  struct Tracked;
+  std::unique_ptr<Tracked> tracked_;  // accept thread only
+  std::atomic<uint64_t> open_{0};
+  int64_t last_refuse_log_s_ = 0;  // a warning at most every 10 s; the metric counts all
+  std::thread thread_;
+};
+
+}  // namespace kspool::agent

@@ -160,9 +160,22 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   const FdBudget fds = RaiseFdLimitAndBudget(config.max_connections, kHttpMaxConnections);
   spdlog::info("{}", fds.Describe(config.max_connections));
   Metrics* metrics = metrics_.get();
-  absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Listen(
-      {config.listen, fds.grpc_connections,
-       [metrics](std::string_view reason) { metrics->ConnectionRefused(reason); }});
+  // Half of --max-receive-memory for partial requests in gRPC's hands; the other half
+  // for decoded requests until the WAL has them.
+  meter_ = std::make_unique<ReceptionMeter>(config.max_receive_memory / 2, [metrics](uint64_t debt) {
+    spdlog::warn("front door: shut down a gRPC connection holding {} bytes of unfinished "
+                 "requests (over half of --max-receive-memory)", debt);
+    metrics->ConnectionRefused("receive_memory");
+  });
+  spool_->set_on_received([m = meter_.get()](const std::string& peer, size_t bytes) {
+    m->Completed(peer, bytes);
+  });
+  GrpcListenerOptions lo;
+  lo.address = config.listen;
+  lo.max_connections = fds.grpc_connections;
+  lo.on_refused = [metrics](std::string_view reason) { metrics->ConnectionRefused(reason); };
+  lo.meter = meter_.get();
+  absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Listen(std::move(lo));
   if (!listener.ok()) return listener.status();
   listener_ = std::move(listener).value();
   grpc_address_ = listener_->address();
@@ -190,6 +203,7 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   sources.grpc_connections = [l = listener_.get()] { return l->connections(); };
   sources.grpc_connections_max = listener_->max_connections();
   sources.receive_memory_limit = config.max_receive_memory;
+  sources.receive_memory_used = [m = meter_.get()] { return m->debt(); };
   metrics->SetSources(std::move(sources));
 
   AdminService* admin = admin_.get();

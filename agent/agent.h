@@ -71,6 +71,7 @@ class Agent {
   std::unique_ptr<WalMaintenance> maintenance_;
   std::unique_ptr<SpoolService> spool_;
   std::unique_ptr<AdminService> admin_;
+  std::unique_ptr<ReceptionMeter> meter_;   // used by listener_ and spool_
   std::unique_ptr<GrpcListener> listener_;  // hands its connections to server_
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<HttpServer> http_;

@@ -1,6 +1,7 @@
 #include "agent/grpc_listener.h"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -18,6 +19,11 @@
 #include "agent/listen_socket.h"
 
 namespace kspool::agent {
+namespace {
+// How often the reception meter reads the connections: what a fast client can send
+// between two sweeps is the meter's overshoot (loopback: ~100 MB per 100 ms).
+constexpr int kSweepMs = 50;
+}  // namespace
 
 // The connections handed to gRPC, by descriptor. gRPC closes them without telling us,
 // so an entry counts while its descriptor still names the same socket (same inode; a
@@ -27,26 +33,39 @@ struct GrpcListener::Tracked {
     dev_t dev;
     ino_t ino;
   };
+  explicit Tracked(ReceptionMeter* m) : meter(m) {}
+  ReceptionMeter* meter;
   std::unordered_map<int, Id> open;
   std::chrono::steady_clock::time_point last_refresh;
 
   void Add(int fd) {
     struct stat st {};
-    if (fstat(fd, &st) == 0) open[fd] = Id{st.st_dev, st.st_ino};
+    if (fstat(fd, &st) != 0) return;
+    open[fd] = Id{st.st_dev, st.st_ino};
+    if (meter) meter->Track(fd);
+  }
+  void Forget(int fd) {
+    open.erase(fd);
+    if (meter) meter->Untrack(fd);
   }
   void Refresh() {
     for (auto it = open.begin(); it != open.end();) {
       struct stat st {};
       const bool same = fstat(it->first, &st) == 0 && st.st_dev == it->second.dev &&
                         st.st_ino == it->second.ino;
-      it = same ? std::next(it) : open.erase(it);
+      if (same) {
+        ++it;
+        continue;
+      }
+      if (meter) meter->Untrack(it->first);
+      it = open.erase(it);
     }
     last_refresh = std::chrono::steady_clock::now();
   }
 };
 
 GrpcListener::GrpcListener(GrpcListenerOptions options)
-    : options_(std::move(options)), tracked_(std::make_unique<Tracked>()) {}
+    : options_(std::move(options)), tracked_(std::make_unique<Tracked>(options_.meter)) {}
 
 absl::StatusOr<std::unique_ptr<GrpcListener>> GrpcListener::Listen(GrpcListenerOptions options) {
   absl::StatusOr<ListeningSockets> sockets = BindListeningSockets(options.address);
@@ -90,20 +109,32 @@ void GrpcListener::AcceptLoop() {
   std::vector<pollfd> fds;
   for (int fd : listen_fds_) fds.push_back({fd, POLLIN, 0});
   fds.push_back({wake_fd_, POLLIN, 0});
+  std::chrono::steady_clock::time_point last_sweep;
   while (true) {
-    // Wakes at least once a second so that connections() follows gRPC's closes.
-    const int n = poll(fds.data(), fds.size(), 1000);
+    // Wakes at least once a second so that connections() follows gRPC's closes, and
+    // every kSweepMs while connections are open, to meter what they send.
+    const bool metering = options_.meter && !tracked_->open.empty();
+    const int n = poll(fds.data(), fds.size(), metering ? kSweepMs : 1000);
     if (n < 0 && errno != EINTR) {
       spdlog::error("grpc listener: poll failed: {}", std::strerror(errno));
       return;
     }
     if (fds.back().revents != 0) return;
     if (std::chrono::steady_clock::now() - tracked_->last_refresh >= std::chrono::seconds(1)) {
+      const size_t before = tracked_->open.size();
       tracked_->Refresh();
       open_.store(tracked_->open.size(), std::memory_order_relaxed);
+      // Connections that held requests were freed into malloc's arenas, in pieces that
+      // glibc keeps unless asked: give the pages back, so the agent's memory falls when
+      // clients leave (one pass over the arenas; at most once a second).
+      if (tracked_->open.size() < before) malloc_trim(0);
     }
     for (size_t i = 0; i + 1 < fds.size(); ++i) {
       if (fds[i].revents != 0) AcceptReady(fds[i].fd);
+    }
+    if (metering && std::chrono::steady_clock::now() - last_sweep >= std::chrono::milliseconds(kSweepMs)) {
+      options_.meter->Sweep();
+      last_sweep = std::chrono::steady_clock::now();
     }
   }
 }
@@ -123,7 +154,7 @@ void GrpcListener::AcceptReady(int listen_fd) {
       }
       return;  // EAGAIN, or an error of that one connection (ECONNABORTED ...)
     }
-    tracked_->open.erase(fd);  // a tracked descriptor gRPC closed, now reused
+    tracked_->Forget(fd);  // a tracked descriptor gRPC closed, now reused
     // At the limit, look again whether gRPC has closed some (at most 10 times a second:
     // a flood of connections must not turn into a flood of fstat calls).
     if (tracked_->open.size() >= options_.max_connections &&

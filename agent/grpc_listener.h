@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/reception_meter.h"
 
 namespace kspool::agent {
 
@@ -34,6 +35,9 @@ struct GrpcListenerOptions {
   std::string address;
   uint64_t max_connections = 1000;
   std::function<void(std::string_view reason)> on_refused;
+  // Optional: meters what each TCP connection holds in partial requests (not owned;
+  // must outlive the listener).
+  ReceptionMeter* meter = nullptr;
 };
 
 class GrpcListener {

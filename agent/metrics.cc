@@ -53,7 +53,8 @@ void AddFrontDoor(const MetricSources& s, std::vector<MetricFamily>* out) {
                           "fit the open-files limit)",
                           MetricType::Gauge);
   auto mem = Family("kspool_receive_memory_bytes",
-                    "Bytes held by Send requests decoded and not yet appended",
+                    "Bytes of requests clients have sent in part (as the front door meters "
+                    "them) and of requests decoded and not yet appended",
                     MetricType::Gauge);
   auto mem_max = Family("kspool_receive_memory_limit_bytes",
                         "Bound on memory for requests being received and appended "
@@ -274,8 +275,10 @@ Metrics::Metrics(const std::string& version)
                     .Register(*registry_)),
       connections_refused_(prometheus::BuildCounter()
                                .Name("kspool_grpc_connections_refused_total")
-                               .Help("gRPC client connections closed at once by the agent, "
-                                     "by reason: connection_limit, out_of_descriptors")
+                               .Help("gRPC client connections the agent closed at once "
+                                     "(connection_limit, out_of_descriptors) or shut down "
+                                     "for holding too much in unfinished requests "
+                                     "(receive_memory), by reason")
                                .Register(*registry_)),
       send_ok_seconds_(send_seconds_.Add({{"code", "OK"}}, SecondsBuckets())),
       fsync_seconds_series_(fsync_seconds_.Add({}, SecondsBuckets())),
@@ -289,7 +292,7 @@ Metrics::Metrics(const std::string& version)
       .Add({{"version", version}})
       .Set(1);
   wal_reopens_.Add({});
-  for (const char* reason : {"connection_limit", "out_of_descriptors"}) {
+  for (const char* reason : {"connection_limit", "out_of_descriptors", "receive_memory"}) {
     connections_refused_.Add({{"reason", reason}});
   }
   registry_->Collect();  // validates the families once

@@ -15,6 +15,7 @@ grpc::ServerUnaryReactor* SpoolService::Send(grpc::CallbackServerContext* contex
                                              const kspool::v1::SendRequest* request,
                                              kspool::v1::SendResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (on_received_) on_received_(context->peer(), request->ByteSizeLong());
   const auto start = std::chrono::steady_clock::now();
   Append(context, *request, response, [this, reactor, start](grpc::Status status) {
     if (metrics_) {
@@ -31,6 +32,7 @@ grpc::ServerUnaryReactor* SpoolService::Send(grpc::CallbackServerContext* contex
 grpc::Status SpoolService::Broadcast(grpc::ServerContext* context,
                                      const kspool::v1::BroadcastRequest* request,
                                      kspool::v1::BroadcastResponse* response) {
+  if (on_received_) on_received_(context->peer(), request->ByteSizeLong());
   std::vector<std::string> topics(request->topics().begin(), request->topics().end());
   if (topics.empty()) {
     for (const auto& [topic, stats] : wal_->GetStats().topics) topics.push_back(topic);

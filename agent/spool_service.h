@@ -40,6 +40,12 @@ class SpoolService final
   grpc::Status Broadcast(grpc::ServerContext* context, const kspool::v1::BroadcastRequest* request,
                          kspool::v1::BroadcastResponse* response) override;
 
+  // Told of every request received in full: its gRPC peer and serialized size (the
+  // front door's ReceptionMeter). Set before serving.
+  void set_on_received(std::function<void(const std::string& peer, size_t bytes)> f) {
+    on_received_ = std::move(f);
+  }
+
  private:
   using Done = absl::AnyInvocable<void(grpc::Status) &&>;
   // Validates and appends `request` as one batch; fills the sequence numbers, then calls
@@ -52,6 +58,7 @@ class SpoolService final
   const std::function<void()> on_appended_;
   const std::function<int64_t(absl::StatusCode)> retry_after_ms_;
   Metrics* const metrics_;
+  std::function<void(const std::string& peer, size_t bytes)> on_received_;
   KafkaMetadata* const metadata_;
 };
 

@@ -49,6 +49,11 @@ std::string Agent::StatusJson(Clock* clock) const {
                      {"leaderless_partitions", t.leaderless_partitions}});
   }
   j["kafka"]["stuck_topics"] = stuck;
+  // What clients hold at the front door, against its bounds.
+  j["front_door"] = {{"grpc_connections", listener_ ? listener_->connections() : 0},
+                     {"grpc_connections_max", listener_ ? listener_->max_connections() : 0},
+                     {"receive_memory_bytes", meter_ ? meter_->debt() : 0},
+                     {"receive_memory_limit_bytes", config_.max_receive_memory}};
   j["commit_point"] = {{"global_ms", cp.global_ms}, {"lag_ms", now - cp.global_ms}};
   for (const auto& [topic, ms] : cp.topics_ms) j["commit_point"]["topics"][topic] = ms;
   return j.dump(2) + "\n";

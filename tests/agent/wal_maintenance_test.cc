@@ -23,7 +23,10 @@ class WalMaintenanceTest : public ::testing::Test {
     o.max_dead_letter_age_ms = 7 * kDay;
     o.topic_idle_forget_ms = kDay;
     wal_ = std::move(wal::Wal::Open(o)).value();
-    metrics_.SetSources({wal_.get(), nullptr, nullptr, nullptr, &clock_, nullptr});
+    agent::MetricSources sources;
+    sources.wal = wal_.get();
+    sources.clock = &clock_;
+    metrics_.SetSources(std::move(sources));
   }
   bool MetricsHave(const std::string& line) {
     return metrics_.Serialize().find(line) != std::string::npos;

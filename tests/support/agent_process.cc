@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "tests/support/wait.h"
@@ -10,17 +11,26 @@ namespace kspool::testing {
 
 AgentProcess::AgentProcess(const std::string& wal_dir, const std::string& log_path,
                            const std::string& brokers, std::vector<std::string> extra_args,
-                           std::vector<std::string> extra_env) {
-  std::vector<std::string> argv = {KSPOOL_AGENT_BIN,  "--wal-dir",       wal_dir,
-                                   "--listen",        "127.0.0.1:0",     "--kafka-brokers",
-                                   brokers,           "--log-level",     "info",
-                                   "--commit-point-interval-ms", "50", "--metrics-listen",
-                                   "127.0.0.1:0"};
+                           std::vector<std::string> extra_env,
+                           std::vector<std::string> launcher) {
+  auto given = [&](const std::string& flag) {
+    return std::find(extra_args.begin(), extra_args.end(), flag) != extra_args.end();
+  };
+  std::vector<std::string> argv = {KSPOOL_AGENT_BIN, "--wal-dir", wal_dir, "--kafka-brokers",
+                                   brokers, "--log-level", "info",
+                                   "--commit-point-interval-ms", "50"};
+  for (const char* flag : {"--listen", "--metrics-listen"}) {
+    if (!given(flag)) argv.insert(argv.end(), {flag, "127.0.0.1:0"});
+  }
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  argv.insert(argv.begin(), launcher.begin(), launcher.end());
   proc_ = std::make_unique<ChildProcess>(argv, log_path, std::move(extra_env));
   auto ready = proc_->WaitForLine("kspool-agent ready: grpc=", std::chrono::seconds(30));
   if (!ready) throw std::runtime_error("kspool-agent did not start; see " + log_path);
   address_ = ready->substr(0, ready->find(' '));
+  if (size_t h = ready->find(" http="); h != std::string::npos) {
+    http_address_ = ready->substr(h + 6, ready->find(' ', h + 6) - (h + 6));
+  }
   auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
   spool_ = kspool::v1::Spool::NewStub(channel);
   admin_ = kspool::v1::Admin::NewStub(channel);

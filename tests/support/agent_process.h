@@ -14,11 +14,13 @@ namespace kspool::testing {
 
 class AgentProcess {
  public:
-  // `extra_env`: NAME=VALUE entries added to the agent's environment.
+  // `extra_env`: NAME=VALUE entries added to the agent's environment. `launcher`: a
+  // command the agent is started under, e.g. {"prlimit", "--nofile=1024:1024"}.
   AgentProcess(const std::string& wal_dir, const std::string& log_path,
                const std::string& brokers, std::vector<std::string> extra_args = {},
-               std::vector<std::string> extra_env = {});
+               std::vector<std::string> extra_env = {}, std::vector<std::string> launcher = {});
   const std::string& address() const { return address_; }
+  const std::string& http_address() const { return http_address_; }
   ChildProcess& process() { return *proc_; }
 
   kspool::v1::Spool::Stub& spool() { return *spool_; }
@@ -34,6 +36,7 @@ class AgentProcess {
  private:
   std::unique_ptr<ChildProcess> proc_;
   std::string address_;
+  std::string http_address_;
   std::unique_ptr<kspool::v1::Spool::Stub> spool_;
   std::unique_ptr<kspool::v1::Admin::Stub> admin_;
 };

@@ -1,0 +1,257 @@
+// The front door under hostile and careless clients, end to end: a real agent process
+// and kspool-devkafka over loopback. Idle sockets, a second agent on the same port,
+// connections beyond the limit, stalled large requests.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <thread>
+
+#include "tests/support/agent_process.h"
+#include "tests/support/dev_kafka.h"
+#include "tests/support/h2_stall_client.h"
+#include "tests/support/http_get.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/wait.h"
+
+namespace kspool {
+namespace {
+
+using namespace std::chrono_literals;
+using kspool::testing::AgentProcess;
+using kspool::testing::DevKafka;
+using kspool::testing::WaitUntil;
+
+int PortOf(const std::string& address) { return std::stoi(address.substr(address.rfind(':') + 1)); }
+
+// A plain TCP connection to 127.0.0.1:port that sends nothing; -1 if refused.
+int IdleConnection(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// True once the peer has closed or reset `fd` within `timeout` (what it sends before,
+// such as gRPC's HTTP/2 settings, is read and ignored).
+bool ClosedByPeer(int fd, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return true;
+  }
+  return false;
+}
+
+kspool::v1::SendRequest OneMessage(const std::string& topic, const std::string& value) {
+  kspool::v1::SendRequest req;
+  auto* m = req.add_messages();
+  m->set_topic(topic);
+  m->set_value(value);
+  return req;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+int64_t RssMb(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(f, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) / 1024;
+  }
+  return -1;
+}
+
+class FrontDoor : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    kafka_ = std::make_unique<DevKafka>(dir_.path(), 1, std::vector<std::string>{"demo:2"});
+  }
+  std::unique_ptr<AgentProcess> StartAgent(const std::string& name, std::vector<std::string> args = {},
+                                           std::vector<std::string> launcher = {}) {
+    return std::make_unique<AgentProcess>(dir_.path() + "/" + name, dir_.path() + "/" + name + ".log",
+                                          kafka_->bootstrap(), std::move(args),
+                                          std::vector<std::string>{}, std::move(launcher));
+  }
+  kspool::testing::TempDir dir_;
+  std::unique_ptr<DevKafka> kafka_;
+};
+
+TEST_F(FrontDoor, SecondAgentOnTheSamePortFailsNamingIt) {
+  auto first = StartAgent("first");
+  kspool::testing::ChildProcess second(
+      {KSPOOL_AGENT_BIN, "--wal-dir", dir_.path() + "/second", "--listen", first->address(),
+       "--metrics-listen", "127.0.0.1:0", "--kafka-brokers", kafka_->bootstrap()},
+      dir_.path() + "/second.log");
+  std::optional<int> status = second.Wait(30s);
+  ASSERT_TRUE(status.has_value()) << "the second agent kept running on a used port";
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 1);
+  const std::string log = ReadFile(dir_.path() + "/second.log");
+  EXPECT_NE(log.find("cannot listen on " + first->address()), std::string::npos) << log;
+  EXPECT_NE(log.find("Address already in use"), std::string::npos) << log;
+  // Every client still reaches the first agent.
+  for (int i = 0; i < 20; ++i) {
+    auto channel = grpc::CreateChannel(first->address(), grpc::InsecureChannelCredentials());
+    kspool::v1::SendResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    ASSERT_TRUE(kspool::v1::Spool::NewStub(channel)->Send(&ctx, OneMessage("demo", "m"), &resp).ok());
+  }
+  EXPECT_EQ(first->WalStats().appended_messages(), 20u);
+}
+
+TEST_F(FrontDoor, IdleConnectionsUnderALowFileLimitCannotStopSendsOnAnExistingChannel) {
+  // The test itself needs more than 1,100 descriptors.
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  rl.rlim_cur = rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+  ASSERT_GE(rl.rlim_cur, 1300u) << "the test process needs a hard open-files limit of 1300";
+  // Soft and hard limit 1024 for the agent: it cannot raise them, so the connection cap
+  // must keep clients off the WAL's descriptors.
+  auto agent = StartAgent("agent", {}, {"/usr/bin/prlimit", "--nofile=1024:1024"});
+  kspool::v1::SendResponse resp;
+  ASSERT_TRUE(agent->Send(OneMessage("demo", "before"), &resp).ok());
+
+  std::vector<int> idle;
+  for (int i = 0; i < 1100; ++i) {
+    const int fd = IdleConnection(PortOf(agent->address()));
+    if (fd >= 0) idle.push_back(fd);
+  }
+  int ok = 0;
+  for (int i = 0; i < 120; ++i) {
+    grpc::Status s = agent->Send(OneMessage("demo", "m" + std::to_string(i)), &resp);
+    ok += s.ok();
+    EXPECT_TRUE(s.ok()) << i << ": " << s.error_message();
+  }
+  EXPECT_EQ(ok, 120);
+  EXPECT_TRUE(agent->WaitUntilDrained(20s)) << "the WAL did not settle";
+  EXPECT_EQ(kspool::testing::HttpGet(agent->http_address(), "/healthz").status, 200);
+  auto metrics = kspool::testing::ScrapeMetrics(agent->http_address());
+  EXPECT_GT(metrics["kspool_grpc_connections_refused_total{reason=\"connection_limit\"}"], 0);
+  EXPECT_LT(metrics["kspool_grpc_connections_max"], 1024);
+  for (int fd : idle) close(fd);
+}
+
+TEST_F(FrontDoor, ConnectionsBeyondMaxConnectionsAreRefusedAtOnce) {
+  auto agent = StartAgent("agent", {"--max-connections", "4"});
+  const int port = PortOf(agent->address());
+  // The agent's own stub is not connected yet: four idle sockets take every place.
+  std::vector<int> idle;
+  for (int i = 0; i < 4; ++i) idle.push_back(IdleConnection(port));
+  const int fifth = IdleConnection(port);
+  ASSERT_GE(fifth, 0);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(ClosedByPeer(fifth, 2s)) << "the fifth connection was kept";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+  close(fifth);
+  for (int fd : idle) close(fd);
+  // Their places free up: a new client gets in.
+  kspool::v1::SendResponse resp;
+  EXPECT_TRUE(WaitUntil([&] { return agent->Send(OneMessage("demo", "m"), &resp, 1000).ok(); }, 10s));
+  EXPECT_GE(kspool::testing::ScrapeMetrics(agent->http_address())
+                ["kspool_grpc_connections_refused_total{reason=\"connection_limit\"}"],
+            1);
+}
+
+TEST_F(FrontDoor, ConnectionsThatNeverSpeakAreClosedAfterTheIdleTimeout) {
+  auto agent = StartAgent("agent", {"--idle-timeout", "1s"});
+  const int fd = IdleConnection(PortOf(agent->address()));
+  ASSERT_GE(fd, 0);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(ClosedByPeer(fd, 5s));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 4s);
+  close(fd);
+}
+
+TEST_F(FrontDoor, IdleChannelIsClosedAfterTheIdleTimeout) {
+  auto agent = StartAgent("agent", {"--idle-timeout", "1s"});
+  auto channel = grpc::CreateChannel(agent->address(), grpc::InsecureChannelCredentials());
+  kspool::v1::SendResponse resp;
+  grpc::ClientContext ctx;
+  ASSERT_TRUE(kspool::v1::Spool::NewStub(channel)->Send(&ctx, OneMessage("demo", "m"), &resp).ok());
+  ASSERT_EQ(channel->GetState(false), GRPC_CHANNEL_READY);
+  // The server's GOAWAY takes the channel out of READY; it reconnects on the next call.
+  EXPECT_TRUE(WaitUntil([&] { return channel->GetState(false) != GRPC_CHANNEL_READY; }, 5s));
+}
+
+TEST_F(FrontDoor, StalledLargeStreamsStayWithinTheReceiveMemoryBound) {
+  auto agent = StartAgent("agent", {"--max-receive-memory", "128MiB"});
+  const pid_t pid = agent->process().pid();
+  const int64_t base = RssMb(pid);
+  std::atomic<bool> stop{false};
+  std::atomic<int64_t> peak{0};
+  std::thread sampler([&] {
+    while (!stop) {
+      peak = std::max<int64_t>(peak, RssMb(pid));
+      std::this_thread::sleep_for(5ms);
+    }
+  });
+  uint64_t sent = 0;
+  {
+    // 24 connections x 50 streams, each declaring a 60 MB message and sending 4 MB.
+    kspool::testing::H2StallOptions o;
+    o.port = PortOf(agent->address());
+    o.connections = 24;
+    o.streams_per_connection = 50;
+    kspool::testing::H2StallClient clients(o);
+    sent = clients.Run(3s);
+  }
+  // Memory falls back once the clients are gone.
+  EXPECT_TRUE(WaitUntil([&] { return RssMb(pid) < base + 32; }, 10s, 100ms))
+      << "RSS " << RssMb(pid) << " MB, " << base << " MB before";
+  stop = true;
+  sampler.join();
+  EXPECT_GT(sent, 256u << 20) << "the clients did not send enough to test the bound";
+  EXPECT_LT(peak - base, 128 + 96) << "peak RSS " << peak << " MB, " << base << " MB before";
+  std::printf("receive memory bound 128 MiB: %llu MiB sent, RSS %lld MB before, peak %lld MB\n",
+              static_cast<unsigned long long>(sent >> 20), static_cast<long long>(base),
+              static_cast<long long>(peak.load()));
+  // The agent still serves.
+  kspool::v1::SendResponse resp;
+  EXPECT_TRUE(agent->Send(OneMessage("demo", "after"), &resp).ok());
+  EXPECT_GE(kspool::testing::ScrapeMetrics(agent->http_address())
+                ["kspool_grpc_connections_refused_total{reason=\"receive_memory\"}"],
+            1);
+}
+
+TEST_F(FrontDoor, UnixSocketInUseIsRefusedAndAStaleOneIsTakenOver) {
+  const std::string sock = "unix:" + dir_.path() + "/agent.sock";
+  auto first = StartAgent("first", {"--listen", sock});
+  kspool::testing::ChildProcess second(
+      {KSPOOL_AGENT_BIN, "--wal-dir", dir_.path() + "/second", "--listen", sock,
+       "--metrics-listen", "127.0.0.1:0", "--kafka-brokers", kafka_->bootstrap()},
+      dir_.path() + "/second.log");
+  std::optional<int> status = second.Wait(30s);
+  ASSERT_TRUE(status.has_value()) << "the second agent took over a socket in use";
+  EXPECT_NE(ReadFile(dir_.path() + "/second.log").find("Address already in use"), std::string::npos);
+  // A crashed agent leaves its socket file behind; the next one takes it over.
+  first->process().Signal(SIGKILL);
+  first->process().Wait(10s);
+  auto third = StartAgent("third", {"--listen", sock});
+  kspool::v1::SendResponse resp;
+  EXPECT_TRUE(third->Send(OneMessage("demo", "m"), &resp).ok());
+}
+
+}  // namespace
+}  // namespace kspool

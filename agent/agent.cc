@@ -160,9 +160,11 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   const FdBudget fds = RaiseFdLimitAndBudget(config.max_connections, kHttpMaxConnections);
   spdlog::info("{}", fds.Describe(config.max_connections));
   Metrics* metrics = metrics_.get();
-  // Half of --max-receive-memory for partial requests in gRPC's hands; the other half
-  // for decoded requests until the WAL has them.
-  meter_ = std::make_unique<ReceptionMeter>(config.max_receive_memory / 2, [metrics](uint64_t debt) {
+  // Half of --max-receive-memory for partial requests in gRPC's hands, the other half
+  // for decoded requests until the WAL has them. gRPC reads into buffers larger than
+  // what each read fills: measured, it holds up to about twice the bytes received, so
+  // the meter's limit is a quarter.
+  meter_ = std::make_unique<ReceptionMeter>(config.max_receive_memory / 4, [metrics](uint64_t debt) {
     spdlog::warn("front door: shut down a gRPC connection holding {} bytes of unfinished "
                  "requests (over half of --max-receive-memory)", debt);
     metrics->ConnectionRefused("receive_memory");

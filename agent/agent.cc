@@ -154,6 +154,7 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   handlers.discards_json = [this, admin] { return DiscardsJson(admin); };
   handlers.status_json = [this, clock] { return StatusJson(clock); };
   handlers.health = [w = wal_.get()] { return w->health(); };
+  handlers.on_drop = [m = metrics_.get()](std::string_view reason) { m->HttpDropped(reason); };
   absl::StatusOr<std::unique_ptr<HttpServer>> http =
       HttpServer::Start(config.metrics_listen, std::move(handlers));
   if (!http.ok()) return http.status();

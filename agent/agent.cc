@@ -42,9 +42,6 @@ DrainOptions DrainOptionsFrom(const Config& c, Clock* clock, Metrics* metrics) {
   return d;
 }
 
-// Not more than the HTTP server's own connection cap (http_server.h).
-constexpr uint64_t kHttpMaxConnections = 256;
-
 // gRPC's share of the front door's bounds: streams per connection, idle connections,
 // and the memory of requests in reception (a ResourceQuota: beyond it gRPC stops
 // reading and cancels streams). The other half of --max-receive-memory bounds decoded
@@ -157,7 +154,7 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
       metrics_.get(), metadata_.get());
   admin_ = std::make_unique<AdminService>(wal_.get(), tracker_.get(), drain, clock);
 
-  const FdBudget fds = RaiseFdLimitAndBudget(config.max_connections, kHttpMaxConnections);
+  const FdBudget fds = RaiseFdLimitAndBudget(config.max_connections, HttpLimits{}.max_connections);
   spdlog::info("{}", fds.Describe(config.max_connections));
   Metrics* metrics = metrics_.get();
   // Half of --max-receive-memory for partial requests in gRPC's hands, the other half
@@ -214,6 +211,7 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   handlers.discards_json = [this, admin] { return DiscardsJson(admin); };
   handlers.status_json = [this, clock] { return StatusJson(clock); };
   handlers.health = [w = wal_.get()] { return w->health(); };
+  handlers.on_drop = [m = metrics_.get()](std::string_view reason) { m->HttpDropped(reason); };
   absl::StatusOr<std::unique_ptr<HttpServer>> http =
       HttpServer::Start(config.metrics_listen, std::move(handlers));
   if (!http.ok()) return http.status();

@@ -280,6 +280,12 @@ Metrics::Metrics(const std::string& version)
                                      "for holding too much in unfinished requests "
                                      "(receive_memory), by reason")
                                .Register(*registry_)),
+      http_dropped_(prometheus::BuildCounter()
+                        .Name("kspool_http_connections_dropped_total")
+                        .Help("HTTP connections closed to keep serving, by reason: head_timeout, "
+                              "head_too_large, write_timeout, evicted (connection cap), "
+                              "accept_failed (no connection made)")
+                        .Register(*registry_)),
       send_ok_seconds_(send_seconds_.Add({{"code", "OK"}}, SecondsBuckets())),
       fsync_seconds_series_(fsync_seconds_.Add({}, SecondsBuckets())),
       group_commit_messages_series_(group_commit_messages_.Add(
@@ -338,6 +344,10 @@ void Metrics::ConnectionRefused(std::string_view reason) {
 }
 
 void Metrics::Degraded(const std::string& event) { degraded_.Add({{"event", event}}).Increment(); }
+
+void Metrics::HttpDropped(std::string_view reason) {
+  http_dropped_.Add({{"reason", std::string(reason)}}).Increment();
+}
 
 std::string Metrics::Serialize() const {
   std::vector<MetricFamily> families = registry_->Collect();

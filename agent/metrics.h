@@ -61,6 +61,8 @@ class Metrics {
   // A degraded-mode event without a metric of its own: "wal_reopen_failed",
   // "wal_scan_failed", "settle_failed", "commit_point_failed", "producer_replaced".
   void Degraded(const std::string& event);
+  // The HTTP server closed a connection to keep serving (reasons in http_server.h).
+  void HttpDropped(std::string_view reason);
 
   // The Prometheus text exposition of every metric.
   std::string Serialize() const;
@@ -78,6 +80,7 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& wal_reopens_;
   prometheus::Family<prometheus::Counter>& degraded_;
   prometheus::Family<prometheus::Counter>& connections_refused_;
+  prometheus::Family<prometheus::Counter>& http_dropped_;
   // Series observed on every Send or group commit, resolved once: Family::Add hashes
   // the labels and takes a lock on each call.
   prometheus::Histogram& send_ok_seconds_;

@@ -9,7 +9,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-dev \
   librdkafka-dev librocksdb-dev \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
-  prometheus-cpp-dev libcivetweb-dev libgtest-dev libgmock-dev libabsl-dev \
+  prometheus-cpp-dev libgtest-dev libgmock-dev libabsl-dev \
   libcli11-dev libspdlog-dev nlohmann-json3-dev \
   kcat python3 curl libfaketime strace >/dev/null
 echo "install-deps: done"

@@ -14,10 +14,13 @@ namespace kspool::agent {
 namespace {
 
 // Half of the file system that holds (or will hold) `dir`: room for RocksDB's own
-// overhead (compaction, tombstones) and for whatever else shares the volume.
+// overhead (compaction, tombstones) and for whatever else shares the volume. 0 (no
+// limit) when there is no such file system; opening the WAL then says what is wrong.
+// No std::filesystem call here may throw: error_code overloads only.
 uint64_t DefaultWalCapacity(const std::string& dir) {
-  std::filesystem::path p = std::filesystem::absolute(dir);
   std::error_code ec;
+  std::filesystem::path p = std::filesystem::absolute(dir, ec);
+  if (ec) return 0;
   while (!std::filesystem::exists(p, ec) && p.has_parent_path() && p != p.parent_path()) {
     p = p.parent_path();
   }

@@ -8,6 +8,9 @@
 #include <string_view>
 #include <type_traits>
 
+#include "agent/kafka_limits.h"
+#include "agent/kafka_options.h"
+
 namespace kspool::agent {
 namespace {
 
@@ -16,6 +19,19 @@ std::string EnvName(const std::string& flag) {
   std::string n = "KSPOOL_";
   for (char c : flag) n.push_back(c == '-' ? '_' : static_cast<char>(std::toupper(c)));
   return n;
+}
+
+// "a\nb\n" -> {"a", "b"}; empty lines are skipped.
+std::vector<std::string> SplitLines(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t from = 0;
+  while (from <= text.size()) {
+    size_t nl = text.find('\n', from);
+    if (nl == std::string::npos) nl = text.size();
+    if (nl > from) lines.push_back(text.substr(from, nl - from));
+    from = nl + 1;
+  }
+  return lines;
 }
 
 bool GivenOnCommandLine(const std::vector<std::string>& args, const std::string& flag) {
@@ -146,17 +162,30 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
       return r.ok() ? std::string() : std::string(r.status().message());
     });
   };
-  add("wal-dir", &c.wal_dir, "WAL directory (a persistent volume)");
+  add("wal-dir", &c.wal_dir, "WAL directory (a persistent volume)")
+      ->check([](const std::string& v) {
+        return v.empty() ? std::string("the WAL directory must not be empty") : std::string();
+      });
   add("listen", &c.listen, "gRPC address: HOST:PORT or unix:PATH (port 0 picks a free one)");
   add("metrics-listen", &c.metrics_listen, "Prometheus /metrics address HOST:PORT");
   add("kafka-brokers", &c.kafka_brokers, "Kafka bootstrap servers, comma-separated");
+  // No delimiter: a value may hold commas (debug=conf,msg). Several options are several
+  // flags, lines of KSPOOL_KAFKA_OPTION, or a list in the config file.
   add("kafka-option", &c.kafka_options,
-      "librdkafka property KEY=VALUE, repeatable (e.g. linger.ms=10)")
-      ->delimiter(',');
+      "librdkafka property KEY=VALUE, repeatable (e.g. linger.ms=10); acks and "
+      "enable.idempotence stay all and true")
+      ->check([](const std::string& v) { return std::string(CheckKafkaOption(v).message()); });
   add("log-level", &c.log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
-  add("max-message-bytes", &c.max_message_bytes, "Largest accepted message (key+value+headers)")
-      ->check(CLI::PositiveNumber);
+  add("max-message-bytes", &c.max_message_bytes,
+      "Largest accepted message (key+value+headers); the default fits librdkafka's and "
+      "Kafka's default limit of 1,000,000 bytes with Kafka's and kspool's overhead")
+      ->check(CLI::PositiveNumber)
+      ->check(UnsignedAtMost(kLargestMaxMessageBytes,
+                             "a message size in bytes (librdkafka's largest message.max.bytes, "
+                             "1000000000, less " +
+                                 std::to_string(kKafkaMessageOverheadBytes) +
+                                 " bytes of overhead)"));
   add("max-batch-messages", &c.max_batch_messages, "Most messages in one Send")
       ->check(CLI::PositiveNumber);
   add("max-inflight-messages", &c.max_inflight_messages, "Drain window: messages in flight")
@@ -267,7 +296,12 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
     for (const auto& [flag, opt] : opts) {
       if (EnvName(flag) != name) continue;
       known = true;
-      if (!GivenOnCommandLine(args, flag)) extra.push_back("--" + flag + "=" + value);
+      if (GivenOnCommandLine(args, flag)) continue;
+      if (flag == "kafka-option") {  // one KEY=VALUE a line: values may hold commas
+        for (const std::string& line : SplitLines(value)) extra.push_back("--" + flag + "=" + line);
+      } else {
+        extra.push_back("--" + flag + "=" + value);
+      }
     }
     if (name == "KSPOOL_CONFIG") {
       known = true;
@@ -286,7 +320,8 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
     std::ostringstream o, err;
-    out.exit_code = app.exit(e, o, err);
+    // Help is exit 0; any bad flag, variable or file is a usage error, exit 2.
+    out.exit_code = app.exit(e, o, err) == 0 ? 0 : 2;
     out.exit = true;
     out.output = o.str() + err.str();
     return out;

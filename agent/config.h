@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/kafka_limits.h"
 
 namespace kspool::agent {
 
@@ -60,7 +61,8 @@ struct Config {
   uint64_t max_receive_memory = 256ull << 20;   // requests in reception and being appended
 
   // Request limits (bad input is INVALID_ARGUMENT).
-  uint64_t max_message_bytes = 1 << 20;
+  // Fits Kafka's default limits with Kafka's and kspool's overhead: agent/kafka_limits.h.
+  uint64_t max_message_bytes = kDefaultMaxMessageBytes;
   uint64_t max_batch_messages = 10000;
 
   // The drain window: what may be in flight to Kafka at once. Memory is bounded by these,

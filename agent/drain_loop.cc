@@ -23,7 +23,6 @@ absl::Status DrainLoop::Start(bool background) {
   if (!p.ok()) return p.status();
   producer_ = std::move(p).value();
   wal_reopens_seen_ = wal_->reopens();
-  replay_below_ = wal_->GetStats().next_seq;
   if (background) thread_ = std::thread([this] { Run(); });
   return absl::OkStatus();
 }

@@ -164,7 +164,6 @@ class DrainLoop {
   uint64_t recheck_below_ = 0;
   bool read_any_ = false;  // the last pass read entries  // a read pass while the window is full, to see newcomers
   uint64_t wal_reopens_seen_ = 0;
-  uint64_t replay_below_ = 0;  // entries below were in the WAL at start: maybe produced before
   // Finished (delivered or discarded) entries wait in the window until they can leave
   // the WAL cheaply: the finished prefix of the window goes out as one range delete;
   // entries finished out of order wait up to settle_delay_ms for the prefix to reach
@@ -186,7 +185,7 @@ class DrainLoop {
   std::atomic<uint64_t> discarded_{0};
   std::atomic<uint64_t> producers_replaced_{0};
   std::atomic<int64_t> last_delivery_ms_{0};
-  std::atomic<int> brokers_up_{-1};
+  std::atomic<int> brokers_up_{0};  // 0 until the producer's first statistics
   Mutex wake_mu_;
   CondVar wake_cv_;
   uint64_t wake_count_ ABSL_GUARDED_BY(wake_mu_) = 0;

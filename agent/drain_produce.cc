@@ -160,7 +160,8 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
       if (ordered && !lane.waiting.empty()) return;  // keep the rest behind the failed one
       continue;
     }
-    if (slot.attempts > 1 || seq < replay_below_) {
+    // Handed to Kafka before by this process (see kspool_messages_redelivered_total).
+    if (slot.attempts > 1) {
       redelivered_.fetch_add(1);
       if (options_.metrics) options_.metrics->Redelivered(slot.entry.record.topic);
     }

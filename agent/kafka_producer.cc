@@ -6,10 +6,13 @@
 
 #include <cstring>
 
+#include "agent/kafka_options.h"
+
 namespace kspool::agent {
 namespace {
 
-// Defaults for the spool; the first two cannot be overridden.
+// Defaults for the spool; the fixed ones are set last (CheckKafkaOption refuses other
+// values for them).
 const std::vector<std::pair<std::string, std::string>> kFixed = {
     {"acks", "all"}, {"enable.idempotence", "true"}};
 const std::vector<std::pair<std::string, std::string>> kDefaults = {
@@ -39,20 +42,10 @@ absl::StatusOr<std::unique_ptr<KafkaProducer>> KafkaProducer::Create(const Produ
     if (s.ok()) s = set(k, v);
   }
   for (const std::string& kv : cfg.options) {
+    if (s.ok()) s = CheckKafkaOption(kv);
     if (!s.ok()) break;
-    size_t eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      s = absl::InvalidArgumentError("kafka option '" + kv + "' is not KEY=VALUE");
-      break;
-    }
-    std::string key = kv.substr(0, eq);
-    for (const auto& [fk, fv] : kFixed) {
-      if (key == fk && kv.substr(eq + 1) != fv) {
-        s = absl::InvalidArgumentError("kafka option " + key + " must stay " + fv +
-                                       ": the spool's delivery guarantee depends on it");
-      }
-    }
-    if (s.ok()) s = set(key, kv.substr(eq + 1));
+    const size_t eq = kv.find('=');
+    s = set(kv.substr(0, eq), kv.substr(eq + 1));
   }
   for (const auto& [k, v] : kFixed) {
     if (s.ok()) s = set(k, v);

@@ -66,7 +66,7 @@ class KafkaProducer final : public Producer {
   std::unordered_map<std::string, rd_kafka_topic_t*> topics_;
   std::vector<DeliveryReport>* sink_ = nullptr;  // set during Poll()
   std::vector<DeliveryReport> stray_;            // reports served outside Poll()
-  std::atomic<int> brokers_up_{-1};
+  std::atomic<int> brokers_up_{0};  // 0 until the first statistics
   std::function<void()> on_reports_;
 };
 

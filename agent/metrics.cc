@@ -192,9 +192,11 @@ class StateCollector : public prometheus::Collectable {
     auto inflight = Family("kspool_kafka_inflight_messages",
                            "Messages read from the WAL and not yet settled", MetricType::Gauge);
     Add(&inflight, s.inflight ? s.inflight() : 0);
-    auto up = Family("kspool_kafka_brokers_up", "Kafka brokers with an open connection",
+    auto up = Family("kspool_kafka_brokers_up",
+                     "Kafka brokers librdkafka reports connected (state UP) in its latest "
+                     "statistics (every statistics.interval.ms); 0 until the first after start",
                      MetricType::Gauge);
-    Add(&up, s.brokers_up ? s.brokers_up() : -1);
+    Add(&up, s.brokers_up ? std::max(0, s.brokers_up()) : 0);
     auto stuck = Family("kspool_topic_stuck_seconds",
                         "How long a topic has had entries to send and no delivery (only topics "
                         "stuck for longer than the drain's stuck threshold appear)",
@@ -253,8 +255,11 @@ Metrics::Metrics(const std::string& version)
                           .Register(*registry_)),
       redelivered_(prometheus::BuildCounter()
                        .Name("kspool_messages_redelivered_total")
-                       .Help("Messages produced again after a failure or a restart: possible "
-                             "duplicates")
+                       .Help("Messages this agent process handed to Kafka again after it had "
+                             "handed them over before (a failed or timed-out delivery, a "
+                             "replaced producer): each may be a duplicate in Kafka. Messages an "
+                             "earlier run left in the WAL count only from their second produce "
+                             "in this run (whether that run produced them is not recorded)")
                        .Register(*registry_)),
       heartbeats_(prometheus::BuildCounter()
                       .Name("kspool_heartbeats_sent_total")

@@ -30,7 +30,7 @@ struct MetricSources {
   wal::Wal* wal = nullptr;
   CommitTracker* tracker = nullptr;
   std::function<uint64_t()> inflight;
-  std::function<int()> brokers_up;  // -1: unknown yet
+  std::function<int()> brokers_up;  // 0 until known
   Clock* clock = SystemClock::Default();
   std::function<std::vector<StuckTopic>()> stuck;  // optional
   // The front door (all optional): open gRPC connections and their cap; memory held by

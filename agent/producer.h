@@ -47,7 +47,7 @@ class Producer {
   virtual void PurgeAll() = 0;
   // Non-empty once the producer hit a fatal (idempotence) error: it must be replaced.
   virtual std::string FatalError() const = 0;
-  // Brokers the client holds a connection to; -1 while unknown.
+  // Brokers the client holds a connection to; 0 until it knows.
   virtual int BrokersUp() const = 0;
 };
 

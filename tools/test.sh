@@ -5,7 +5,8 @@
 #   build-tsan/  clang, ThreadSanitizer and -Wthread-safety: the unit tests of wal/ and
 #                agent/ (concurrent group commit and settling; Debian's librdkafka
 #                crashes under TSan at start, so nothing that starts it runs there);
-#   build-fuzz/  clang + libFuzzer: the WAL record decoder and the Send request validator
+#   build-fuzz/  clang + libFuzzer: the WAL record decoder, the Send request validator and
+#                the agent's config parser
 #                fuzzed for FUZZ_SECONDS (default 60) each, plus their regression inputs
 #                (tests/fuzz/run.sh).
 # Usage: tools/test.sh [plain|asan|tsan|fuzz]...   (default: all four)

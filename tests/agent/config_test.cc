@@ -37,7 +37,7 @@ TEST(Config, FlagsBeatEnvironmentBeatFileBeatDefaults) {
   EXPECT_EQ(p.config.listen, "127.0.0.1:2");       // env > file
   EXPECT_EQ(p.config.kafka_brokers, "file:9092");  // file > default
   EXPECT_EQ(p.config.max_batch_messages, 7u);
-  EXPECT_EQ(p.config.max_message_bytes, 1u << 20);  // default
+  EXPECT_EQ(p.config.max_message_bytes, kDefaultMaxMessageBytes);  // default
 }
 
 TEST(Config, ConfigFileCanComeFromTheEnvironment) {
@@ -66,7 +66,7 @@ TEST(Config, UnknownFlagIsAnErrorNamingIt) {
 TEST(Config, BadNumberIsAnErrorNamingTheFlag) {
   ParseOutcome p = Parse({"--max-batch-messages", "many"});
   EXPECT_TRUE(p.exit);
-  EXPECT_NE(p.exit_code, 0);
+  EXPECT_EQ(p.exit_code, 2);
   EXPECT_NE(p.output.find("max-batch-messages"), std::string::npos) << p.output;
 }
 
@@ -215,6 +215,128 @@ TEST(Config, OverflowingValuesFromTheEnvironmentAreErrorsNamingTheFlag) {
   p = Parse({}, {"KSPOOL_MAX_MESSAGE_AGE=999999999999d"});
   EXPECT_TRUE(p.exit);
   EXPECT_NE(p.output.find("max-message-age"), std::string::npos) << p.output;
+}
+
+// Kafka counts the record batch (61 bytes), librdkafka's worst-case record framing (36),
+// the agent's own headers (62) and 6 bytes of length varints for each of 64 client
+// headers; the default leaves room for all of it within librdkafka's default limit.
+TEST(Config, DefaultMaxMessageBytesLeavesRoomForKafkasOverheadWithinAMillionBytes) {
+  ParseOutcome p = Parse({});
+  ASSERT_FALSE(p.exit) << p.output;
+  EXPECT_EQ(p.config.max_message_bytes, 999'457u);
+  EXPECT_EQ(p.config.max_message_bytes + 61 + 36 + 62 + 64 * 6, 1'000'000u);
+}
+
+TEST(Config, MaxMessageBytesBeyondWhatLibrdkafkaCanCarryIsAnErrorNamingTheFlag) {
+  for (const std::string bad : {"999999458", "1000000000", "1073741824", "9223372036854775807",
+                                "99999999999999999999", "0"}) {
+    ParseOutcome p = Parse({"--max-message-bytes", bad});
+    EXPECT_TRUE(p.exit) << bad;
+    EXPECT_EQ(p.exit_code, 2) << bad;
+    EXPECT_NE(p.output.find("--max-message-bytes"), std::string::npos) << bad << ": " << p.output;
+  }
+  ParseOutcome ok = Parse({"--max-message-bytes", "999999457"});
+  ASSERT_FALSE(ok.exit) << ok.output;
+  EXPECT_EQ(ok.config.max_message_bytes, 999'999'457u);
+}
+
+// Every numeric flag, whichever way it comes: a value beyond its range never parses
+// (it would wrap, or remove the limit) and the error names the flag.
+TEST(Config, OutOfRangeNumbersAreUsageErrorsFromFlagsEnvironmentAndFile) {
+  const std::vector<std::string> flags = {
+      "max-message-bytes", "max-batch-messages", "max-inflight-messages",
+      "max-inflight-bytes", "retry-backoff-ms", "retry-backoff-max-ms",
+      "commit-point-interval-ms", "wal-max-bytes", "unknown-topic-checks",
+      "wal-reopen-interval-ms", "max-tracked-topics", "shutdown-grace-ms",
+      "max-message-age", "heartbeat-interval", "dead-letter-max-age", "topic-idle-forget",
+      "max-append-queue-bytes", "topic-max-bytes", "dead-letter-max-bytes"};
+  kspool::testing::TempDir dir;
+  for (const std::string& flag : flags) {
+    for (const std::string bad : {"99999999999999999999", "-1", "18446744073709551616", "1e30",
+                                  "0x10", " 5", "5 ", "+5"}) {
+      std::string env = "KSPOOL_";
+      for (char ch : flag) env.push_back(ch == '-' ? '_' : static_cast<char>(std::toupper(ch)));
+      const std::string file = dir.sub(flag + ".toml");
+      std::ofstream(file) << flag << " = \"" << bad << "\"\n";
+      for (const ParseOutcome& p : {Parse({"--" + flag, bad}), Parse({}, {env + "=" + bad}),
+                                    Parse({"--config", file})}) {
+        EXPECT_TRUE(p.exit) << flag << " '" << bad << "'";
+        EXPECT_EQ(p.exit_code, 2) << flag << " '" << bad << "'";
+        EXPECT_NE(p.output.find(flag), std::string::npos) << flag << " '" << bad << "': " << p.output;
+      }
+    }
+  }
+}
+
+TEST(Config, EmptyWalDirIsAUsageErrorFromFlagEnvironmentOrFile) {
+  kspool::testing::TempDir dir;
+  const std::string file = dir.sub("k.toml");
+  std::ofstream(file) << "wal-dir = \"\"\n";
+  for (const ParseOutcome& p :
+       {Parse({"--wal-dir", ""}), Parse({"--wal-dir="}), Parse({}, {"KSPOOL_WAL_DIR="}),
+        Parse({"--config", file})}) {
+    EXPECT_TRUE(p.exit);
+    EXPECT_EQ(p.exit_code, 2);
+    EXPECT_NE(p.output.find("--wal-dir"), std::string::npos) << p.output;
+  }
+  EXPECT_NE(Parse({"--wal-dir", ""}).output.find("must not be empty"), std::string::npos);
+}
+
+TEST(Config, KafkaOptionValueKeepsItsCommas) {
+  ParseOutcome p = Parse({"--kafka-option", "debug=conf,msg", "--kafka-option=linger.ms=10"});
+  ASSERT_FALSE(p.exit) << p.output;
+  EXPECT_EQ(p.config.kafka_options, (std::vector<std::string>{"debug=conf,msg", "linger.ms=10"}));
+}
+
+TEST(Config, KafkaOptionsFromTheEnvironmentAreOneALine) {
+  ParseOutcome p = Parse({}, {"KSPOOL_KAFKA_OPTION=debug=conf,msg\nlinger.ms=10\n"});
+  ASSERT_FALSE(p.exit) << p.output;
+  EXPECT_EQ(p.config.kafka_options, (std::vector<std::string>{"debug=conf,msg", "linger.ms=10"}));
+}
+
+TEST(Config, KafkaOptionsFromTheConfigFileAreAListOrOneString) {
+  kspool::testing::TempDir dir;
+  const std::string list = dir.sub("list.toml"), one = dir.sub("one.toml");
+  std::ofstream(list) << "kafka-option = [\"debug=conf,msg\", \"linger.ms=10\"]\n";
+  std::ofstream(one) << "kafka-option = \"debug=conf,msg\"\n";
+  ParseOutcome p = Parse({"--config", list});
+  ASSERT_FALSE(p.exit) << p.output;
+  EXPECT_EQ(p.config.kafka_options, (std::vector<std::string>{"debug=conf,msg", "linger.ms=10"}));
+  p = Parse({"--config", one});
+  ASSERT_FALSE(p.exit) << p.output;
+  EXPECT_EQ(p.config.kafka_options, (std::vector<std::string>{"debug=conf,msg"}));
+}
+
+TEST(Config, KafkaOptionWithoutAKeyOrEqualsIsAUsageError) {
+  for (const std::string bad : {"linger.ms", "=5", ""}) {
+    ParseOutcome p = Parse({"--kafka-option", bad});
+    EXPECT_TRUE(p.exit) << bad;
+    EXPECT_EQ(p.exit_code, 2) << bad;
+    EXPECT_NE(p.output.find("KEY=VALUE"), std::string::npos) << bad << ": " << p.output;
+  }
+}
+
+TEST(Config, AcksAllOrMinusOneIsAcceptedUnderEitherName) {
+  for (const std::string ok : {"acks=all", "acks=-1", "acks=ALL", "request.required.acks=all",
+                               "request.required.acks=-1", "enable.idempotence=true",
+                               "enable.idempotence=1"}) {
+    ParseOutcome p = Parse({"--kafka-option", ok});
+    EXPECT_FALSE(p.exit) << ok << ": " << p.output;
+  }
+}
+
+TEST(Config, AcksBelowAllOrIdempotenceOffIsAUsageErrorUnderEitherName) {
+  for (const std::string bad : {"acks=0", "acks=1", "acks=2", "request.required.acks=0",
+                                "request.required.acks=1", "enable.idempotence=false",
+                                "acks="}) {
+    for (const ParseOutcome& p :
+         {Parse({"--kafka-option", bad}), Parse({}, {"KSPOOL_KAFKA_OPTION=" + bad})}) {
+      EXPECT_TRUE(p.exit) << bad;
+      EXPECT_EQ(p.exit_code, 2) << bad;
+      EXPECT_NE(p.output.find("--kafka-option"), std::string::npos) << bad << ": " << p.output;
+      EXPECT_NE(p.output.find(bad + " is refused"), std::string::npos) << bad << ": " << p.output;
+    }
+  }
 }
 
 }  // namespace

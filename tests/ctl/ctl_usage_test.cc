@@ -79,6 +79,45 @@ TEST_F(CtlUsageTest, BadCommandLinesExitWithTwo) {
             std::string::npos) << r.err;
 }
 
+// Every numeric argument: a negative, hexadecimal, exponent or too large number is a
+// usage error naming the argument, before any WAL or agent is touched (CLI11 alone
+// wrapped "-5" to sequence number 18446744073709551611).
+TEST_F(CtlUsageTest, NegativeOrNonDecimalNumbersAreUsageErrorsNamingTheArgument) {
+  const std::string dir = tmp_.sub("missing");
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"SEQ", {"wal", "show", dir, "@"}},
+      {"SEQ", {"dead", "show", dir, "@"}},
+      {"--from", {"wal", "list", dir, "--from", "@"}},
+      {"--limit", {"wal", "list", dir, "--limit", "@"}},
+      {"--from", {"wal", "dump", dir, "--from", "@"}},
+      {"--limit", {"wal", "dump", dir, "--limit", "@"}},
+      {"--from", {"dead", "list", dir, "--from", "@"}},
+      {"--limit", {"dead", "list", dir, "--limit", "@"}},
+      {"--seq", {"dead", "list", dir, "--seq", "1,@"}},
+      {"--seq", {"dead", "replay", dir, "--seq", "@"}},
+      {"--seq", {"dead", "purge", dir, "--seq", "@", "--yes"}},
+      {"--timeout-ms", {"status", "--agent", "127.0.0.1:1", "--timeout-ms", "@"}},
+      {"--partition", {"send", "--agent", "127.0.0.1:1", "--topic", "t", "--partition", "@", "v"}}};
+  for (const std::string bad : {"-5", "-1", "0x10", "1e3", "18446744073709551616", "+3", " 7"}) {
+    for (auto [name, args] : cases) {
+      std::string joined;
+      for (std::string& a : args) {
+        if (a == "@") a = bad;
+        if (a == "1,@") a = "1," + bad;
+        joined += a + " ";
+      }
+      CtlResult r = Ctl(args);
+      EXPECT_EQ(r.exit_code, 2) << joined << "\n" << r.err;
+      EXPECT_NE(r.err.find(name + ": '" + bad + "' is not "), std::string::npos) << joined << "\n" << r.err;
+    }
+  }
+  for (const std::string bad : {"0", "2147483648"}) {
+    CtlResult r = Ctl({"status", "--agent", "127.0.0.1:1", "--timeout-ms", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir)) << "nothing is created";
+}
+
 TEST_F(CtlUsageTest, AnUnreachableAgentIsARuntimeError) {
   CtlResult r = Ctl({"status", "--agent", "127.0.0.1:1", "--timeout-ms", "500"});
   EXPECT_EQ(r.exit_code, 1);

@@ -102,6 +102,36 @@ TEST(Metrics, BacklogShowsInEntriesAgeAndLagWhileKafkaIsDown) {
   h.ExpectAllAccountedFor("t");
 }
 
+// Entries an earlier run left in the WAL are produced after a restart; that alone does
+// not make them redelivered (the earlier run never reached Kafka here).
+TEST(Metrics, RedeliveredDoesNotCountEntriesOnlyReplayedAfterARestart) {
+  SpoolHarness h;
+  h.Start([](agent::Config* c) { c->shutdown_grace_ms = 100; });
+  ASSERT_EQ(h.kafka().Command("broker down all"), "OK");
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(h.Send("t", kspool::testing::Values("m", 100)).status.ok());
+  h.Stop();
+  ASSERT_EQ(h.kafka().Command("broker up all"), "OK");
+  h.Start();
+  ASSERT_TRUE(h.WaitUntilDrained(30s));
+  auto m = Scrape(h.agent().http_address());
+  EXPECT_EQ(m["kspool_messages_delivered_total{topic=\"t\"}"], 1000);
+  EXPECT_EQ(m["kspool_messages_redelivered_total{topic=\"t\"}"], 0);
+  EXPECT_EQ(h.agent().drain()->redelivered(), 0u);
+  h.ExpectAllAccountedFor("t");
+}
+
+// Before librdkafka's first statistics the number of connected brokers is not known:
+// the gauge says 0, never a negative number.
+TEST(Metrics, BrokersUpIsZeroNotNegativeBeforeTheFirstStatistics) {
+  SpoolHarness h;
+  h.Start([](agent::Config* c) { c->kafka_options = {"statistics.interval.ms=600000"}; });
+  auto m = Scrape(h.agent().http_address());
+  ASSERT_TRUE(m.count("kspool_kafka_brokers_up"));
+  EXPECT_EQ(m["kspool_kafka_brokers_up"], 0);
+  auto status = nlohmann::json::parse(HttpGet(h.agent().http_address(), "/status").body);
+  EXPECT_EQ(status["kafka"]["brokers_up"], 0);
+}
+
 TEST(Metrics, HealthAndStatusReportAWalErrorAndItsRecovery) {
   SpoolHarness h;
   h.Start([](agent::Config* c) { c->wal_reopen_interval_ms = 1500; });

@@ -2,7 +2,10 @@
 // dead letters, and ask a running agent. This file is the command line only; each
 // command lives in commands.h.
 #include <CLI/CLI.hpp>
+#include <charconv>
+#include <cstdint>
 #include <iostream>
+#include <limits>
 #include <optional>
 
 #include "tools/ctl/commands.h"
@@ -19,6 +22,35 @@ constexpr char kFooter[] =
     "Output is text for people; --json prints one JSON object (wal list, wal dump and "
     "dead list: one object per line).\n";
 
+// Every numeric argument: plain decimal digits (a '-' only where `min` is negative) from
+// `min` to `max`, checked before CLI11 converts it: its conversion to an unsigned type
+// wraps "-5" to 18446744073709551611 and reads "0x10" as 16.
+template <typename T>
+CLI::Validator Whole(T min, T max, const std::string& what) {
+  return CLI::Validator(
+      [=](std::string& v) -> std::string {
+        T n{};
+        const bool sign_ok = v.empty() || v[0] != '-' || min < 0;
+        const bool digits = !v.empty() && v.find_first_not_of("0123456789", v[0] == '-') ==
+                                              std::string::npos && v != "-";
+        auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+        if (sign_ok && digits && ec == std::errc() && end == v.data() + v.size() && n >= min &&
+            n <= max) {
+          return {};
+        }
+        return "'" + v + "' is not " + what + " (" + std::to_string(min) + " to " +
+               std::to_string(max) + ")";
+      },
+      "", "WHOLE");
+}
+
+CLI::Validator Seq() {
+  return Whole<uint64_t>(0, std::numeric_limits<uint64_t>::max(), "a sequence number");
+}
+CLI::Validator Count() {
+  return Whole<uint64_t>(0, std::numeric_limits<uint64_t>::max(), "a count");
+}
+
 void AddValueFormat(CLI::App* cmd, std::string* format) {
   cmd->add_option("--value-format", *format,
                   "How to show values, keys and headers: auto (text when printable, else hex), "
@@ -29,14 +61,15 @@ void AddValueFormat(CLI::App* cmd, std::string* format) {
 
 void AddEntryFilter(CLI::App* cmd, EntryFilter* f) {
   cmd->add_option("--topic", f->topic, "Only entries of this topic");
-  cmd->add_option("--from", f->from_seq, "Start at this sequence number");
-  cmd->add_option("--limit", f->limit, "At most this many entries (0: all)");
+  cmd->add_option("--from", f->from_seq, "Start at this sequence number")->check(Seq());
+  cmd->add_option("--limit", f->limit, "At most this many entries (0: all)")->check(Count());
 }
 
 void AddDeadSelection(CLI::App* cmd, DeadSelection* s, bool with_all) {
   cmd->add_option("--seq", s->seqs, "These dead letters (repeatable, or comma-separated)")
       ->delimiter(',')
-      ->allow_extra_args(false);
+      ->allow_extra_args(false)
+      ->check(Seq());
   cmd->add_option("--topic", s->topic, "Dead letters of this topic");
   cmd->add_option("--reason", s->reason, "Dead letters discarded for this reason, e.g. msg_size_too_large");
   if (with_all) cmd->add_flag("--all", s->all, "Every dead letter");
@@ -57,6 +90,7 @@ int main(int argc, char** argv) {
       ->envname("KSPOOL_AGENT")
       ->capture_default_str();
   app.add_option("--timeout-ms", agent.timeout_ms, "Deadline of each call to the agent")
+      ->check(Whole<int>(1, std::numeric_limits<int>::max(), "a deadline in milliseconds"))
       ->capture_default_str();
   app.add_flag("--json", out.json, "Print JSON instead of text");
 
@@ -78,7 +112,7 @@ int main(int argc, char** argv) {
   for (CLI::App* c : {wal_stats, wal_list, wal_show, wal_dump, wal_verify}) {
     c->add_option("DIR", dir, "The WAL directory (--wal-dir of the agent)")->required();
   }
-  wal_show->add_option("SEQ", seq, "Sequence number")->required();
+  wal_show->add_option("SEQ", seq, "Sequence number")->required()->check(Seq());
   AddValueFormat(wal_show, &value_format);
   AddValueFormat(wal_dump, &value_format);
   AddEntryFilter(wal_list, &filter);
@@ -96,11 +130,12 @@ int main(int argc, char** argv) {
   for (CLI::App* c : {dead_list, dead_show, dead_replay, dead_purge}) {
     c->add_option("DIR", dir, "The WAL directory")->required();
   }
-  dead_show->add_option("SEQ", seq, "Sequence number")->required();
+  dead_show->add_option("SEQ", seq, "Sequence number")->required()->check(Seq());
   AddValueFormat(dead_show, &value_format);
   AddDeadSelection(dead_list, &selection, /*with_all=*/false);
-  dead_list->add_option("--from", selection.from_seq, "Start at this sequence number");
-  dead_list->add_option("--limit", selection.limit, "At most this many (0: all)");
+  dead_list->add_option("--from", selection.from_seq, "Start at this sequence number")
+      ->check(Seq());
+  dead_list->add_option("--limit", selection.limit, "At most this many (0: all)")->check(Count());
   AddDeadSelection(dead_replay, &selection, /*with_all=*/true);
   AddDeadSelection(dead_purge, &selection, /*with_all=*/true);
   dead_purge->add_flag("--yes", yes, "Really delete them");
@@ -114,7 +149,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> headers;
   send->add_option("--topic", send_options.topic, "Topic")->required();
   send->add_option("--key", send_options.key, "Key of every message");
-  send->add_option("--partition", send_options.partition, "Explicit partition");
+  send->add_option("--partition", send_options.partition, "Explicit partition")
+      ->check(Whole<int32_t>(0, std::numeric_limits<int32_t>::max(), "a partition number"));
   send->add_option("--header", headers, "Header KEY=VALUE of every message (repeatable)")
       ->allow_extra_args(false);
   send->add_option("VALUE", send_options.values, "Values; without any, one message per stdin line");

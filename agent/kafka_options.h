@@ -1,0 +1,20 @@
+// The librdkafka properties given with --kafka-option: KEY=VALUE each, and none that
+// would weaken the delivery guarantee. An entry leaves the WAL once Kafka acknowledges
+// it, so that acknowledgement must be durable (acks=all: every in-sync replica has it)
+// and free of producer-side duplicates and reordering (enable.idempotence=true).
+// Checked when the flags are parsed (so the agent does not start) and again when the
+// producer is made (for configurations built in code).
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace kspool::agent {
+
+// OK if `option` is KEY=VALUE with a non-empty key and, for a fixed property (acks,
+// its alias request.required.acks, enable.idempotence), a value librdkafka reads as the
+// fixed one ("all" or "-1"; "true", "t" or "1"); INVALID_ARGUMENT saying why otherwise.
+absl::Status CheckKafkaOption(const std::string& option);
+
+}  // namespace kspool::agent

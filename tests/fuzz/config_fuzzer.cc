@@ -1,0 +1,90 @@
+// libFuzzer target for the agent's configuration parser (agent/config.h). The input is
+// split at NUL bytes into pieces: a piece starting with 'E' becomes an environment entry
+// (KSPOOL_ + the rest), one starting with 'F' the text of a config file (written to a
+// file, and --config names it), any other a command-line argument. Properties:
+//   - ParseConfig never throws (an exception escaping it aborts: a crash here);
+//   - an exit is code 0 (help) or 2 (usage error) with something printed;
+//   - a run's config is within the documented ranges: 1 <= max-message-bytes <= the
+//     largest librdkafka can carry; durations <= kMaxDurationMs; counts and sizes
+//     <= INT64_MAX; a non-empty WAL directory; every kafka option passes
+//     CheckKafkaOption (KEY=VALUE, acks all, idempotence on).
+// Build and run: tests/fuzz/run.sh config.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "agent/config.h"
+#include "agent/kafka_limits.h"
+#include "agent/kafka_options.h"
+
+namespace {
+
+using kspool::agent::Config;
+using kspool::agent::ParseOutcome;
+
+[[noreturn]] void Fail(const char* what, const std::string& detail = "") {
+  std::fprintf(stderr, "config_fuzzer: property violated: %s %s\n", what, detail.c_str());
+  std::abort();
+}
+
+void CheckRanges(const Config& c) {
+  if (c.max_message_bytes < 1 || c.max_message_bytes > kspool::agent::kLargestMaxMessageBytes) {
+    Fail("max_message_bytes out of range", std::to_string(c.max_message_bytes));
+  }
+  for (uint64_t ms : {c.max_message_age_ms, c.wal_reopen_interval_ms, c.heartbeat_interval_ms,
+                      c.dead_letter_max_age_ms, c.topic_idle_forget_ms, c.retry_backoff_ms,
+                      c.retry_backoff_max_ms, c.commit_point_interval_ms, c.shutdown_grace_ms}) {
+    if (ms > kspool::agent::kMaxDurationMs) Fail("duration beyond 100 years", std::to_string(ms));
+  }
+  for (uint64_t n : {c.wal_max_bytes, c.unknown_topic_checks, c.max_append_queue_bytes,
+                     c.topic_max_bytes.bytes, c.dead_letter_max_bytes.bytes, c.max_tracked_topics,
+                     c.max_batch_messages, c.max_inflight_messages, c.max_inflight_bytes}) {
+    if (n > static_cast<uint64_t>(INT64_MAX)) Fail("number beyond INT64_MAX", std::to_string(n));
+  }
+  if (c.wal_dir.empty()) Fail("empty wal_dir accepted");
+  for (const std::string& o : c.kafka_options) {
+    if (!kspool::agent::CheckKafkaOption(o).ok()) Fail("kafka option accepted", o);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const std::string file = "/tmp/kspool-config-fuzz-" + std::to_string(getpid()) + ".toml";
+  std::vector<std::string> args = {"kspool-agent"}, env;
+  size_t from = 0;
+  while (from <= size) {
+    size_t end = from;
+    while (end < size && data[end] != 0) ++end;
+    std::string piece(reinterpret_cast<const char*>(data) + from, end - from);
+    from = end + 1;
+    if (!piece.empty() && piece[0] == 'E') {
+      env.push_back("KSPOOL_" + piece.substr(1));
+    } else if (!piece.empty() && piece[0] == 'F') {
+      std::ofstream(file, std::ios::trunc) << piece.substr(1);
+      args.push_back("--config=" + file);
+    } else if (args.size() < 64) {
+      args.push_back(piece);
+    }
+  }
+  std::vector<const char*> argv, envp;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  for (const std::string& e : env) envp.push_back(e.c_str());
+  envp.push_back(nullptr);
+
+  ParseOutcome p = kspool::agent::ParseConfig(static_cast<int>(argv.size()), argv.data(),
+                                              envp.data());
+  if (p.exit) {
+    if (p.exit_code != 0 && p.exit_code != 2) Fail("exit code", std::to_string(p.exit_code));
+    if (p.output.empty()) Fail("exit without a message");
+  } else {
+    CheckRanges(p.config);
+  }
+  return 0;
+}

@@ -119,7 +119,9 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
 absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   DrainLoop* drain = drain_.get();
   spool_ = std::make_unique<SpoolService>(
-      wal_.get(), RequestLimits{config.max_message_bytes, config.max_batch_messages},
+      wal_.get(),
+      RequestLimits{config.max_message_bytes, config.max_batch_messages, config.max_headers,
+                    config.max_future_timestamp_ms},
       [drain] { drain->Notify(); },
       [drain, clock, reopen = config.wal_reopen_interval_ms](absl::StatusCode code) {
         if (code == absl::StatusCode::kUnavailable) return static_cast<int64_t>(reopen);
@@ -128,7 +130,7 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
         return last != 0 && clock->MonotonicMillis() - last < 5000 ? int64_t{200}
                                                                     : int64_t{2000};
       },
-      metrics_.get(), metadata_.get());
+      metrics_.get(), metadata_.get(), clock, /*receive_memory_bytes=*/0);
   admin_ = std::make_unique<AdminService>(wal_.get(), tracker_.get(), drain, clock);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

@@ -159,6 +159,12 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
       ->check(CLI::PositiveNumber);
   add("max-batch-messages", &c.max_batch_messages, "Most messages in one Send")
       ->check(CLI::PositiveNumber);
+  add("max-headers", &c.max_headers, "Most headers on one message")->check(CLI::PositiveNumber);
+  std::string max_future = "1h";
+  add_parsed("max-future-timestamp", &max_future,
+             "Largest lead of a message's timestamp_ms over the agent's clock, e.g. 1h; "
+             "beyond it (or before 1970) INVALID_ARGUMENT",
+             ParseDurationMs);
   add("max-inflight-messages", &c.max_inflight_messages, "Drain window: messages in flight")
       ->check(CLI::PositiveNumber);
   add("max-inflight-bytes", &c.max_inflight_bytes, "Drain window: bytes in flight")
@@ -264,6 +270,7 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
     return out;
   }
   c.max_message_age_ms = ParseDurationMs(max_age).value_or(0);
+  c.max_future_timestamp_ms = ParseDurationMs(max_future).value_or(0);
   c.heartbeat_interval_ms = ParseDurationMs(heartbeat_interval).value_or(0);
   c.max_append_queue_bytes = ParseByteSize(queue_max).value_or(ByteSize{}).bytes;
   c.topic_max_bytes = ParseByteSize(topic_max).value_or(ByteSize{});

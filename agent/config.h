@@ -56,6 +56,8 @@ struct Config {
   // Request limits (bad input is INVALID_ARGUMENT).
   uint64_t max_message_bytes = 1 << 20;
   uint64_t max_batch_messages = 10000;
+  uint64_t max_headers = 64;                      // per message
+  uint64_t max_future_timestamp_ms = 3'600'000;  // client timestamps at most this far ahead
 
   // The drain window: what may be in flight to Kafka at once. Memory is bounded by these,
   // not by the backlog.

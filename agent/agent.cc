@@ -45,13 +45,23 @@ DrainOptions DrainOptionsFrom(const Config& c, Clock* clock, Metrics* metrics) {
   return d;
 }
 
+// --max-receive-memory is split in two halves. One is for requests gRPC is still
+// receiving: gRPC holds up to about twice the bytes it has received, in read buffers,
+// so the ReceptionMeter's limit is a quarter. The other is for requests received in
+// full until the WAL has them: the received bytes and their decoded copy (the encoded
+// batch in the WAL's queue is bounded by --max-append-queue-bytes), so again a quarter
+// for the RequestMemoryBudget, which charges the received size.
+uint64_t DecodedRequestBudget(const Config& config) { return config.max_receive_memory / 4; }
+uint64_t ReceptionLimit(const Config& config) { return config.max_receive_memory / 4; }
+
 // gRPC's share of the front door's bounds: streams per connection, idle connections,
 // and the memory of requests in reception (a ResourceQuota: beyond it gRPC stops
 // reading and cancels streams). The other half of --max-receive-memory bounds decoded
 // requests until the WAL has them (RequestMemoryBudget).
 void ConfigureFrontDoor(const Config& config, grpc::ServerBuilder* builder) {
-  builder->SetMaxReceiveMessageSize(
-      static_cast<int>(std::min<uint64_t>(config.max_message_bytes * 2 + (64 << 20), INT32_MAX)));
+  // No request larger than the budget for decoded requests: it could never be taken.
+  builder->SetMaxReceiveMessageSize(static_cast<int>(std::min<uint64_t>(
+      {config.max_message_bytes * 2 + (64 << 20), DecodedRequestBudget(config), INT32_MAX})));
   builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                               static_cast<int>(config.max_streams_per_connection));
   builder->AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
@@ -145,7 +155,9 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
 absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   DrainLoop* drain = drain_.get();
   spool_ = std::make_unique<SpoolService>(
-      wal_.get(), RequestLimits{config.max_message_bytes, config.max_batch_messages},
+      wal_.get(),
+      RequestLimits{config.max_message_bytes, config.max_batch_messages, config.max_headers,
+                    config.max_future_timestamp_ms},
       [drain] { drain->Notify(); },
       [drain, clock, reopen = config.wal_reopen_interval_ms](absl::StatusCode code) {
         if (code == absl::StatusCode::kUnavailable) return static_cast<int64_t>(reopen);
@@ -154,17 +166,13 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
         return last != 0 && clock->MonotonicMillis() - last < 5000 ? int64_t{200}
                                                                     : int64_t{2000};
       },
-      metrics_.get(), metadata_.get());
+      metrics_.get(), metadata_.get(), clock, DecodedRequestBudget(config));
   admin_ = std::make_unique<AdminService>(wal_.get(), tracker_.get(), drain, clock);
 
   const FdBudget fds = RaiseFdLimitAndBudget(config.max_connections, HttpLimits{}.max_connections);
   spdlog::info("{}", fds.Describe(config.max_connections));
   Metrics* metrics = metrics_.get();
-  // Half of --max-receive-memory for partial requests in gRPC's hands, the other half
-  // for decoded requests until the WAL has them. gRPC reads into buffers larger than
-  // what each read fills: measured, it holds up to about twice the bytes received, so
-  // the meter's limit is a quarter.
-  meter_ = std::make_unique<ReceptionMeter>(config.max_receive_memory / 4, [metrics](uint64_t debt) {
+  meter_ = std::make_unique<ReceptionMeter>(ReceptionLimit(config), [metrics](uint64_t debt) {
     spdlog::warn("front door: shut down a gRPC connection holding {} bytes of unfinished "
                  "requests (over half of --max-receive-memory)", debt);
     metrics->ConnectionRefused("receive_memory");
@@ -205,7 +213,9 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   sources.grpc_connections = [l = listener_.get()] { return l->connections(); };
   sources.grpc_connections_max = listener_->max_connections();
   sources.receive_memory_limit = config.max_receive_memory;
-  sources.receive_memory_used = [m = meter_.get()] { return m->debt(); };
+  sources.receive_memory_used = [m = meter_.get(), spool = spool_.get()] {
+    return m->debt() + spool->receive_memory().in_use();
+  };
   metrics->SetSources(std::move(sources));
 
   AdminService* admin = admin_.get();

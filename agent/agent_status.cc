@@ -52,7 +52,8 @@ std::string Agent::StatusJson(Clock* clock) const {
   // What clients hold at the front door, against its bounds.
   j["front_door"] = {{"grpc_connections", listener_ ? listener_->connections() : 0},
                      {"grpc_connections_max", listener_ ? listener_->max_connections() : 0},
-                     {"receive_memory_bytes", meter_ ? meter_->debt() : 0},
+                     {"receive_memory_bytes",
+                      (meter_ ? meter_->debt() : 0) + (spool_ ? spool_->receive_memory().in_use() : 0)},
                      {"receive_memory_limit_bytes", config_.max_receive_memory}};
   j["commit_point"] = {{"global_ms", cp.global_ms}, {"lag_ms", now - cp.global_ms}};
   for (const auto& [topic, ms] : cp.topics_ms) j["commit_point"]["topics"][topic] = ms;

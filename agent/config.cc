@@ -188,6 +188,12 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
                                  " bytes of overhead)"));
   add("max-batch-messages", &c.max_batch_messages, "Most messages in one Send")
       ->check(CLI::PositiveNumber);
+  add("max-headers", &c.max_headers, "Most headers on one message")->check(CLI::PositiveNumber);
+  std::string max_future = "1h";
+  add_parsed("max-future-timestamp", &max_future,
+             "Largest lead of a message's timestamp_ms over the agent's clock, e.g. 1h; "
+             "beyond it (or before 1970) INVALID_ARGUMENT",
+             ParseDurationMs);
   add("max-inflight-messages", &c.max_inflight_messages, "Drain window: messages in flight")
       ->check(CLI::PositiveNumber);
   add("max-inflight-bytes", &c.max_inflight_bytes, "Drain window: bytes in flight")
@@ -327,6 +333,7 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
     return out;
   }
   c.max_message_age_ms = ParseDurationMs(max_age).value_or(0);
+  c.max_future_timestamp_ms = ParseDurationMs(max_future).value_or(0);
   c.heartbeat_interval_ms = ParseDurationMs(heartbeat_interval).value_or(0);
   c.max_append_queue_bytes = ParseByteSize(queue_max).value_or(ByteSize{}).bytes;
   c.topic_max_bytes = ParseByteSize(topic_max).value_or(ByteSize{});
@@ -335,6 +342,15 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   c.topic_idle_forget_ms = ParseDurationMs(idle_forget).value_or(0);
   c.idle_timeout_ms = ParseDurationMs(idle_timeout).value_or(c.idle_timeout_ms);
   c.max_receive_memory = ParseByteSize(receive_memory).value_or(ByteSize{}).bytes;
+  // A quarter of it is the most one request may take (agent.cc, DecodedRequestBudget):
+  // it must hold the largest message, or that message could never be sent.
+  if (c.max_receive_memory / 4 < c.max_message_bytes + (64u << 10)) {
+    out.exit = true;
+    out.exit_code = 2;
+    out.output = "--max-receive-memory " + std::to_string(c.max_receive_memory) +
+                 " is too small for --max-message-bytes " + std::to_string(c.max_message_bytes) +
+                 ": it must be at least 4 x (that + 64KiB)\n";
+  }
   return out;
 }
 

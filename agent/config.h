@@ -64,6 +64,8 @@ struct Config {
   // Fits Kafka's default limits with Kafka's and kspool's overhead: agent/kafka_limits.h.
   uint64_t max_message_bytes = kDefaultMaxMessageBytes;
   uint64_t max_batch_messages = 10000;
+  uint64_t max_headers = kHeadersBudgeted;  // per message; the size default assumes it
+  uint64_t max_future_timestamp_ms = 3'600'000;  // client timestamps at most this far ahead
 
   // The drain window: what may be in flight to Kafka at once. Memory is bounded by these,
   // not by the backlog.

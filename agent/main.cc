@@ -9,6 +9,7 @@
 #include "absl/synchronization/mutex.h"
 #include "agent/agent.h"
 #include "agent/config.h"
+#include "agent/protobuf_log.h"
 
 extern char** environ;
 
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   const kspool::agent::Config& config = parsed.config;
   spdlog::set_default_logger(spdlog::stderr_color_mt("kspool"));
   spdlog::set_level(spdlog::level::from_str(config.log_level));
+  kspool::agent::RouteProtobufLogsToSpdlog();  // before other threads: not thread-safe
 
   // Signals are taken synchronously by this thread; every other thread inherits the mask.
   sigset_t signals;

@@ -1,23 +1,86 @@
 #include "agent/spool_service.h"
 
+#include <grpcpp/support/proto_buffer_reader.h>
 #include <spdlog/spdlog.h>
 
-#include <future>
-
 namespace kspool::agent {
-
 grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
 }
 
+wal::RecordView ViewOf(const kspool::v1::wire::Message& m) {
+  wal::RecordView v;
+  v.topic = m.topic();
+  v.partition = m.has_partition() ? m.partition() : -1;
+  if (m.has_key()) v.key = std::string_view(m.key());
+  v.value = m.value();
+  v.headers.reserve(m.headers_size());
+  for (const kspool::v1::wire::Header& h : m.headers()) v.headers.emplace_back(h.key(), h.value());
+  // Presence, not value: an explicit 0 stays 0.
+  if (m.has_timestamp_ms()) v.client_timestamp_ms = m.timestamp_ms();
+  return v;
+}
+
+SpoolService::SpoolService(wal::Wal* wal, RequestLimits limits, std::function<void()> on_appended,
+                           std::function<int64_t(absl::StatusCode)> retry_after_ms,
+                           Metrics* metrics, KafkaMetadata* metadata, Clock* clock,
+                           uint64_t receive_memory_bytes)
+    : wal_(wal),
+      limits_(limits),
+      on_appended_(std::move(on_appended)),
+      retry_after_ms_(std::move(retry_after_ms)),
+      metrics_(metrics),
+      metadata_(metadata),
+      clock_(clock),
+      budget_(receive_memory_bytes) {}
+
+SpoolService::~SpoolService() {
+  MutexLock lock(&mu_);
+  while (broadcasts_ > 0) broadcasts_done_.Wait(&mu_);
+}
+
+void SpoolService::SetRetryAfter(grpc::ServerContextBase* context, absl::StatusCode code) {
+  context->AddTrailingMetadata("retry-after-ms", std::to_string(retry_after_ms_(code)));
+}
+
+void SpoolService::WarnRefused(const std::string& line) {
+  uint64_t suppressed = 0;
+  if (!refusal_log_.Admit(clock_->MonotonicMillis(), &suppressed)) return;
+  if (suppressed == 0) {
+    spdlog::warn("{}", line);
+  } else {
+    spdlog::warn("{} ({} more refusals not logged)", line, suppressed);
+  }
+}
+
+absl::StatusOr<RequestMemoryBudget::Lease> SpoolService::Receive(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer& request,
+    google::protobuf::MessageLite* out, const char* public_type) {
+  const size_t size = request.Length();
+  if (on_received_) on_received_(context->peer(), size);
+  absl::StatusOr<RequestMemoryBudget::Lease> lease = budget_.Charge(size);
+  if (!lease.ok()) {
+    WarnRefused("request refused: " + std::string(lease.status().message()));
+    SetRetryAfter(context, lease.status().code());
+    return lease.status();
+  }
+  // The copy shares gRPC's slices (no bytes copied); protobuf reads them in place.
+  grpc::ByteBuffer shared(request);
+  grpc::ProtoBufferReader reader(&shared);
+  if (!reader.status().ok() || !out->ParseFromZeroCopyStream(&reader)) {
+    return absl::InvalidArgumentError("request is not a valid " + std::string(public_type) + " (" +
+                                      std::to_string(size) + " bytes)");
+  }
+  return lease;
+}
+
 grpc::ServerUnaryReactor* SpoolService::Send(grpc::CallbackServerContext* context,
-                                             const kspool::v1::SendRequest* request,
-                                             kspool::v1::SendResponse* response) {
+                                             const grpc::ByteBuffer* request,
+                                             grpc::ByteBuffer* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (on_received_) on_received_(context->peer(), request->ByteSizeLong());
   const auto start = std::chrono::steady_clock::now();
-  Append(context, *request, response, [this, reactor, start](grpc::Status status) {
+  auto finish = [this, reactor, start](const grpc::Status& status) {
     if (metrics_) {
       metrics_->ObserveSend(
           status.error_code(),
@@ -25,89 +88,47 @@ grpc::ServerUnaryReactor* SpoolService::Send(grpc::CallbackServerContext* contex
       if (!status.ok()) metrics_->SendRejected(status.error_code());
     }
     reactor->Finish(status);
-  });
+  };
+  wal::AppendBatch batch;
+  absl::StatusOr<RequestMemoryBudget::Lease> lease;
+  {
+    kspool::v1::wire::SendRequest parsed;  // freed once encoded into `batch`
+    lease = Receive(context, *request, &parsed, "kspool.v1.SendRequest");
+    absl::Status valid = lease.status();
+    if (valid.ok()) valid = ValidateSendRequest(parsed, limits_, clock_->NowMillis());
+    if (!valid.ok()) {
+      finish(ToGrpc(valid));
+      return reactor;
+    }
+    for (const kspool::v1::wire::Message& m : parsed.messages()) batch.Add(ViewOf(m));
+  }
+  const size_t n = batch.size();
+  Append(context, std::move(batch), std::move(*lease),
+         [response, n, finish](absl::StatusOr<wal::AppendResult> r) {
+           if (!r.ok()) return finish(ToGrpc(r.status()));
+           kspool::v1::SendResponse reply;
+           reply.mutable_sequence()->Reserve(static_cast<int>(n));
+           for (size_t i = 0; i < n; ++i) reply.add_sequence(r->first_seq + i);
+           reply.set_receive_time_ms(r->receive_time_ms);
+           finish(Reply(reply, response));
+         });
   return reactor;
 }
 
-grpc::Status SpoolService::Broadcast(grpc::ServerContext* context,
-                                     const kspool::v1::BroadcastRequest* request,
-                                     kspool::v1::BroadcastResponse* response) {
-  if (on_received_) on_received_(context->peer(), request->ByteSizeLong());
-  std::vector<std::string> topics(request->topics().begin(), request->topics().end());
-  if (topics.empty()) {
-    for (const auto& [topic, stats] : wal_->GetStats().topics) topics.push_back(topic);
-  }
-  if (topics.empty()) {
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        "broadcast to all topics, but the agent has seen none yet; name them");
-  }
-  kspool::v1::SendRequest expanded;
-  for (size_t i = 0; i < topics.size(); ++i) {
-    if (absl::Status s = ValidateTopicName(topics[i]); !s.ok()) {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "topics[" + std::to_string(i) + "]: " + std::string(s.message()));
-    }
-    absl::StatusOr<int> n = metadata_->PartitionCount(topics[i], 5000);
-    if (!n.ok()) {
-      return grpc::Status(absl::IsNotFound(n.status()) ? grpc::StatusCode::NOT_FOUND
-                                                       : grpc::StatusCode::UNAVAILABLE,
-                          "broadcast: " + std::string(n.status().message()));
-    }
-    for (int p = 0; p < *n; ++p) {
-      kspool::v1::Message* m = expanded.add_messages();
-      *m = request->message();
-      m->set_topic(topics[i]);
-      m->set_partition(p);
-    }
-  }
-  kspool::v1::SendResponse sent;
-  std::promise<grpc::Status> appended;
-  Append(context, expanded, &sent, [&appended](grpc::Status s) { appended.set_value(s); });
-  grpc::Status status = appended.get_future().get();
-  if (!status.ok()) return status;
-  for (int i = 0; i < expanded.messages_size(); ++i) {
-    auto* t = response->add_targets();
-    t->set_topic(expanded.messages(i).topic());
-    t->set_partition(expanded.messages(i).partition());
-    t->set_sequence(sent.sequence(i));
-  }
-  response->set_receive_time_ms(sent.receive_time_ms());
-  return status;
-}
-
-void SpoolService::Append(grpc::ServerContextBase* context, const kspool::v1::SendRequest& request,
-                          kspool::v1::SendResponse* response, Done done) {
-  if (absl::Status s = ValidateSendRequest(request, limits_); !s.ok()) {
-    std::move(done)(ToGrpc(s));
-    return;
-  }
-  wal::AppendBatch batch;
-  for (const kspool::v1::Message& m : request.messages()) {
-    wal::RecordView v;
-    v.topic = m.topic();
-    v.partition = m.has_partition() ? m.partition() : -1;
-    if (m.has_key()) v.key = std::string_view(m.key());
-    v.value = m.value();
-    v.headers.reserve(m.headers_size());
-    for (const kspool::v1::Header& h : m.headers()) v.headers.emplace_back(h.key(), h.value());
-    if (m.has_timestamp_ms()) v.client_timestamp_ms = m.timestamp_ms();
-    batch.Add(v);
-  }
+void SpoolService::Append(grpc::ServerContextBase* context, wal::AppendBatch batch,
+                          RequestMemoryBudget::Lease lease, Appended done) {
   const size_t n = batch.size();
-  wal_->AppendAsync(std::move(batch), [this, context, response, n, done = std::move(done)](
+  wal_->AppendAsync(std::move(batch), [this, context, n, lease = std::move(lease),
+                                       done = std::move(done)](
                                           absl::StatusOr<wal::AppendResult> r) mutable {
+    lease = {};  // the append is complete: the request's memory is the WAL's now
     if (!r.ok()) {
-      spdlog::warn("send: rejected {} messages: {}", n, r.status().ToString());
-      context->AddTrailingMetadata("retry-after-ms",
-                                   std::to_string(retry_after_ms_(r.status().code())));
-      std::move(done)(ToGrpc(r.status()));
-      return;
+      WarnRefused("send: rejected " + std::to_string(n) + " messages: " + r.status().ToString());
+      SetRetryAfter(context, r.status().code());
+    } else {
+      on_appended_();
     }
-    on_appended_();
-    response->mutable_sequence()->Reserve(static_cast<int>(n));
-    for (size_t i = 0; i < n; ++i) response->add_sequence(r->first_seq + i);
-    response->set_receive_time_ms(r->receive_time_ms);
-    std::move(done)(grpc::Status::OK);
+    std::move(done)(std::move(r));
   });
 }
 

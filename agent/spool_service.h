@@ -1,11 +1,16 @@
 // SpoolService: the kspool.v1.Spool gRPC service. Send validates the whole request,
 // appends it to the WAL as one atomic batch, and answers OK only once it is fsynced.
-// Status codes: INVALID_ARGUMENT (bad input, names message index and field),
-// RESOURCE_EXHAUSTED (WAL full), UNAVAILABLE (WAL I/O error or full disk). The last two
-// carry the trailing metadata `retry-after-ms`, a hint when to try again.
-// Send uses gRPC's callback API: no thread waits for the fsync; the WAL's committer
-// thread finishes the call, so one group commit can answer any number of Sends.
-// Broadcast, rare and waiting for Kafka metadata, stays on the synchronous API.
+// Status codes: INVALID_ARGUMENT (bad input, including a request that does not parse or
+// has invalid UTF-8: the message names the message index and field), RESOURCE_EXHAUSTED
+// (WAL full, or the receive memory budget full), UNAVAILABLE (WAL I/O error or full
+// disk). The last two carry the trailing metadata `retry-after-ms`, a hint when to try
+// again.
+// Both methods are raw callback methods: requests arrive as bytes and are parsed here
+// into the wire mirror (proto/kspool/v1/spool_wire.proto), so that a malformed request
+// gets a precise INVALID_ARGUMENT instead of gRPC's empty error. No thread waits for the
+// fsync: the WAL's committer thread finishes the call, so one group commit can answer
+// any number of Sends. Broadcast, rare and waiting for Kafka metadata, runs on a thread
+// of its own (at most kMaxBroadcasts at once), never on gRPC's.
 // Thread safety: gRPC calls both from many threads.
 #pragma once
 
@@ -13,32 +18,42 @@
 
 #include "absl/functional/any_invocable.h"
 #include "agent/kafka_metadata.h"
+#include "agent/log_rate_limiter.h"
 #include "agent/metrics.h"
+#include "agent/request_memory_budget.h"
 #include "agent/request_validator.h"
 #include "kspool/v1/spool.grpc.pb.h"
+#include "kspool/v1/spool_wire.pb.h"
+#include "wal/clock.h"
+#include "wal/mutex.h"
 #include "wal/wal.h"
 
 namespace kspool::agent {
 
 class SpoolService final
-    : public kspool::v1::Spool::WithCallbackMethod_Send<kspool::v1::Spool::Service> {
+    : public kspool::v1::Spool::WithRawCallbackMethod_Send<
+          kspool::v1::Spool::WithRawCallbackMethod_Broadcast<kspool::v1::Spool::Service>> {
  public:
+  static constexpr int kMaxBroadcasts = 16;
+
   // `retry_after_ms` answers, for a rejected Send's status code, how long to wait.
+  // `clock`: the wall clock that client timestamps are checked against.
+  // `receive_memory_bytes`: the bound of the request memory budget (0 = none).
   SpoolService(wal::Wal* wal, RequestLimits limits, std::function<void()> on_appended,
                std::function<int64_t(absl::StatusCode)> retry_after_ms, Metrics* metrics,
-               KafkaMetadata* metadata)
-      : wal_(wal),
-        limits_(limits),
-        on_appended_(std::move(on_appended)),
-        retry_after_ms_(std::move(retry_after_ms)),
-        metrics_(metrics),
-        metadata_(metadata) {}
+               KafkaMetadata* metadata, Clock* clock, uint64_t receive_memory_bytes);
+  // Waits for the last Broadcast thread to let go of this service.
+  ~SpoolService() override;
 
   grpc::ServerUnaryReactor* Send(grpc::CallbackServerContext* context,
-                                 const kspool::v1::SendRequest* request,
-                                 kspool::v1::SendResponse* response) override;
-  grpc::Status Broadcast(grpc::ServerContext* context, const kspool::v1::BroadcastRequest* request,
-                         kspool::v1::BroadcastResponse* response) override;
+                                 const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Broadcast(grpc::CallbackServerContext* context,
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
+
+  // Parsed requests held now, and the bound (for metrics and /status).
+  const RequestMemoryBudget& receive_memory() const { return budget_; }
 
   // Told of every request received in full: its gRPC peer and serialized size (the
   // front door's ReceptionMeter). Set before serving.
@@ -47,12 +62,30 @@ class SpoolService final
   }
 
  private:
-  using Done = absl::AnyInvocable<void(grpc::Status) &&>;
-  // Validates and appends `request` as one batch; fills the sequence numbers, then calls
-  // `done` (at once when the request is refused, else from the WAL's committer thread).
-  // `context`, `request` and `response` must stay valid until then.
-  void Append(grpc::ServerContextBase* context, const kspool::v1::SendRequest& request,
-              kspool::v1::SendResponse* response, Done done);
+  struct BroadcastCall;
+  using Appended = absl::AnyInvocable<void(absl::StatusOr<wal::AppendResult>) &&>;
+
+  // Charges `request` to the budget and parses it into `out`; on failure the error
+  // (RESOURCE_EXHAUSTED with retry-after-ms, or INVALID_ARGUMENT) is returned.
+  absl::StatusOr<RequestMemoryBudget::Lease> Receive(grpc::CallbackServerContext* context,
+                                                     const grpc::ByteBuffer& request,
+                                                     google::protobuf::MessageLite* out,
+                                                     const char* public_type);
+  // Appends `batch` (`n` records); `lease` is held until the append completes. `done`
+  // runs at once when the WAL refuses the batch, else on the committer thread; a refusal
+  // has already been logged and its retry-after-ms set on `context`.
+  void Append(grpc::ServerContextBase* context, wal::AppendBatch batch,
+              RequestMemoryBudget::Lease lease, Appended done);
+  // Broadcast's own thread: resolves the targets, then appends.
+  void RunBroadcast(std::unique_ptr<BroadcastCall> call);
+  // Validates the request and fills call->targets from fresh partition counts.
+  absl::Status ResolveBroadcast(BroadcastCall* call);
+  // Frees the call, finishes it, and then lets go of this service.
+  void FinishBroadcast(std::unique_ptr<BroadcastCall> call, const grpc::Status& status);
+  void SetRetryAfter(grpc::ServerContextBase* context, absl::StatusCode code);
+  // Refusals under load come by the thousand: at most 10 lines per 10 s.
+  void WarnRefused(const std::string& line);
+
   wal::Wal* const wal_;
   const RequestLimits limits_;
   const std::function<void()> on_appended_;
@@ -60,9 +93,26 @@ class SpoolService final
   Metrics* const metrics_;
   std::function<void(const std::string& peer, size_t bytes)> on_received_;
   KafkaMetadata* const metadata_;
+  Clock* const clock_;
+  RequestMemoryBudget budget_;
+  LogRateLimiter refusal_log_{10, 10'000};
+
+  Mutex mu_;
+  CondVar broadcasts_done_;
+  int broadcasts_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // absl and gRPC share their status code numbering.
 grpc::Status ToGrpc(const absl::Status& s);
+
+// Serializes `reply` into a call's response buffer.
+template <typename M>
+grpc::Status Reply(const M& reply, grpc::ByteBuffer* out) {
+  bool own_buffer = false;
+  return grpc::SerializationTraits<M>::Serialize(reply, out, &own_buffer);
+}
+
+// A record view of wire message `m` (pointing into it) for an AppendBatch.
+wal::RecordView ViewOf(const kspool::v1::wire::Message& m);
 
 }  // namespace kspool::agent

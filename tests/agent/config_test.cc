@@ -235,9 +235,44 @@ TEST(Config, MaxMessageBytesBeyondWhatLibrdkafkaCanCarryIsAnErrorNamingTheFlag) 
     EXPECT_EQ(p.exit_code, 2) << bad;
     EXPECT_NE(p.output.find("--max-message-bytes"), std::string::npos) << bad << ": " << p.output;
   }
-  ParseOutcome ok = Parse({"--max-message-bytes", "999999457"});
+  ParseOutcome ok = Parse({"--max-message-bytes", "999999457", "--max-receive-memory", "4GiB"});
   ASSERT_FALSE(ok.exit) << ok.output;
   EXPECT_EQ(ok.config.max_message_bytes, 999'999'457u);
+}
+
+// A quarter of --max-receive-memory is the most one request may take: the largest
+// message must fit in it, or it could never be sent.
+TEST(Config, ReceiveMemoryTooSmallForTheLargestMessageIsAnErrorNamingBoth) {
+  ParseOutcome p = Parse({"--max-message-bytes", "9000000", "--max-receive-memory", "32MiB"});
+  EXPECT_TRUE(p.exit);
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.output.find("--max-receive-memory 33554432 is too small for --max-message-bytes 9000000"),
+            std::string::npos)
+      << p.output;
+  EXPECT_FALSE(Parse({"--max-message-bytes", "9000000", "--max-receive-memory", "64MiB"}).exit);
+}
+
+TEST(Config, FrontDoorFlagsRefuseValuesOutsideTheirRange) {
+  for (const std::vector<std::string>& bad :
+       std::vector<std::vector<std::string>>{{"--max-connections", "0"},
+                                             {"--max-streams-per-connection", "0"},
+                                             {"--max-streams-per-connection", "2147483648"},
+                                             {"--idle-timeout", "500ms"},
+                                             {"--idle-timeout", "30d"},
+                                             {"--max-receive-memory", "1MiB"},
+                                             {"--max-receive-memory", "50%"}}) {
+    ParseOutcome p = Parse(bad);
+    EXPECT_TRUE(p.exit) << bad[0] << " " << bad[1];
+    EXPECT_EQ(p.exit_code, 2) << bad[0] << " " << bad[1];
+    EXPECT_NE(p.output.find(bad[0]), std::string::npos) << p.output;
+  }
+  ParseOutcome ok = Parse({"--max-connections", "5", "--max-streams-per-connection", "7",
+                           "--idle-timeout", "90s", "--max-receive-memory", "1GiB"});
+  ASSERT_FALSE(ok.exit) << ok.output;
+  EXPECT_EQ(ok.config.max_connections, 5u);
+  EXPECT_EQ(ok.config.max_streams_per_connection, 7u);
+  EXPECT_EQ(ok.config.idle_timeout_ms, 90'000u);
+  EXPECT_EQ(ok.config.max_receive_memory, 1ull << 30);
 }
 
 // Every numeric flag, whichever way it comes: a value beyond its range never parses

@@ -65,7 +65,7 @@ TEST(KafkaLimits, LargestDefaultMessageFitsAMillionBytesBatchInLibrdkafkasEncodi
   EXPECT_EQ((*p)->Produce(e, 0), RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
   (*p)->PurgeAll();
 
-  kspool::v1::SendRequest req;
+  kspool::v1::wire::SendRequest req;
   auto* m = req.add_messages();
   m->set_topic("t");
   m->set_key(*r.key);
@@ -76,9 +76,9 @@ TEST(KafkaLimits, LargestDefaultMessageFitsAMillionBytesBatchInLibrdkafkasEncodi
   }
   m->set_value(std::string(kDefaultMaxMessageBytes - size, 'x'));
   const RequestLimits limits{kDefaultMaxMessageBytes, 10000};
-  EXPECT_TRUE(ValidateSendRequest(req, limits).ok());
+  EXPECT_TRUE(ValidateSendRequest(req, limits, 0).ok());
   m->mutable_value()->push_back('x');
-  EXPECT_EQ(ValidateSendRequest(req, limits).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ValidateSendRequest(req, limits, 0).code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -1,10 +1,14 @@
 // libFuzzer target for the Send request validator (agent/request_validator.h). The
-// input bytes are parsed as a kspool.v1.SendRequest (inputs that do not parse are
-// skipped) and validated under two sets of small limits; the verdict is checked against
-// an independent model of the documented rules:
+// input bytes are parsed as the agent parses them, into the wire mirror
+// kspool.v1.wire.SendRequest (inputs that do not parse are skipped), and validated under
+// two sets of small limits; the verdict is checked against an independent model of the
+// documented rules:
 //   OK    => 1..max_batch_messages messages; every topic is 1-249 chars of
-//            [a-zA-Z0-9._-] and not "." or ".."; no partition below -1; no empty header
-//            key; value <= max_message_bytes; key + value + headers <= max_message_bytes.
+//            [a-zA-Z0-9._-] and not "." or ".."; no partition below -1; a timestamp, if
+//            present, in [0, now + max_future_timestamp_ms]; at most max_headers headers;
+//            every header key non-empty, valid UTF-8 (RFC 3629, modelled here) and not
+//            starting with "kspool."; value <= max_message_bytes; key + value + headers
+//            <= max_message_bytes.
 //   error => INVALID_ARGUMENT; unless the request is empty or has too many messages, the
 //            message reads "message <i>: <field>: ..." where message i is the first
 //            invalid one, messages before it are valid, and <field> is really invalid.
@@ -19,11 +23,15 @@
 #include "absl/status/status.h"
 #include "agent/request_validator.h"
 #include "google/protobuf/stubs/logging.h"
-#include "kspool/v1/spool.pb.h"
+#include "kspool/v1/spool_wire.pb.h"
 
 namespace {
 
 using kspool::agent::RequestLimits;
+using kspool::v1::wire::Message;
+using kspool::v1::wire::SendRequest;
+
+constexpr int64_t kNow = 1'700'000'000'000;  // the agent's clock in this model
 
 [[noreturn]] void Fail(const char* what, const std::string& detail = "") {
   std::fprintf(stderr, "request_fuzzer: property violated: %s %s\n", what, detail.c_str());
@@ -41,28 +49,74 @@ bool TopicOk(const std::string& t) {
   return true;
 }
 
-bool PartitionOk(const kspool::v1::Message& m) { return !m.has_partition() || m.partition() >= -1; }
+bool PartitionOk(const Message& m) { return !m.has_partition() || m.partition() >= -1; }
 
-bool ValueOk(const kspool::v1::Message& m, const RequestLimits& l) {
+bool TimestampOk(const Message& m, const RequestLimits& l) {
+  return !m.has_timestamp_ms() ||
+         (m.timestamp_ms() >= 0 &&
+          m.timestamp_ms() <= kNow + static_cast<int64_t>(l.max_future_timestamp_ms));
+}
+
+bool HeaderCountOk(const Message& m, const RequestLimits& l) {
+  return static_cast<uint64_t>(m.headers_size()) <= l.max_headers;
+}
+
+// RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF.
+bool Utf8Ok(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = s[i];
+    int n;
+    uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xe0) == 0xc0) {
+      n = 1, cp = c & 0x1f;
+    } else if ((c & 0xf0) == 0xe0) {
+      n = 2, cp = c & 0x0f;
+    } else if ((c & 0xf8) == 0xf0) {
+      n = 3, cp = c & 0x07;
+    } else {
+      return false;
+    }
+    for (int k = 1; k <= n; ++k) {
+      if (i + k >= s.size()) return false;
+      const unsigned char cc = s[i + k];
+      if ((cc & 0xc0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3f);
+    }
+    static const uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    i += n + 1;
+  }
+  return true;
+}
+
+bool HeaderKeyOk(const std::string& key) {
+  return !key.empty() && Utf8Ok(key) && key.rfind("kspool.", 0) != 0;
+}
+
+bool ValueOk(const Message& m, const RequestLimits& l) {
   return m.value().size() <= l.max_message_bytes;
 }
 
-int FirstEmptyHeaderKey(const kspool::v1::Message& m) {
+int FirstBadHeaderKey(const Message& m) {
   for (int h = 0; h < m.headers_size(); ++h) {
-    if (m.headers(h).key().empty()) return h;
+    if (!HeaderKeyOk(m.headers(h).key())) return h;
   }
   return -1;
 }
 
-uint64_t TotalSize(const kspool::v1::Message& m) {
+uint64_t TotalSize(const Message& m) {
   uint64_t size = m.value().size() + (m.has_key() ? m.key().size() : 0);
   for (const auto& h : m.headers()) size += h.key().size() + h.value().size();
   return size;
 }
 
-bool MessageOk(const kspool::v1::Message& m, const RequestLimits& l) {
-  return TopicOk(m.topic()) && PartitionOk(m) && ValueOk(m, l) && FirstEmptyHeaderKey(m) < 0 &&
-         TotalSize(m) <= l.max_message_bytes;
+bool MessageOk(const Message& m, const RequestLimits& l) {
+  return TopicOk(m.topic()) && PartitionOk(m) && TimestampOk(m, l) && HeaderCountOk(m, l) &&
+         ValueOk(m, l) && FirstBadHeaderKey(m) < 0 && TotalSize(m) <= l.max_message_bytes;
 }
 
 // Parses "message <i>: <field>: " at the start of `msg`; false if it is not there.
@@ -87,8 +141,8 @@ bool ParsePrefix(std::string_view msg, int* index, std::string* field) {
   return true;
 }
 
-void Check(const kspool::v1::SendRequest& req, const RequestLimits& l) {
-  absl::Status s = kspool::agent::ValidateSendRequest(req, l);
+void Check(const SendRequest& req, const RequestLimits& l) {
+  absl::Status s = kspool::agent::ValidateSendRequest(req, l, kNow);
   const int n = req.messages_size();
   const bool whole_bad = n == 0 || static_cast<uint64_t>(n) > l.max_batch_messages;
   int first_bad = -1;
@@ -128,12 +182,16 @@ void Check(const kspool::v1::SendRequest& req, const RequestLimits& l) {
     Fail("error names the wrong message:",
          s.ToString() + " (first invalid is " + std::to_string(first_bad) + ")");
   }
-  const kspool::v1::Message& m = req.messages(index);
+  const Message& m = req.messages(index);
   bool field_bad;
   if (field == "topic") {
     field_bad = !TopicOk(m.topic());
   } else if (field == "partition") {
     field_bad = !PartitionOk(m);
+  } else if (field == "timestamp_ms") {
+    field_bad = !TimestampOk(m, l);
+  } else if (field == "headers") {
+    field_bad = !HeaderCountOk(m, l);
   } else if (field == "value") {
     field_bad = !ValueOk(m, l);
   } else if (field == "message") {
@@ -145,7 +203,7 @@ void Check(const kspool::v1::SendRequest& req, const RequestLimits& l) {
     if (!num.empty() && num.size() <= 9 && num.find_first_not_of("0123456789") == std::string::npos) {
       h = std::stoi(num);
     }
-    field_bad = h >= 0 && h == FirstEmptyHeaderKey(m);
+    field_bad = h >= 0 && h == FirstBadHeaderKey(m);
   } else {
     Fail("error names an unknown field:", s.ToString());
   }
@@ -155,17 +213,16 @@ void Check(const kspool::v1::SendRequest& req, const RequestLimits& l) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  // Invalid UTF-8 in string fields makes every failed parse log an error; ignore them.
-  google::protobuf::SetLogHandler(nullptr);
+  google::protobuf::SetLogHandler(nullptr);  // nothing protobuf says matters here
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  kspool::v1::SendRequest req;
+  SendRequest req;
   if (!req.ParseFromArray(data, static_cast<int>(size))) return 0;
   // Production-shaped small limits, and tiny ones so that size and count limits are
   // reachable within -max_len.
-  Check(req, RequestLimits{4096, 64});
-  Check(req, RequestLimits{64, 8});
+  Check(req, RequestLimits{4096, 64, 64, 3'600'000});
+  Check(req, RequestLimits{64, 8, 2, 0});
   return 0;
 }

@@ -124,10 +124,13 @@ void GrpcListener::AcceptLoop() {
       const size_t before = tracked_->open.size();
       tracked_->Refresh();
       open_.store(tracked_->open.size(), std::memory_order_relaxed);
-      // Connections that held requests were freed into malloc's arenas, in pieces that
-      // glibc keeps unless asked: give the pages back, so the agent's memory falls when
-      // clients leave (one pass over the arenas; at most once a second).
-      if (tracked_->open.size() < before) malloc_trim(0);
+      // Connections that held large unfinished requests were freed into malloc's
+      // arenas, in pieces glibc keeps unless asked: give the pages back, so the agent's
+      // memory falls when such clients leave. Not for every client that leaves:
+      // malloc_trim stalls other threads' allocations while it walks the arenas.
+      if (tracked_->open.size() < before && options_.meter && options_.meter->TakeTrimHint()) {
+        malloc_trim(0);
+      }
     }
     for (size_t i = 0; i + 1 < fds.size(); ++i) {
       if (fds[i].revents != 0) AcceptReady(fds[i].fd);
@@ -182,13 +185,14 @@ void GrpcListener::Refuse(int fd, std::string_view reason) {
   setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
   close(fd);
   if (options_.on_refused) options_.on_refused(reason);
-  const int64_t now_s = std::chrono::duration_cast<std::chrono::seconds>(
-                            std::chrono::steady_clock::now().time_since_epoch())
-                            .count();
-  if (now_s >= last_refuse_log_s_ + 10) {
-    last_refuse_log_s_ = now_s;
-    spdlog::warn("grpc listener: refusing new connections ({}): {} open, at most {}", reason,
-                 tracked_->open.size(), options_.max_connections);
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::steady_clock::now().time_since_epoch())
+                             .count();
+  uint64_t suppressed = 0;
+  if (refusal_log_.Admit(now_ms, &suppressed)) {
+    spdlog::warn("grpc listener: refusing new connections ({}): {} open, at most {} ({} more "
+                 "refused since the last warning)",
+                 reason, tracked_->open.size(), options_.max_connections, suppressed);
   }
 }
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/log_rate_limiter.h"
 #include "agent/reception_meter.h"
 
 namespace kspool::agent {
@@ -74,7 +75,7 @@ class GrpcListener {
   struct Tracked;
   std::unique_ptr<Tracked> tracked_;  // accept thread only
   std::atomic<uint64_t> open_{0};
-  int64_t last_refuse_log_s_ = 0;  // a warning at most every 10 s; the metric counts all
+  LogRateLimiter refusal_log_{1, 10'000};  // a warning per 10 s; the metric counts all
   std::thread thread_;
 };
 

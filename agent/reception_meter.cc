@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 namespace kspool::agent {
@@ -49,9 +50,26 @@ bool ReceivedBytes(int fd, uint64_t* out) {
 ReceptionMeter::ReceptionMeter(uint64_t limit, std::function<void(uint64_t)> on_shutdown)
     : limit_(limit), on_shutdown_(std::move(on_shutdown)) {}
 
+std::string ReceptionMeter::Normalize(std::string_view peer) {
+  // gRPC may give an IPv6 peer URI-escaped: "ipv6:%5B::1%5D:5000".
+  std::string out;
+  out.reserve(peer.size());
+  for (size_t i = 0; i < peer.size(); ++i) {
+    if (peer.compare(i, 3, "%5B") == 0 || peer.compare(i, 3, "%5b") == 0) {
+      out.push_back('['), i += 2;
+    } else if (peer.compare(i, 3, "%5D") == 0 || peer.compare(i, 3, "%5d") == 0) {
+      out.push_back(']'), i += 2;
+    } else {
+      out.push_back(peer[i]);
+    }
+  }
+  return out;
+}
+
 void ReceptionMeter::Completed(std::string_view peer, uint64_t bytes) {
-  absl::MutexLock l(&mu_);
-  auto it = credit_.find(std::string(peer));
+  const std::string key = Normalize(peer);
+  MutexLock l(&mu_);
+  auto it = credit_.find(key);
   if (it != credit_.end()) it->second += bytes + kFramingPerRequest;
 }
 
@@ -61,7 +79,7 @@ void ReceptionMeter::Track(int fd) {
   c.ino = Inode(fd);
   if (c.peer.empty() || c.ino == 0 || !ReceivedBytes(fd, &c.received)) return;
   {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     credit_[c.peer] = 0;
   }
   conns_[fd] = std::move(c);
@@ -71,7 +89,7 @@ void ReceptionMeter::Untrack(int fd) {
   auto it = conns_.find(fd);
   if (it == conns_.end()) return;
   {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     credit_.erase(it->second.peer);
   }
   conns_.erase(it);
@@ -80,7 +98,7 @@ void ReceptionMeter::Untrack(int fd) {
 void ReceptionMeter::Sweep() {
   std::unordered_map<std::string, uint64_t> credit;
   {
-    absl::MutexLock l(&mu_);
+    MutexLock l(&mu_);
     for (auto& [peer, c] : credit_) credit[peer] = std::exchange(c, 0);
   }
   uint64_t total = 0;
@@ -96,6 +114,7 @@ void ReceptionMeter::Sweep() {
     total += c.debt;
     if (c.debt > 0) by_debt.emplace_back(c.debt, fd);
   }
+  if (total > limit_ / 4) trim_hint_.store(true, std::memory_order_relaxed);
   if (total > limit_) {
     std::sort(by_debt.rbegin(), by_debt.rend());
     for (const auto& [debt, fd] : by_debt) {

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "absl/synchronization/mutex.h"
+#include "wal/mutex.h"
 
 namespace kspool::agent {
 
@@ -39,6 +39,13 @@ class ReceptionMeter {
   void Sweep();
 
   uint64_t debt() const { return total_debt_.load(std::memory_order_relaxed); }
+  // True (once) if, since the last call, connections held more than a quarter of the
+  // limit or some were shut down: then freeing their buffers is worth handing memory
+  // back to the system (malloc_trim, which stalls allocations while it runs, so it is
+  // not done for every client that leaves).
+  bool TakeTrimHint() { return trim_hint_.exchange(false, std::memory_order_relaxed); }
+  // A gRPC peer string as the meter keys it ("ipv6:%5B::1%5D:5000" -> "ipv6:[::1]:5000").
+  static std::string Normalize(std::string_view peer);
   uint64_t limit() const { return limit_; }
 
  private:
@@ -56,9 +63,10 @@ class ReceptionMeter {
   const uint64_t limit_;
   std::function<void(uint64_t)> on_shutdown_;
   std::unordered_map<int, Conn> conns_;  // listener thread only
-  absl::Mutex mu_;
+  Mutex mu_;
   std::unordered_map<std::string, uint64_t> credit_ ABSL_GUARDED_BY(mu_);  // by peer
   std::atomic<uint64_t> total_debt_{0};
+  std::atomic<bool> trim_hint_{false};
 };
 
 }  // namespace kspool::agent

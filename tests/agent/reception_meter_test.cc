@@ -124,5 +124,11 @@ TEST_F(ReceptionMeterTest, AnUntrackedConnectionOwesNothing) {
   EXPECT_EQ(meter.debt(), 0u);
 }
 
+TEST_F(ReceptionMeterTest, GrpcsEscapedIpv6PeerNamesTheSameConnection) {
+  EXPECT_EQ(ReceptionMeter::Normalize("ipv6:%5B::1%5D:5000"), "ipv6:[::1]:5000");
+  EXPECT_EQ(ReceptionMeter::Normalize("ipv6:[::1]:5000"), "ipv6:[::1]:5000");
+  EXPECT_EQ(ReceptionMeter::Normalize("ipv4:127.0.0.1:5000"), "ipv4:127.0.0.1:5000");
+}
+
 }  // namespace
 }  // namespace kspool::agent

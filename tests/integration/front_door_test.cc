@@ -145,7 +145,19 @@ TEST_F(FrontDoor, IdleConnectionsUnderALowFileLimitCannotStopSendsOnAnExistingCh
     EXPECT_TRUE(s.ok()) << i << ": " << s.error_message();
   }
   EXPECT_EQ(ok, 120);
-  EXPECT_TRUE(agent->WaitUntilDrained(20s)) << "the WAL did not settle";
+  // 48 MB more: the WAL's memtable (32 MiB) is flushed, so RocksDB opens new files
+  // while the idle sockets are open.
+  kspool::v1::SendRequest big;
+  for (int i = 0; i < 10; ++i) {
+    auto* m = big.add_messages();
+    m->set_topic("demo");
+    m->set_value(std::string(100'000, 'b'));
+  }
+  for (int i = 0; i < 48; ++i) {
+    grpc::Status s = agent->Send(big, &resp);
+    EXPECT_TRUE(s.ok()) << "large " << i << ": " << s.error_message();
+  }
+  EXPECT_TRUE(agent->WaitUntilDrained(30s)) << "the WAL did not settle";
   EXPECT_EQ(kspool::testing::HttpGet(agent->http_address(), "/healthz").status, 200);
   auto metrics = kspool::testing::ScrapeMetrics(agent->http_address());
   EXPECT_GT(metrics["kspool_grpc_connections_refused_total{reason=\"connection_limit\"}"], 0);

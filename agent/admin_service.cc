@@ -4,9 +4,10 @@
 
 namespace kspool::agent {
 
-grpc::Status AdminService::GetCommitPoint(grpc::ServerContext*,
-                                          const kspool::v1::GetCommitPointRequest*,
+grpc::Status AdminService::GetCommitPoint(grpc::ServerContext* context,
+                                          const kspool::v1::GetCommitPointRequest* request,
                                           kspool::v1::GetCommitPointResponse* response) {
+  Credit(context, request);
   wal::CommitPoints p = tracker_->Current();
   response->set_commit_point_ms(p.global_ms);
   for (const auto& [topic, ms] : p.topics_ms) {
@@ -18,8 +19,10 @@ grpc::Status AdminService::GetCommitPoint(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status AdminService::GetWalStats(grpc::ServerContext*, const kspool::v1::GetWalStatsRequest*,
+grpc::Status AdminService::GetWalStats(grpc::ServerContext* context,
+                                       const kspool::v1::GetWalStatsRequest* request,
                                        kspool::v1::GetWalStatsResponse* response) {
+  Credit(context, request);
   wal::Stats s = wal_->GetStats();
   response->set_entries(s.entries);
   response->set_bytes(s.bytes);
@@ -43,9 +46,10 @@ grpc::Status AdminService::GetWalStats(grpc::ServerContext*, const kspool::v1::G
   return grpc::Status::OK;
 }
 
-grpc::Status AdminService::GetDiscardReport(grpc::ServerContext*,
-                                            const kspool::v1::GetDiscardReportRequest*,
+grpc::Status AdminService::GetDiscardReport(grpc::ServerContext* context,
+                                            const kspool::v1::GetDiscardReportRequest* request,
                                             kspool::v1::GetDiscardReportResponse* response) {
+  Credit(context, request);
   *response = ReportToProto(wal_->GetReport(), clock_->NowMillis());
   return grpc::Status::OK;
 }

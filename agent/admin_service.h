@@ -2,6 +2,9 @@
 // Thread safety: read-only views over thread-safe parts; called from gRPC threads.
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include "agent/commit_tracker.h"
 #include "agent/drain_loop.h"
 #include "kspool/v1/admin.grpc.pb.h"
@@ -22,7 +25,19 @@ class AdminService final : public kspool::v1::Admin::Service {
   grpc::Status GetDiscardReport(grpc::ServerContext*, const kspool::v1::GetDiscardReportRequest*,
                                 kspool::v1::GetDiscardReportResponse* response) override;
 
+  // Told of every request received (peer, serialized size), like SpoolService, so the
+  // front door's ReceptionMeter credits Admin calls too. Set before serving.
+  void set_on_received(std::function<void(const std::string& peer, size_t bytes)> f) {
+    on_received_ = std::move(f);
+  }
+
  private:
+  // `request` is null when the agent calls a handler itself (GET /discards).
+  void Credit(grpc::ServerContext* context, const google::protobuf::MessageLite* request) {
+    if (on_received_ && request) on_received_(context->peer(), request->ByteSizeLong());
+  }
+
+  std::function<void(const std::string& peer, size_t bytes)> on_received_;
   wal::Wal* const wal_;
   CommitTracker* const tracker_;
   DrainLoop* const drain_;

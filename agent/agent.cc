@@ -180,9 +180,11 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
                        debt, suppressed);
         }
       });
-  spool_->set_on_received([m = meter_.get()](const std::string& peer, size_t bytes) {
+  auto credit = [m = meter_.get()](const std::string& peer, size_t bytes) {
     m->Completed(peer, bytes);
-  });
+  };
+  spool_->set_on_received(credit);
+  admin_->set_on_received(credit);
   GrpcListenerOptions lo;
   lo.address = config.listen;
   lo.max_connections = fds.grpc_connections;

@@ -270,6 +270,20 @@ TEST_F(FrontDoor, ABusyClientThatCompletesItsRequestsIsNeverShutDown) {
   EXPECT_LT(metrics["kspool_receive_memory_bytes"], 1 << 20);
 }
 
+TEST_F(FrontDoor, AdminCallsAreCreditedToTheirConnection) {
+  auto agent = StartAgent("agent");
+  // 3,000 calls of ~35 bytes each on one channel: uncredited, ~100 KB of debt.
+  for (int i = 0; i < 3000; ++i) agent->WalStats();
+  // Settle into a sweep (every 50 ms) after the last call.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return kspool::testing::ScrapeMetrics(agent->http_address())["kspool_receive_memory_bytes"] <
+               16 << 10;
+      },
+      2s, 100ms))
+      << kspool::testing::ScrapeMetrics(agent->http_address())["kspool_receive_memory_bytes"];
+}
+
 TEST_F(FrontDoor, UnixSocketInUseIsRefusedAndAStaleOneIsTakenOver) {
   const std::string sock = "unix:" + dir_.path() + "/agent.sock";
   auto first = StartAgent("first", {"--listen", sock});

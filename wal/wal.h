@@ -24,6 +24,10 @@
 //    second outcome for the same number in one call. Applying a batch again after a
 //    failed sync, a Reopen() or a restart therefore changes nothing if RocksDB kept it
 //    and applies it once if not: accepted = delivered + discarded + live always holds.
+//  * Settle() also writes each entry's outcome into the delivery index, in the same
+//    batch (no extra fsync), so that LookupDeliveries() and ScanDeliveries() can say
+//    what became of a sequence number after the entry is gone; TrimDeliveries() bounds
+//    the index by Options::delivery_retention_ms and delivery_retention_bytes.
 //  * Commit points (SaveCommitPoints) never decrease, also across restarts and wall-clock
 //    steps, and an idle WAL writes at most one synced batch per Options::commit_lease_ms
 //    for them (a lease ceiling; see SaveCommitPoints and FORMAT.md).
@@ -94,6 +98,11 @@ struct Options {
   // a crash receive times may start up to this far ahead of the clock. 0: every change
   // of a commit point is written.
   int64_t commit_lease_ms = 10'000;
+  // The delivery index (Settle, TrimDeliveries): outcomes older than this (by the time
+  // they were settled), and the oldest beyond this many stored bytes, are forgotten
+  // (0 = no limit of this kind).
+  int64_t delivery_retention_ms = 3'600'000;
+  uint64_t delivery_retention_bytes = 256ull << 20;
   // For inspection tools: opens RocksDB read-only and writes nothing, not even on open,
   // so it works on a running agent's WAL and on a copy. Reads see the WAL as it was at
   // Open(). A directory that is not a kspool WAL is refused (NOT_FOUND when it does
@@ -150,6 +159,36 @@ struct Outcome {
   // the entry (FORMAT.md, corrupt records).
   std::string raw;
   int64_t receive_time_ms = 0;  // 0: unknown (an undecodable record)
+  // Delivered: where Kafka put it (from the delivery report).
+  int32_t partition = -1;
+  int64_t offset = -1;
+  // When the outcome was known, wall clock ms; 0: Settle() uses its clock's time.
+  int64_t time_ms = 0;
+};
+
+// What became of one sequence number (LookupDeliveries, ScanDeliveries).
+struct Delivery {
+  enum class State {
+    kUnknown,    // not kept (older than the index's floor), or never a live entry
+    kPending,    // live in the log
+    kDelivered,  // settled as delivered: topic, partition, offset
+    kDiscarded,  // settled as discarded: reason and error (a dead letter)
+  };
+  uint64_t seq = 0;
+  State state = State::kUnknown;
+  std::string topic;
+  int32_t partition = -1;
+  int64_t offset = -1;
+  int64_t time_ms = 0;  // when the outcome was known
+  std::string discard_reason;
+  std::string error;  // discard: Kafka's text; unknown: why it is not known
+};
+
+// What one TrimDeliveries() removed.
+struct DeliveryTrim {
+  uint64_t messages = 0;  // outcomes forgotten
+  uint64_t bytes = 0;     // stored bytes freed
+  bool more = false;      // stopped at the per-call bound with more to remove
 };
 
 // A discarded entry, as kept in the dead-letter store.
@@ -200,6 +239,10 @@ struct Stats {
   std::map<std::string, uint64_t> topic_full_refused;  // by topic (tracked topics only)
   size_t tracked_topics = 0;       // topics whose commit points are kept
   uint64_t topics_forgotten = 0;   // since open
+  // The delivery index: outcomes kept, their stored bytes, and the floor: every
+  // sequence number below it is forgotten (reported as unknown).
+  Counts delivery_index;
+  uint64_t delivery_floor_seq = 0;
   size_t report_buckets = 0;       // time buckets of the report's after table
   uint64_t report_coarsenings = 0; // times they were merged, since open
 };
@@ -341,6 +384,33 @@ class Wal {
   // Counts the live entries per topic by scanning the whole log (for verification:
   // the persisted counters must agree with it). Undecodable entries count under "".
   [[nodiscard]] virtual absl::Status CountLive(std::map<std::string, Counts>* out) = 0;
+
+  // The delivery index (rocks_wal_delivery*.cc; FORMAT.md "Column family `delivery`").
+  //
+  // One Delivery per element of `seqs`, in order, appended to *out: the settled outcome
+  // if the index holds it, else PENDING if the entry is live, else UNKNOWN with `error`
+  // saying why (below the floor, not assigned yet, or no entry ever had it).
+  [[nodiscard]] virtual absl::Status LookupDeliveries(const std::vector<uint64_t>& seqs,
+                                                      std::vector<Delivery>* out) {
+    (void)seqs, (void)out;
+    return absl::UnimplementedError("delivery index");
+  }
+  // The feed: the outcomes of sequence numbers in [from_seq, head), in order, where
+  // every entry below head is settled; at most max_entries, appended to *out. *next is
+  // where to continue (head when caught up). Sequence numbers that never held an entry
+  // are skipped. OUT_OF_RANGE when from_seq is below the floor (forgotten outcomes).
+  [[nodiscard]] virtual absl::Status ScanDeliveries(uint64_t from_seq, size_t max_entries,
+                                                    std::vector<Delivery>* out, uint64_t* next) {
+    (void)from_seq, (void)max_entries, (void)out, (void)next;
+    return absl::UnimplementedError("delivery index");
+  }
+  // Forgets the oldest outcomes (in sequence order) while the index's bytes exceed
+  // Options::delivery_retention_bytes, then those settled longer than
+  // Options::delivery_retention_ms ago, stopping at the first younger one; raises the
+  // floor past them in the same batch (not synced). Bounded work per call.
+  [[nodiscard]] virtual absl::StatusOr<DeliveryTrim> TrimDeliveries() {
+    return absl::UnimplementedError("delivery index");
+  }
 
   // Operator tools (kspoolctl); rocks_wal_admin.cc, rocks_wal_replay.cc.
   //

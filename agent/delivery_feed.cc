@@ -110,7 +110,8 @@ void DeliveryFeed::Serve(uint64_t id) {
     watchers_.erase(it);
     count_.fetch_sub(1);
     mu_.Unlock();
-    if (!absl::IsOutOfRange(s)) spdlog::warn("delivery feed: reading the delivery index: {}", s.ToString());
+    if (!absl::IsOutOfRange(s))
+      spdlog::warn("delivery feed: reading the delivery index: {}", s.ToString());
     sink->End(s);
     mu_.Lock();
     return;

@@ -60,7 +60,7 @@ class DeliveryFeed {
   struct Watcher {
     std::shared_ptr<Sink> sink;
     uint64_t position = 0;
-    bool ready = true;            // not busy writing a batch
+    bool ready = true;             // not busy writing a batch
     uint64_t read_generation = 0;  // generation_ when last found caught up
   };
   void Run();

@@ -235,7 +235,8 @@ void DeliveryWaiters::ExpiryLoop() {
       MutexLock l(&mu_);
       if (stopping_) return;
       if (!deadlines_.empty()) {
-        wait_ms = std::clamp<int64_t>(deadlines_.begin()->first - clock_->MonotonicMillis(), 0, 1000);
+        wait_ms =
+            std::clamp<int64_t>(deadlines_.begin()->first - clock_->MonotonicMillis(), 0, 1000);
       }
       if (wait_ms > 0) wake_.WaitFor(&mu_, std::chrono::milliseconds(wait_ms));
       if (stopping_) return;

@@ -99,7 +99,7 @@ class DeliveryWaiters {
   Id next_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;  // one per Resolve()
   std::map<Id, std::unique_ptr<Waiter>> waiters_ ABSL_GUARDED_BY(mu_);
-  std::map<uint64_t, Id> by_first_seq_ ABSL_GUARDED_BY(mu_);  // assigned waiters
+  std::map<uint64_t, Id> by_first_seq_ ABSL_GUARDED_BY(mu_);        // assigned waiters
   std::multiset<uint64_t> open_reservations_ ABSL_GUARDED_BY(mu_);  // their ticks
   std::multimap<int64_t, Id> deadlines_ ABSL_GUARDED_BY(mu_);
   std::deque<Kept> kept_ ABSL_GUARDED_BY(mu_);

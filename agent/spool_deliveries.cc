@@ -20,7 +20,7 @@ class WatchCall final : public grpc::ServerWriteReactor<DeliveryStatus>,
   WatchCall(DeliveryFeed* feed) : feed_(feed) {}
 
   void Begin(uint64_t from, std::shared_ptr<WatchCall> self) {
-    self_ = std::move(self);  // released at OnDone
+    self_ = std::move(self);                                   // released at OnDone
     const uint64_t id = feed_->Add(from, shared_from_this());  // may call Deliver or End
     MutexLock l(&mu_);
     id_ = id;

@@ -43,10 +43,18 @@ void ToProto(const wal::Delivery& d, kspool::v1::DeliveryStatus* out) {
   using State = kspool::v1::DeliveryStatus;
   out->set_sequence(d.seq);
   switch (d.state) {
-    case wal::Delivery::State::kUnknown: out->set_state(State::STATE_UNKNOWN); break;
-    case wal::Delivery::State::kPending: out->set_state(State::PENDING); break;
-    case wal::Delivery::State::kDelivered: out->set_state(State::DELIVERED); break;
-    case wal::Delivery::State::kDiscarded: out->set_state(State::DISCARDED); break;
+    case wal::Delivery::State::kUnknown:
+      out->set_state(State::STATE_UNKNOWN);
+      break;
+    case wal::Delivery::State::kPending:
+      out->set_state(State::PENDING);
+      break;
+    case wal::Delivery::State::kDelivered:
+      out->set_state(State::DELIVERED);
+      break;
+    case wal::Delivery::State::kDiscarded:
+      out->set_state(State::DISCARDED);
+      break;
   }
   out->set_topic(d.topic);
   out->set_partition(d.state == wal::Delivery::State::kDelivered ? d.partition : -1);

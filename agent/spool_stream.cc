@@ -34,10 +34,9 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
       slots_.emplace_back();
     }
     const auto start = std::chrono::steady_clock::now();
-    const DeliveryWaiters::Id waiter =
-        service_->StartSend(context_, request_, [this, index, start](SpoolService::SendResult r) {
-          Complete(index, std::move(r), start);
-        });
+    const DeliveryWaiters::Id waiter = service_->StartSend(
+        context_, request_,
+        [this, index, start](SpoolService::SendResult r) { Complete(index, std::move(r), start); });
     request_.Clear();  // parsed: StartSend keeps nothing of it
     bool cancel = false;
     {

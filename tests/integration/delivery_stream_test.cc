@@ -155,7 +155,8 @@ TEST_F(DeliveryStreams, SendStreamAnswersEachRequestInOrderAndABadOneInvalidArgu
     ASSERT_TRUE(stream->Read(&resp)) << "response " << i;
     if (i == kBad) {
       EXPECT_EQ(resp.status().code(), grpc::StatusCode::INVALID_ARGUMENT);
-      EXPECT_NE(resp.status().message().find("topic"), std::string::npos) << resp.status().message();
+      EXPECT_NE(resp.status().message().find("topic"), std::string::npos)
+          << resp.status().message();
       EXPECT_EQ(resp.sequence_size(), 0);
       continue;
     }

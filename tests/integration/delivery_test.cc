@@ -30,13 +30,13 @@ class Delivery : public ::testing::Test {
     StartAgent();
   }
   void StartAgent(std::vector<std::string> args = {}) {
-    args.insert(args.end(), {"--unknown-topic-checks", "1", "--kafka-option",
-                             "reconnect.backoff.max.ms=200"});
+    args.insert(args.end(),
+                {"--unknown-topic-checks", "1", "--kafka-option", "reconnect.backoff.max.ms=200"});
     agent_ = std::make_unique<AgentProcess>(dir_.sub("wal"), dir_.sub("agent.log"),
                                             kafka_->bootstrap(), args);
   }
-  static kspool::v1::SendRequest Request(const std::string& topic, const std::string& prefix,
-                                         int n, kspool::v1::WaitFor wait_for) {
+  static kspool::v1::SendRequest Request(const std::string& topic, const std::string& prefix, int n,
+                                         kspool::v1::WaitFor wait_for) {
     kspool::v1::SendRequest req;
     req.set_wait_for(wait_for);
     for (int i = 0; i < n; ++i) {
@@ -94,7 +94,8 @@ TEST_F(Delivery, WaitForKafkaReturnsThePartitionAndOffsetAConsumerReads) {
   for (const auto& [seq, vs] : sent) {
     const DeliveryStatus& d = vs.second;
     auto it = at.find({d.partition(), d.offset()});
-    ASSERT_NE(it, at.end()) << "seq " << seq << ": nothing at " << d.partition() << "/" << d.offset();
+    ASSERT_NE(it, at.end()) << "seq " << seq << ": nothing at " << d.partition() << "/"
+                            << d.offset();
     EXPECT_EQ(it->second.value, vs.first);
     EXPECT_EQ(it->second.seq, seq);
   }

@@ -133,8 +133,10 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
   a->feed_->Start();
   DrainOptions dopt = DrainOptionsFrom(config, deps.clock, metrics);
   dopt.partitions = a->partitions_.get();
+  dopt.outcomes_wanted = [w = a->waiters_.get()] { return w->active(); };
+  dopt.on_outcomes = [w = a->waiters_.get()](const auto& outcomes) { w->Resolve(outcomes); };
   dopt.on_settled = [w = a->waiters_.get(), f = a->feed_.get()](const auto& outcomes) {
-    w->Resolve(outcomes);
+    w->Settled(outcomes);
     f->Notify();
   };
   a->drain_ = std::make_unique<DrainLoop>(

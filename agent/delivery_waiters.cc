@@ -97,7 +97,13 @@ void DeliveryWaiters::Assign(Id id, uint64_t first_seq, size_t n, int64_t deadli
     w.remaining = n;
     w.got.resize(n);
     bool complete = n == 0;
-    for (const Kept& k : kept_) complete = Fill(w, k.delivery) || complete;
+    for (const Kept& k : kept_) {
+      if (k.delivery.seq >= first_seq && k.delivery.seq - first_seq < n) {
+        answered_.insert_or_assign(k.delivery.seq, k.delivery);
+      }
+      complete = Fill(w, k.delivery) || complete;
+    }
+    answered_count_.store(answered_.size());
     PruneKeptLocked();
     if (!complete && !closed_) {
       by_first_seq_.emplace(first_seq, id);
@@ -161,13 +167,31 @@ void DeliveryWaiters::Resolve(const std::vector<wal::Outcome>& outcomes) {
         if (!open_reservations_.empty()) kept_.push_back({tick, DeliveryOf(o)});
         continue;
       }
-      if (Fill(*w, DeliveryOf(o))) {
+      wal::Delivery d = DeliveryOf(o);
+      answered_.insert_or_assign(o.seq, d);
+      if (Fill(*w, d)) {
         completed.emplace_back(std::move(w->done), std::move(w->got));
         RemoveLocked(id, *w);
       }
     }
+    answered_count_.store(answered_.size());
   }
   for (auto& [done, got] : completed) std::move(done)(absl::OkStatus(), std::move(got));
+}
+
+void DeliveryWaiters::Settled(const std::vector<wal::Outcome>& outcomes) {
+  if (answered_count_.load() == 0) return;
+  MutexLock l(&mu_);
+  for (const wal::Outcome& o : outcomes) answered_.erase(o.seq);
+  answered_count_.store(answered_.size());
+}
+
+std::optional<wal::Delivery> DeliveryWaiters::Answered(uint64_t seq) const {
+  if (answered_count_.load() == 0) return std::nullopt;
+  MutexLock l(&mu_);
+  auto it = answered_.find(seq);
+  if (it == answered_.end()) return std::nullopt;
+  return it->second;
 }
 
 void DeliveryWaiters::ExpireDue(int64_t now_mono_ms) {

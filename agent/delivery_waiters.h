@@ -1,5 +1,6 @@
 // DeliveryWaiters: Sends with WAIT_FOR_KAFKA waiting for the outcomes of their
-// sequence numbers. The drain loop tells it of every settled batch (Resolve); a waiter
+// sequence numbers. The drain loop tells it of outcomes as they become known — Kafka's
+// acknowledgement or a discard, before the settle (Resolve); a waiter
 // completes when each of its messages has an outcome, when its deadline passes, or when
 // it is cancelled — exactly once, whichever comes first.
 //
@@ -10,7 +11,7 @@
 // settled after the oldest such reservation was made), and Assign() takes its own from
 // them. Outcomes settled before a reservation cannot be its own: its sequence numbers
 // are assigned after it. With no reservation open nothing is kept, so WAIT_FOR_WAL
-// traffic costs one atomic load per settled batch.
+// traffic costs one atomic load per outcome.
 //
 // Callbacks run on the thread that completes the waiter (the drain loop's for Resolve,
 // the WAL committer's for Assign, the caller's for Cancel and ExpireDue), outside the
@@ -23,6 +24,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -63,12 +65,20 @@ class DeliveryWaiters {
   void Abandon(Id id);
   // The client went away: completes the waiter with CANCELLED if it still waits.
   void Cancel(Id id);
-  // A settled batch (durable): delivers each outcome to the waiter of its sequence.
+  // Known outcomes: delivers each to the waiter of its sequence.
   void Resolve(const std::vector<wal::Outcome>& outcomes);
+  // A batch of outcomes is settled (durable, in the WAL's delivery index): their
+  // answered copies (Answered) are no longer needed.
+  void Settled(const std::vector<wal::Outcome>& outcomes);
+  // The outcome of `seq` if a waiter was answered with it and it is not settled yet,
+  // so that GetDeliveryStatus agrees with an answer given before the settle.
+  std::optional<wal::Delivery> Answered(uint64_t seq) const;
   // Completes the waiters whose deadline is at or before `now_mono_ms`.
   void ExpireDue(int64_t now_mono_ms);
 
   size_t waiting() const;
+  // Whether any waiter or reservation is open (cheap: one atomic load).
+  bool active() const { return active_.load() > 0; }
   size_t kept_outcomes() const;  // outcomes kept for open reservations (tests)
 
  private:
@@ -103,6 +113,8 @@ class DeliveryWaiters {
   std::multiset<uint64_t> open_reservations_ ABSL_GUARDED_BY(mu_);  // their ticks
   std::multimap<int64_t, Id> deadlines_ ABSL_GUARDED_BY(mu_);
   std::deque<Kept> kept_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, wal::Delivery> answered_ ABSL_GUARDED_BY(mu_);  // until settled
+  std::atomic<size_t> answered_count_{0};
   std::atomic<size_t> active_{0};  // waiters, for Resolve's fast path
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;

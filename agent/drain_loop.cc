@@ -84,6 +84,10 @@ void DrainLoop::RunOnce(int poll_ms) {
   }
   now = options_.clock->MonotonicMillis();
   HandleReports(reports, now);
+  if (!known_.empty()) {
+    options_.on_outcomes(known_);
+    known_.clear();
+  }
   SettleFinished(now, /*all=*/false);
   brokers_up_.store(producer_ ? producer_->BrokersUp() : 0);
   if (now >= next_commit_update_ms_) {

@@ -53,7 +53,8 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
       }
       case ErrorClass::kTransient:
         if (Expired(slot)) {
-          Discard(r.seq, slot, kReasonExpired, "older than --max-message-age; last error: " + r.error);
+          Discard(r.seq, slot, kReasonExpired,
+                  "older than --max-message-age; last error: " + r.error);
         } else {
           options_.partitions->RequestRefresh(slot.entry.record.topic);  // a leader may have moved
           Retry(r.seq, slot, r.error, now);
@@ -64,6 +65,21 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
 }
 
 void DrainLoop::Finish(uint64_t seq, Slot& slot, wal::Outcome outcome, int64_t now) {
+  // A Send that waits for Kafka is answered from the acknowledgement, not the settle:
+  // the message is in Kafka now. Asked per outcome: a waiter that appears later cannot
+  // be waiting for a message that was already read (its sequence numbers come later).
+  if (options_.on_outcomes && options_.outcomes_wanted && options_.outcomes_wanted()) {
+    wal::Outcome& known = known_.emplace_back();
+    known.seq = outcome.seq;
+    known.topic = outcome.topic;
+    known.size = outcome.size;
+    known.discard_reason = outcome.discard_reason;
+    known.error_text = outcome.error_text;
+    known.receive_time_ms = outcome.receive_time_ms;
+    known.partition = outcome.partition;
+    known.offset = outcome.offset;
+    known.time_ms = outcome.time_ms != 0 ? outcome.time_ms : options_.clock->NowMillis();
+  }
   slot.state = Slot::kSettling;
   slot.outcome = std::move(outcome);
   slot.finished_ms = now;

@@ -117,7 +117,15 @@ grpc::ServerUnaryReactor* SpoolService::GetDeliveryStatus(
                                      " asked for, at most " + std::to_string(kMaxStatusQuery)));
     return reactor;
   }
-  std::vector<uint64_t> seqs(request->sequences().begin(), request->sequences().end());
+  // Outcomes a WAIT_FOR_KAFKA call was answered with may not be settled yet: they are
+  // looked up first, so that a status never goes back from what a call was told.
+  std::vector<std::optional<wal::Delivery>> answered;
+  answered.reserve(request->sequences_size());
+  std::vector<uint64_t> seqs;
+  for (uint64_t seq : request->sequences()) {
+    answered.push_back(waiters_->Answered(seq));
+    if (!answered.back()) seqs.push_back(seq);
+  }
   std::vector<wal::Delivery> found;
   found.reserve(seqs.size());
   absl::Status s = wal_->LookupDeliveries(seqs, &found);
@@ -125,8 +133,12 @@ grpc::ServerUnaryReactor* SpoolService::GetDeliveryStatus(
     reactor->Finish(ToGrpc(s));
     return reactor;
   }
-  response->mutable_statuses()->Reserve(static_cast<int>(found.size()));
-  for (const wal::Delivery& d : found) ToProto(d, response->add_statuses());
+  auto next = found.begin();
+  for (std::optional<wal::Delivery>& a : answered) {
+    if (!a) a = std::move(*next++);
+  }
+  response->mutable_statuses()->Reserve(static_cast<int>(answered.size()));
+  for (const std::optional<wal::Delivery>& d : answered) ToProto(*d, response->add_statuses());
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }

@@ -135,6 +135,21 @@ TEST_F(DeliveryWaitersTest, CloseEndsAssignedWaitersAndThoseAssignedLater) {
   EXPECT_TRUE(absl::IsUnavailable(later.status));
 }
 
+TEST_F(DeliveryWaitersTest, AnAnsweredOutcomeIsKnownUntilItIsSettled) {
+  Captured c;
+  const auto id = waiters_.Reserve(Capture(&c));
+  waiters_.Assign(id, 40, 1, 0);
+  EXPECT_FALSE(waiters_.Answered(40).has_value());
+  waiters_.Resolve({Delivered(40, 3, 77), Delivered(41, 3, 78)});
+  ASSERT_EQ(c.calls, 1);
+  std::optional<wal::Delivery> d = waiters_.Answered(40);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->offset, 77);
+  EXPECT_FALSE(waiters_.Answered(41).has_value()) << "nobody was answered with it";
+  waiters_.Settled({Delivered(40, 3, 77)});
+  EXPECT_FALSE(waiters_.Answered(40).has_value()) << "the WAL's index answers from now on";
+}
+
 TEST_F(DeliveryWaitersTest, ExpiryThreadEndsAWaiterAtItsDeadline) {
   Clock* clock = SystemClock::Default();
   DeliveryWaiters waiters(clock);

@@ -26,12 +26,8 @@ using Clock = std::chrono::steady_clock;
 // One run's shared state. Calls complete on gRPC's callback threads.
 class Load {
  public:
-  explicit Load(const LoadOptions& o) : o_(o), tally_(o.wait_for_kafka), budget_(o.count) {
-    for (int c = 0; c < o.clients; ++c) {
-      stubs_.push_back(kspool::v1::Spool::NewStub(
-          grpc::CreateChannel(o.agent, grpc::InsecureChannelCredentials())));
-    }
-  }
+  explicit Load(const LoadOptions& o)
+      : o_(o), stubs_(MakeStubs(o)), tally_(o.wait_for_kafka), budget_(o.count) {}
 
   LoadResult Run(const std::function<void(uint64_t)>& progress) {
     start_ = Clock::now();

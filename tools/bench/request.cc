@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 
 #include "tools/bench/load.h"
 
@@ -25,6 +26,15 @@ void FillRandom(std::string* v, uint64_t* state) {
 
 }  // namespace
 
+std::vector<std::unique_ptr<kspool::v1::Spool::Stub>> MakeStubs(const LoadOptions& o) {
+  std::vector<std::unique_ptr<kspool::v1::Spool::Stub>> stubs;
+  for (int c = 0; c < o.clients; ++c) {
+    stubs.push_back(kspool::v1::Spool::NewStub(
+        grpc::CreateChannel(o.agent, grpc::InsecureChannelCredentials())));
+  }
+  return stubs;
+}
+
 kspool::v1::SendRequest MakeRequest(const LoadOptions& o, int client, uint64_t n) {
   kspool::v1::SendRequest req;
   static thread_local uint64_t rng = 0x9E3779B97F4A7C15ull * (client + 1);
@@ -43,24 +53,25 @@ kspool::v1::SendRequest MakeRequest(const LoadOptions& o, int client, uint64_t n
 }
 
 const char* CodeName(int code) {
-  switch (static_cast<grpc::StatusCode>(code)) {
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::StatusCode::UNIMPLEMENTED:
-      return "UNIMPLEMENTED";
-    case grpc::StatusCode::CANCELLED:
-      return "CANCELLED";
-    case grpc::StatusCode::INTERNAL:
-      return "INTERNAL";
-    default:
-      return "OTHER";
-  }
+  // grpc::StatusCode's names, by number (0 to 16).
+  static const char* const kNames[] = {"OK",
+                                       "CANCELLED",
+                                       "UNKNOWN",
+                                       "INVALID_ARGUMENT",
+                                       "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND",
+                                       "ALREADY_EXISTS",
+                                       "PERMISSION_DENIED",
+                                       "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION",
+                                       "ABORTED",
+                                       "OUT_OF_RANGE",
+                                       "UNIMPLEMENTED",
+                                       "INTERNAL",
+                                       "UNAVAILABLE",
+                                       "DATA_LOSS",
+                                       "UNAUTHENTICATED"};
+  return code >= 0 && code < static_cast<int>(std::size(kNames)) ? kNames[code] : "OTHER";
 }
 
 ResponseCheck CheckResponse(const kspool::v1::SendRequest& request,

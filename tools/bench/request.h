@@ -1,18 +1,24 @@
-// What the unary and the streaming load generators share: building a request of
-// incompressible, tagged values, naming failures, and checking a response against its
+// What the unary and the streaming load generators share: one channel per client,
+// building a request of incompressible, tagged values, naming failures, and checking a
+// response against its
 // request (one sequence per message, and with WAIT_FOR_KAFKA one DeliveryStatus per
 // message, in request order, DELIVERED at a partition and offset).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
+#include <vector>
 
-#include "kspool/v1/spool.pb.h"
+#include "kspool/v1/spool.grpc.pb.h"
 
 namespace kspool::bench {
 
 struct LoadOptions;
+
+// One stub per client, each on its own channel to options.agent.
+std::vector<std::unique_ptr<kspool::v1::Spool::Stub>> MakeStubs(const LoadOptions& options);
 
 // Request n of client `client`: options.batch messages of options.size random bytes.
 kspool::v1::SendRequest MakeRequest(const LoadOptions& options, int client, uint64_t n);

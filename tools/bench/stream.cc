@@ -60,12 +60,8 @@ class StreamClient : public grpc::ClientBidiReactor<SendRequest, SendResponse> {
 
 class StreamLoad {
  public:
-  explicit StreamLoad(const LoadOptions& o) : o_(o), tally_(o.wait_for_kafka) {
-    for (int c = 0; c < o.clients; ++c) {
-      stubs_.push_back(kspool::v1::Spool::NewStub(
-          grpc::CreateChannel(o.agent, grpc::InsecureChannelCredentials())));
-    }
-  }
+  explicit StreamLoad(const LoadOptions& o)
+      : o_(o), tally_(o.wait_for_kafka), stubs_(MakeStubs(o)) {}
 
   LoadResult Run(const std::function<void(uint64_t)>& progress) {
     start_ = Clock::now();

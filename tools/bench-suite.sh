@@ -18,7 +18,8 @@
 # agent's CPU per message and how busy the machine was (other work shares its cores).
 # Knobs: T1_SECONDS (60), T2_SECONDS (20), T5_SECONDS (10), T6_SECONDS (10, each of its
 # two loads), T3_COUNT, BACKLOG_BYTES, OUT (/tmp/kspool-bench), SUITE (which of 123456
-# to run, default all), RUNS (3). Message values are random (incompressible).
+# to run, default all), RUNS (3), AGENT_ARGS (extra kspool-agent flags, e.g.
+# "--kafka-option linger.ms=1"). Message values are random (incompressible).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T1_SECONDS=${T1_SECONDS:-60}
@@ -56,7 +57,7 @@ CONTROL=$(sed -n 's/^CONTROL //p' "$OUT/devkafka.out")
 start_agent() {  # wal dir
   : >"$OUT/agent.out"
   "$BIN"/agent/kspool-agent --wal-dir "$1" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
-    --kafka-brokers "$BROKERS" --log-level warn >"$OUT/agent.out" 2>>"$OUT/agent.log" &
+    --kafka-brokers "$BROKERS" --log-level warn ${AGENT_ARGS:-} >"$OUT/agent.out" 2>>"$OUT/agent.log" &
   AGENT_PID=$!
   wait_for "$OUT/agent.out" "kspool-agent ready"
   AGENT=$(sed -n 's/.*grpc=\([^ ]*\).*/\1/p' "$OUT/agent.out")
@@ -135,7 +136,7 @@ stop_agent
 rm -rf "$OUT/wal4"
 fi
 
-python3 - "$OUT" "$RESTART_S" "$DRAIN_RATE" "$BACKLOG" "$WAL_DISK" <<'PY' | tee "$OUT/table.txt"
+AGENT_ARGS=${AGENT_ARGS:-} python3 - "$OUT" "$RESTART_S" "$DRAIN_RATE" "$BACKLOG" "$WAL_DISK" <<'PY' | tee "$OUT/table.txt"
 import json, sys, platform, os
 out, restart_s, drain_rate, backlog, wal_disk = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 from collections import defaultdict
@@ -204,6 +205,7 @@ if backlog: rows += [
  ("T4 drain rate after Kafka returns", ">= T1 target", f"{drain_rate:,} msg/s"),
 ]
 print(f"kspool bench suite on {platform.node()}: {os.cpu_count()} cores, {platform.platform()}")
+if os.environ.get("AGENT_ARGS"): print(f"agent flags: {os.environ['AGENT_ARGS']}")
 w = max(len(r[0]) for r in rows)
 print(f"{'measure':<{w}}  {'target':<12}  result")
 for r in rows: print(f"{r[0]:<{w}}  {r[1]:<12}  {r[2]}")

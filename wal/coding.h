@@ -31,6 +31,13 @@ inline void PutVarint(std::string* out, uint64_t v) {
   }
   out->push_back(static_cast<char>(v));
 }
+// Signed integers as varints, small magnitudes short (protobuf's zigzag): 0, -1, 1, -2, ...
+inline uint64_t ZigZag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+inline int64_t UnZigZag(uint64_t v) {
+  return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
+}
 inline void PutBytes(std::string* out, std::string_view s) {
   PutVarint(out, s.size());
   out->append(s.data(), s.size());

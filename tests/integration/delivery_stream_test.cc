@@ -88,6 +88,35 @@ TEST_F(DeliveryStreams, WatchFromOneGivesEveryOutcomeOnceInOrderAcrossARestart) 
   }
 }
 
+TEST_F(DeliveryStreams, AStalledWatcherHoldsBackOnlyItselfAndLosesNothing) {
+  // Watcher A reads one outcome and then nothing for a while: gRPC's flow control holds
+  // its stream; the agent reads the index for it no further.
+  grpc::ClientContext stalled_ctx;
+  stalled_ctx.set_deadline(std::chrono::system_clock::now() + 60s);
+  kspool::v1::WatchDeliveriesRequest req;
+  req.set_from_sequence(1);
+  auto stalled = agent_->spool().WatchDeliveries(&stalled_ctx, req);
+  std::vector<uint64_t> acked;
+  for (int b = 0; b < 20; ++b) {
+    for (uint64_t s : SendValues(500, "w" + std::to_string(b) + "-")) acked.push_back(s);
+  }
+  DeliveryStatus d;
+  ASSERT_TRUE(stalled->Read(&d));
+  EXPECT_EQ(d.sequence(), acked.front());
+  // Watcher B, meanwhile, gets everything.
+  std::vector<DeliveryStatus> fresh;
+  ASSERT_TRUE(Watch(1, acked.size(), &fresh).ok() || fresh.size() == acked.size());
+  ASSERT_EQ(fresh.size(), acked.size());
+  EXPECT_EQ(fresh.back().sequence(), acked.back());
+  // A resumes and finds every outcome, in order, none lost while it stalled.
+  for (size_t i = 1; i < acked.size(); ++i) {
+    ASSERT_TRUE(stalled->Read(&d)) << i;
+    ASSERT_EQ(d.sequence(), acked[i]);
+  }
+  stalled_ctx.TryCancel();
+  stalled->Finish();
+}
+
 TEST_F(DeliveryStreams, WatchBelowWhatIsKeptIsOutOfRange) {
   agent_.reset();
   StartAgent({"--delivery-retention-bytes", "1"});  // keep (almost) nothing

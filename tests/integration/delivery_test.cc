@@ -127,6 +127,8 @@ TEST_F(Delivery, StatusIsPendingWhileBrokersAreDownAndDeliveredWithTheSameOffset
 }
 
 TEST_F(Delivery, UnknownTopicIsDiscardedWithItsReason) {
+  agent_.reset();  // librdkafka otherwise waits 30 s for a topic to appear
+  StartAgent({"--kafka-option", "topic.metadata.propagation.max.ms=300"});
   ASSERT_EQ(kafka_->Command("topic error ghost UNKNOWN_TOPIC_OR_PART"), "OK");
   kspool::v1::SendResponse resp;
   grpc::Status s = agent_->Send(Request("ghost", "g", 2, kspool::v1::WAIT_FOR_KAFKA), &resp, 60000);

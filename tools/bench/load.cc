@@ -4,12 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <thread>
 
 #include "kspool/v1/spool.grpc.pb.h"
 #include "tools/bench/request.h"
 #include "tools/bench/tally.h"
+#include "wal/mutex.h"
 
 namespace kspool::bench {
 
@@ -63,7 +63,7 @@ class Load {
         wake = std::min(wake, due);
       } else {
         RestartDelayed(now);
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(&mu_);
         if (in_flight_.load() == 0 && delayed_.empty()) break;
       }
       std::this_thread::sleep_until(wake);
@@ -118,7 +118,7 @@ class Load {
       retry_later = o_.rate <= 0;
       // A refused request waits 10 ms (as a client honouring back-off would).
       if (retry_later) {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(&mu_);
         delayed_.push_back({c, next, Clock::now() + std::chrono::milliseconds(10)});
       }
     }
@@ -130,7 +130,7 @@ class Load {
   void RestartDelayed(Clock::time_point now) {
     std::vector<Delayed> due;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       for (auto it = delayed_.begin(); it != delayed_.end();) {
         if (it->at <= now) {
           due.push_back(*it);
@@ -154,8 +154,8 @@ class Load {
   Clock::time_point start_, end_;
   Tally tally_;
   std::atomic<uint64_t> budget_, in_flight_{0};
-  std::mutex mu_;
-  std::vector<Delayed> delayed_;  // guarded by mu_
+  Mutex mu_;
+  std::vector<Delayed> delayed_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -9,7 +9,6 @@
 
 #include <atomic>
 #include <deque>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -17,6 +16,7 @@
 #include "tools/bench/load.h"
 #include "tools/bench/request.h"
 #include "tools/bench/tally.h"
+#include "wal/mutex.h"
 
 namespace kspool::bench {
 namespace {
@@ -51,11 +51,11 @@ class StreamClient : public grpc::ClientBidiReactor<SendRequest, SendResponse> {
   SendRequest write_;           // the request being written (only while writing_)
   SendResponse read_;           // the response being read (the reader's alone)
   uint64_t last_sequence_ = 0;  // the reader's alone
-  std::mutex mu_;
-  std::deque<Pending> pending_;  // written or being written, unanswered; guarded by mu_
-  uint64_t n_;                   // next request number; guarded by mu_
-  bool writing_ = false;         // guarded by mu_
-  bool writes_closed_ = false;   // guarded by mu_
+  Mutex mu_;
+  std::deque<Pending> pending_ ABSL_GUARDED_BY(mu_);  // written or being written, unanswered
+  uint64_t n_ ABSL_GUARDED_BY(mu_);                   // next request number
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool writes_closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 class StreamLoad {
@@ -77,7 +77,7 @@ class StreamLoad {
       }
       std::vector<Reopen> due;
       {
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(&mu_);
         for (auto it = reopen_.begin(); it != reopen_.end();) {
           if (it->at <= now || Over()) {
             if (!Over()) due.push_back(*it);
@@ -100,7 +100,7 @@ class StreamLoad {
 
   // From a client's OnDone: `failed` streams are reopened (numbering requests from n).
   void Ended(int client, bool failed, uint64_t n) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     --open_;
     if (failed && !Over())
       reopen_.push_back({client, n, Clock::now() + std::chrono::milliseconds(10)});
@@ -115,7 +115,7 @@ class StreamLoad {
 
   void Open(int c, uint64_t n) {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       ++open_;
     }
     (new StreamClient(this, c, n))->Start(stubs_[c].get(), end_ + std::chrono::seconds(60));
@@ -125,9 +125,9 @@ class StreamLoad {
   Tally tally_;
   std::vector<std::unique_ptr<kspool::v1::Spool::Stub>> stubs_;
   Clock::time_point start_, end_;
-  std::mutex mu_;
-  int open_ = 0;                // streams started and not done; guarded by mu_
-  std::vector<Reopen> reopen_;  // guarded by mu_
+  Mutex mu_;
+  int open_ ABSL_GUARDED_BY(mu_) = 0;  // streams started and not done
+  std::vector<Reopen> reopen_ ABSL_GUARDED_BY(mu_);
 };
 
 StreamClient::StreamClient(StreamLoad* load, int client, uint64_t first_n)
@@ -146,7 +146,7 @@ void StreamClient::Start(kspool::v1::Spool::Stub* stub, Clock::time_point deadli
 void StreamClient::Pump() {
   bool write = false, close = false;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (writing_ || writes_closed_) return;
     if (load_->Over()) {
       writes_closed_ = close = true;
@@ -162,7 +162,7 @@ void StreamClient::Pump() {
 
 void StreamClient::OnWriteDone(bool ok) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     writing_ = false;
     if (!ok) {  // the stream is broken; OnDone tells why
       writes_closed_ = true;
@@ -176,7 +176,7 @@ void StreamClient::OnReadDone(bool ok) {
   if (!ok) return;  // the agent closed its side; OnDone follows
   Pending p;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     if (pending_.empty()) {
       load_->tally().Failed(grpc::StatusCode::INTERNAL);  // an answer to nothing
     } else {
@@ -205,7 +205,7 @@ void StreamClient::OnDone(const grpc::Status& s) {
   size_t unanswered;
   uint64_t n;
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     unanswered = pending_.size();
     n = n_;
   }

@@ -10,7 +10,7 @@ void Tally::Answered(const kspool::v1::SendRequest& request,
                      const kspool::v1::SendResponse& response, double latency_ms) {
   ResponseCheck c = CheckResponse(request, response, wait_for_kafka_);
   acked_.fetch_add(c.good);
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   ++r_.requests;
   r_.latencies_ms.push_back(latency_ms);
   for (const auto& [check, n] : c.errors) r_.check_errors[check] += n;
@@ -20,23 +20,23 @@ void Tally::Answered(const kspool::v1::SendRequest& request,
 }
 
 void Tally::Failed(int code) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   ++r_.requests;
   ++r_.failures[CodeName(code)];
 }
 
 void Tally::SequenceRegression() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   ++r_.sequence_regressions;
 }
 
 void Tally::StreamFailed() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   ++r_.streams_failed;
 }
 
 LoadResult Tally::Finish(double seconds) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   LoadResult r = std::move(r_);
   r_ = LoadResult{};
   r.acked = acked_.load();

@@ -5,10 +5,10 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 
 #include "kspool/v1/spool.pb.h"
 #include "tools/bench/load.h"
+#include "wal/mutex.h"
 
 namespace kspool::bench {
 
@@ -33,8 +33,8 @@ class Tally {
  private:
   const bool wait_for_kafka_;
   std::atomic<uint64_t> acked_{0};
-  std::mutex mu_;
-  LoadResult r_;  // guarded by mu_ (all but acked, seconds)
+  Mutex mu_;
+  LoadResult r_ ABSL_GUARDED_BY(mu_);  // all but acked and seconds
 };
 
 }  // namespace kspool::bench

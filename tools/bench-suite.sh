@@ -7,20 +7,30 @@
 #   T3 long run (T3_COUNT messages, default 20M): last tenth vs first tenth
 #   T4 backlog with Kafka down (BACKLOG_BYTES, default 10 GB): agent RSS, restart
 #      time until a Send is accepted, drain rate once Kafka returns
-# T1 and T2 run RUNS times (default 3), each on a fresh agent and WAL; the table shows
-# the median of each figure, with every run's value in brackets. T3 and T4 run once.
-# Knobs: T1_SECONDS (60), T2_SECONDS (20), T3_COUNT, BACKLOG_BYTES, OUT (/tmp/kspool-bench),
-# SUITE (which of 1234 to run, default all), RUNS (3). Message values are random
-# (incompressible).
+#   T5 SendStream: 64 clients, each keeping 32 single-message requests in flight on one
+#      stream; compared with T2 of the same round
+#   T6 T1's load with wait_for=WAIT_FOR_WAL, then with WAIT_FOR_KAFKA (each response
+#      checked: one DELIVERED status with partition and offset per message); the ratio
+#      of the two rates, the Kafka-confirmed latency p50/p99
+# T1, T2, T5 and T6 run RUNS times (default 3) in rounds, each load on a fresh agent and
+# WAL; the table shows the median of each figure, with every run's value in brackets,
+# and ratios are taken within a round. T3 and T4 run once. Every load also reports the
+# agent's CPU per message and how busy the machine was (other work shares its cores).
+# Knobs: T1_SECONDS (60), T2_SECONDS (20), T5_SECONDS (10), T6_SECONDS (10, each of its
+# two loads), T3_COUNT, BACKLOG_BYTES, OUT (/tmp/kspool-bench), SUITE (which of 123456
+# to run, default all), RUNS (3), AGENT_ARGS (extra kspool-agent flags, e.g.
+# "--kafka-option linger.ms=1"). Message values are random (incompressible).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T1_SECONDS=${T1_SECONDS:-60}
 T2_SECONDS=${T2_SECONDS:-20}
+T5_SECONDS=${T5_SECONDS:-10}
+T6_SECONDS=${T6_SECONDS:-10}
 T3_COUNT=${T3_COUNT:-20000000}
 BACKLOG_BYTES=${BACKLOG_BYTES:-10000000000}
 OUT=${OUT:-/tmp/kspool-bench}
 BUILD=${BUILD:-build}
-SUITE=${SUITE:-1234}
+SUITE=${SUITE:-123456}
 RUNS=${RUNS:-3}
 run() { [[ "$SUITE" == *"$1"* ]]; }
 cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -47,13 +57,13 @@ CONTROL=$(sed -n 's/^CONTROL //p' "$OUT/devkafka.out")
 start_agent() {  # wal dir
   : >"$OUT/agent.out"
   "$BIN"/agent/kspool-agent --wal-dir "$1" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
-    --kafka-brokers "$BROKERS" --log-level warn >"$OUT/agent.out" 2>>"$OUT/agent.log" &
+    --kafka-brokers "$BROKERS" --log-level warn ${AGENT_ARGS:-} >"$OUT/agent.out" 2>>"$OUT/agent.log" &
   AGENT_PID=$!
   wait_for "$OUT/agent.out" "kspool-agent ready"
   AGENT=$(sed -n 's/.*grpc=\([^ ]*\).*/\1/p' "$OUT/agent.out")
 }
 stop_agent() { kill -TERM "$AGENT_PID"; wait "$AGENT_PID" || true; AGENT_PID=""; }
-bench() { "$BIN"/tools/kspool-bench --agent "$AGENT" --json "$@"; }
+bench() { "$BIN"/tools/kspool-bench --agent "$AGENT" --agent-pid "$AGENT_PID" --json "$@"; }
 
 for i in $(seq "$RUNS"); do
 if run 1; then
@@ -71,6 +81,22 @@ if run 2; then
   bench --clients 64 --batch 1 --size 100 --duration "$T2_SECONDS" --rate "$HALF" --drain-wait 30 >"$OUT/t2b-$i.json"
   stop_agent
   rm -rf "$OUT/wal2"
+fi
+if run 5; then
+  echo "T5 SendStream, run $i of $RUNS..." >&2
+  start_agent "$OUT/wal5"
+  bench --stream --clients 64 --in-flight 32 --batch 1 --size 100 --duration "$T5_SECONDS" --drain-wait 30 >"$OUT/t5-$i.json"
+  stop_agent
+  rm -rf "$OUT/wal5"
+fi
+if run 6; then
+  for w in wal kafka; do
+    echo "T6 batched, wait for $w, run $i of $RUNS..." >&2
+    start_agent "$OUT/wal6"
+    bench --clients 8 --batch 100 --size 100 --duration "$T6_SECONDS" --wait-for "$w" --drain-wait 30 >"$OUT/t6${w:0:1}-$i.json"
+    stop_agent
+    rm -rf "$OUT/wal6"
+  done
 fi
 done
 if run 3; then
@@ -110,7 +136,7 @@ stop_agent
 rm -rf "$OUT/wal4"
 fi
 
-python3 - "$OUT" "$RESTART_S" "$DRAIN_RATE" "$BACKLOG" "$WAL_DISK" <<'PY' | tee "$OUT/table.txt"
+AGENT_ARGS=${AGENT_ARGS:-} python3 - "$OUT" "$RESTART_S" "$DRAIN_RATE" "$BACKLOG" "$WAL_DISK" <<'PY' | tee "$OUT/table.txt"
 import json, sys, platform, os
 out, restart_s, drain_rate, backlog, wal_disk = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 from collections import defaultdict
@@ -120,6 +146,7 @@ def ld(n):
 def runs(n):
     return [d for d in (ld(f"{n}-{i}") for i in range(1, 100)) if d] if ld(f"{n}-1") else []
 t1, t2a, t2b, t3 = runs("t1"), runs("t2a"), runs("t2b"), ld("t3")
+t5, t6w, t6k = runs("t5"), runs("t6w"), runs("t6k")
 rss_fill = int(open(f"{out}/rss_fill_kb").read()) // 1024
 rss_drain = int(open(f"{out}/rss_drain_kb").read()) // 1024
 def med(docs, f, fmt):
@@ -127,6 +154,13 @@ def med(docs, f, fmt):
     vals = [f(d) for d in docs]
     m = sorted(vals)[len(vals) // 2]
     return fmt.format(m) + ("" if len(vals) < 2 else "  [" + " ".join(fmt.format(v) for v in vals) + "]")
+def ratio(a, b):
+    """The median of a/b taken round by round (a[i] and b[i] ran in the same round)."""
+    return med([x / y if y else 0 for x, y in zip(a, b)], lambda v: v, "{:.2f}")
+def rate(d): return d['acked_per_s']
+def errors(d): return d.get('errors', sum(d['failures'].values()))
+def cpu(d): return d.get('cpu', {}).get('agent_us_per_msg', 0)
+def busy(d): return 100 * d.get('cpu', {}).get('machine_busy', 0)
 rows = []
 if t1: rows += [
  ("T1 batched 8x100x100B: acked msg/s", ">= 250,000", med(t1, lambda d: d['acked_per_s'], "{:,.0f}")),
@@ -141,6 +175,28 @@ if t2a: rows += [
  ("T2 single-message, 64 clients: acks/s", ">= 25,000", med(t2a, lambda d: d['acked_per_s'], "{:,.0f}")),
  ("T2 open loop at half that rate: p99 (ms)", "<= 10 ms", med(t2b, lambda d: d['latency_ms']['p99'], "{:.1f}")),
  ("T2 open loop rate (msg/s)", "", med(t2b, lambda d: d['acked_per_s'], "{:,.0f}"))]
+if t2a: rows += [
+ ("T2 agent CPU per message (us)", "", med(t2a, cpu, "{:.1f}")),
+ ("T2 machine busy during the run (%)", "", med(t2a, busy, "{:.0f}"))]
+if t5: rows += [
+ ("T5 SendStream 64 x 32 in flight x 1 msg: acks/s", ">= 4x T2", med(t5, rate, "{:,.0f}"))]
+if t5 and len(t2a) == len(t5): rows += [
+ ("T5 / T2 acks/s, same round", ">= 4.0", ratio([rate(d) for d in t5], [rate(d) for d in t2a]))]
+if t5: rows += [
+ ("T5 errors (failed requests + bad responses)", "0", med(t5, errors, "{:,}")),
+ ("T5 latency p50 / p99 (ms)", "", med(t5, lambda d: d['latency_ms']['p50'], "{:.1f}") + " / " + med(t5, lambda d: d['latency_ms']['p99'], "{:.1f}")),
+ ("T5 agent CPU per message (us)", "", med(t5, cpu, "{:.1f}")),
+ ("T5 machine busy during the run (%)", "", med(t5, busy, "{:.0f}"))]
+if t6w and t6k: rows += [
+ ("T6 8x100x100B WAIT_FOR_WAL: acked msg/s", "", med(t6w, rate, "{:,.0f}")),
+ ("T6 same with WAIT_FOR_KAFKA: acked msg/s", "", med(t6k, rate, "{:,.0f}")),
+ ("T6 KAFKA / WAL acked msg/s, same round", ">= 0.80", ratio([rate(d) for d in t6k], [rate(d) for d in t6w])),
+ ("T6 Kafka-confirmed latency p50 (ms)", "", med(t6k, lambda d: d['latency_ms']['p50'], "{:.1f}")),
+ ("T6 Kafka-confirmed latency p99 (ms)", "", med(t6k, lambda d: d['latency_ms']['p99'], "{:.1f}")),
+ ("T6 of which in the agent, receive to outcome p50/p99 (ms)", "", med(t6k, lambda d: d.get('outcome_ms', {}).get('p50', 0), "{:.0f}") + " / " + med(t6k, lambda d: d.get('outcome_ms', {}).get('p99', 0), "{:.0f}")),
+ ("T6 WAIT_FOR_KAFKA errors (failed + bad statuses)", "0", med(t6k, errors, "{:,}")),
+ ("T6 agent CPU per message, WAL / KAFKA (us)", "", med(t6w, cpu, "{:.1f}") + " / " + med(t6k, cpu, "{:.1f}")),
+ ("T6 machine busy, WAL / KAFKA (%)", "", med(t6w, busy, "{:.0f}") + " / " + med(t6k, busy, "{:.0f}"))]
 if t3: rows += [
  (f"T3 long run {t3['acked']:,} msgs: last/first tenth", ">= 0.90", f"{t3.get('last_over_first', 0):.2f} ({t3.get('first_tenth_per_s',0):,.0f} -> {t3.get('last_tenth_per_s',0):,.0f} msg/s)")]
 if backlog: rows += [
@@ -149,6 +205,7 @@ if backlog: rows += [
  ("T4 drain rate after Kafka returns", ">= T1 target", f"{drain_rate:,} msg/s"),
 ]
 print(f"kspool bench suite on {platform.node()}: {os.cpu_count()} cores, {platform.platform()}")
+if os.environ.get("AGENT_ARGS"): print(f"agent flags: {os.environ['AGENT_ARGS']}")
 w = max(len(r[0]) for r in rows)
 print(f"{'measure':<{w}}  {'target':<12}  result")
 for r in rows: print(f"{r[0]:<{w}}  {r[1]:<12}  {r[2]}")

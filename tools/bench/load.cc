@@ -4,62 +4,14 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
-#include <mutex>
 #include <thread>
 
 #include "kspool/v1/spool.grpc.pb.h"
+#include "tools/bench/request.h"
+#include "tools/bench/tally.h"
+#include "wal/mutex.h"
 
 namespace kspool::bench {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-const char* CodeName(grpc::StatusCode c) {
-  switch (c) {
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    default:
-      return "OTHER";
-  }
-}
-
-// Fills `v` with incompressible bytes (LZ4 in RocksDB and librdkafka must not shrink
-// the load), 8 at a time from a xorshift generator.
-void FillRandom(std::string* v, uint64_t* state) {
-  uint64_t x = *state;
-  for (size_t i = 0; i < v->size(); i += 8) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    std::memcpy(v->data() + i, &x, std::min<size_t>(8, v->size() - i));
-  }
-  *state = x;
-}
-
-kspool::v1::SendRequest MakeRequest(const LoadOptions& o, int client, uint64_t n) {
-  kspool::v1::SendRequest req;
-  static thread_local uint64_t rng = 0x9E3779B97F4A7C15ull * (client + 1);
-  std::string value(static_cast<size_t>(o.size), 'x');
-  for (int i = 0; i < o.batch; ++i) {
-    auto* m = req.add_messages();
-    m->set_topic("bench-" + std::to_string((client + i) % o.topics));
-    FillRandom(&value, &rng);  // tagged below with who sent it
-    std::string tag = std::to_string(client) + ":" + std::to_string(n) + ":" + std::to_string(i);
-    value.replace(0, std::min(tag.size(), value.size()), tag.substr(0, value.size()));
-    m->set_value(value);
-    if (o.keys) m->set_key("k" + std::to_string((n * 31 + i) % 1024));
-  }
-  return req;
-}
-
-}  // namespace
 
 double Percentile(const std::vector<double>& sorted, double p) {
   if (sorted.empty()) return 0;
@@ -69,15 +21,13 @@ double Percentile(const std::vector<double>& sorted, double p) {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 // One run's shared state. Calls complete on gRPC's callback threads.
 class Load {
  public:
-  explicit Load(const LoadOptions& o) : o_(o), budget_(o.count) {
-    for (int c = 0; c < o.clients; ++c) {
-      stubs_.push_back(kspool::v1::Spool::NewStub(
-          grpc::CreateChannel(o.agent, grpc::InsecureChannelCredentials())));
-    }
-  }
+  explicit Load(const LoadOptions& o)
+      : o_(o), stubs_(MakeStubs(o)), tally_(o.wait_for_kafka), budget_(o.count) {}
 
   LoadResult Run(const std::function<void(uint64_t)>& progress) {
     start_ = Clock::now();
@@ -94,7 +44,7 @@ class Load {
     while (true) {
       auto now = Clock::now();
       if (now >= next_progress) {
-        if (progress) progress(acked_.load());
+        if (progress) progress(tally_.acked());
         next_progress += std::chrono::seconds(1);
       }
       auto wake = std::min(next_progress, now + std::chrono::milliseconds(10));
@@ -113,21 +63,13 @@ class Load {
         wake = std::min(wake, due);
       } else {
         RestartDelayed(now);
-        std::lock_guard<std::mutex> l(mu_);
+        MutexLock l(&mu_);
         if (in_flight_.load() == 0 && delayed_.empty()) break;
       }
       std::this_thread::sleep_until(wake);
     }
     while (in_flight_.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    LoadResult r;
-    r.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
-    r.acked = acked_.load();
-    r.requests = requests_.load();
-    std::lock_guard<std::mutex> l(mu_);
-    r.latencies_ms = std::move(latencies_ms_);
-    r.failures = std::move(failures_);
-    std::sort(r.latencies_ms.begin(), r.latencies_ms.end());
-    return r;
+    return tally_.Finish(std::chrono::duration<double>(Clock::now() - start_).count());
   }
 
  private:
@@ -168,22 +110,19 @@ class Load {
         std::chrono::duration<double, std::milli>(Clock::now() - call->scheduled).count();
     const int c = call->client;
     const uint64_t next = call->n + 1;
-    delete call;
-    requests_.fetch_add(1);
     bool retry_later = false;
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      if (s.ok()) {
-        acked_.fetch_add(o_.batch);
-        latencies_ms_.push_back(ms);
-      } else {
-        ++failures_[CodeName(s.error_code())];
-        retry_later = o_.rate <= 0;
-        // A refused request waits 10 ms (as a client honouring back-off would).
-        if (retry_later)
-          delayed_.push_back({c, next, Clock::now() + std::chrono::milliseconds(10)});
+    if (s.ok()) {
+      tally_.Answered(call->req, call->resp, ms);
+    } else {
+      tally_.Failed(s.error_code());
+      retry_later = o_.rate <= 0;
+      // A refused request waits 10 ms (as a client honouring back-off would).
+      if (retry_later) {
+        MutexLock l(&mu_);
+        delayed_.push_back({c, next, Clock::now() + std::chrono::milliseconds(10)});
       }
     }
+    delete call;
     if (o_.rate <= 0 && !retry_later) Issue(c, next, Clock::now());
     in_flight_.fetch_sub(1);
   }
@@ -191,7 +130,7 @@ class Load {
   void RestartDelayed(Clock::time_point now) {
     std::vector<Delayed> due;
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       for (auto it = delayed_.begin(); it != delayed_.end();) {
         if (it->at <= now) {
           due.push_back(*it);
@@ -213,11 +152,10 @@ class Load {
   const LoadOptions& o_;
   std::vector<std::unique_ptr<kspool::v1::Spool::Stub>> stubs_;
   Clock::time_point start_, end_;
-  std::atomic<uint64_t> acked_{0}, requests_{0}, budget_, in_flight_{0};
-  std::mutex mu_;
-  std::vector<double> latencies_ms_;          // guarded by mu_
-  std::map<std::string, uint64_t> failures_;  // guarded by mu_
-  std::vector<Delayed> delayed_;              // guarded by mu_
+  Tally tally_;
+  std::atomic<uint64_t> budget_, in_flight_{0};
+  Mutex mu_;
+  std::vector<Delayed> delayed_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -1,7 +1,9 @@
 // kspool-bench: load generator for a running agent. Reports acknowledged and delivered
 // rates, Send latency percentiles, failures by status code, the batch size the agent
 // committed with, and (with --ceiling DIR) kspool's ratio to raw RocksDB synced writes
-// of that batch size on the same disk, measured in the same run.
+// of that batch size on the same disk, measured in the same run. --stream sends on
+// SendStream instead of unary Sends; --wait-for kafka waits for (and checks) each
+// message's Kafka outcome; --agent-pid adds where the agent's CPU went.
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
@@ -13,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "kspool/v1/admin.grpc.pb.h"
 #include "tools/bench/ceiling.h"
+#include "tools/bench/cpu.h"
 #include "tools/bench/load.h"
 
 namespace {
@@ -58,7 +61,29 @@ int main(int argc, char** argv) {
   app.add_option("--drain-wait", drain_wait_s,
                  "After the load, wait up to this many seconds for the backlog to drain");
   app.add_flag("--json", json, "One JSON object on stdout");
+  app.add_flag("--stream", o.stream,
+               "SendStream: one stream per client, --in-flight requests outstanding on each "
+               "(defaults: --clients 64 --batch 1)");
+  app.add_option("--in-flight", o.in_flight, "With --stream: requests outstanding per stream")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  std::string wait_for = "wal";
+  app.add_option("--wait-for", wait_for,
+                 "When a Send answers: wal (fsynced), or kafka (every message has its Kafka "
+                 "outcome; each is checked to be DELIVERED with a partition and offset)")
+      ->capture_default_str()->check(CLI::IsMember({"wal", "kafka"}));
+  int agent_pid = 0;
+  app.add_option("--agent-pid", agent_pid,
+                 "The agent's process id (same machine): report its CPU time by thread");
   CLI11_PARSE(app, argc, argv);
+  o.wait_for_kafka = wait_for == "kafka";
+  if (o.stream) {
+    if (app.count("--count") || app.count("--rate")) {
+      std::fprintf(stderr, "kspool-bench: --stream runs closed loop for --duration only\n");
+      return 2;
+    }
+    if (!app.count("--clients")) o.clients = 64;
+    if (!app.count("--batch")) o.batch = 1;
+  }
 
   auto admin = kspool::v1::Admin::NewStub(
       grpc::CreateChannel(o.agent, grpc::InsecureChannelCredentials()));
@@ -71,7 +96,10 @@ int main(int argc, char** argv) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), acked);
     if (tty) std::fprintf(stderr, "\r  acked %llu messages...", static_cast<unsigned long long>(acked));
   };
-  kspool::bench::LoadResult r = kspool::bench::RunLoad(o, progress);
+  const auto cpu_before = kspool::bench::TakeCpuSnapshot(agent_pid);
+  kspool::bench::LoadResult r =
+      o.stream ? kspool::bench::RunStreamLoad(o, progress) : kspool::bench::RunLoad(o, progress);
+  const auto cpu_after = kspool::bench::TakeCpuSnapshot(agent_pid);
   if (tty) std::fprintf(stderr, "\n");
   const auto after = Stats(*admin);
   const double delivered_rate = (after.delivered() - before.delivered()) / r.seconds;
@@ -93,6 +121,10 @@ int main(int argc, char** argv) {
   j["batch"] = o.batch;
   j["size"] = o.size;
   j["rate_target"] = o.rate;
+  j["mode"] = o.stream ? "stream" : "unary";
+  if (o.stream) j["in_flight"] = o.in_flight;
+  j["wait_for"] = wait_for;
+  j["requests"] = r.requests;
   j["seconds"] = r.seconds;
   j["acked"] = r.acked;
   j["acked_per_s"] = r.acked / r.seconds;
@@ -106,7 +138,21 @@ int main(int argc, char** argv) {
                      {"p99", kspool::bench::Percentile(r.latencies_ms, 0.99)},
                      {"p999", kspool::bench::Percentile(r.latencies_ms, 0.999)},
                      {"max", r.latencies_ms.empty() ? 0 : r.latencies_ms.back()}};
-  j["failures"] = r.failures;
+  j["failures"] = r.failures;  // requests
+  j["check_errors"] = r.check_errors;  // messages of OK answers
+  uint64_t errors = 0;
+  for (const auto& [_, n] : r.failures) errors += n;
+  for (const auto& [_, n] : r.check_errors) errors += n;
+  j["errors"] = errors;
+  if (!r.outcome_ms.empty()) {
+    j["outcome_ms"] = {{"p50", kspool::bench::Percentile(r.outcome_ms, 0.5)},
+                       {"p99", kspool::bench::Percentile(r.outcome_ms, 0.99)}};
+  }
+  if (o.stream) {
+    j["sequence_regressions"] = r.sequence_regressions;
+    j["streams_failed"] = r.streams_failed;
+  }
+  j["cpu"] = kspool::bench::CpuReport(cpu_before, cpu_after, agent_pid, double(r.acked));
   // Throughput over the first and the last tenth of the run (flatness over long runs).
   if (series.size() >= 10) {
     size_t tenth = series.size() / 10;
@@ -150,7 +196,29 @@ int main(int argc, char** argv) {
                 j["first_tenth_per_s"].get<double>(), j["last_tenth_per_s"].get<double>(),
                 j["last_over_first"].get<double>());
   }
-  for (const auto& [code, n] : r.failures) std::printf("failures   %s: %llu\n", code.c_str(), (unsigned long long)n);
+  if (j.contains("outcome_ms")) {
+    std::printf("in agent   receive to last Kafka outcome per request: p50 %.0f  p99 %.0f ms\n",
+                j["outcome_ms"]["p50"].get<double>(), j["outcome_ms"]["p99"].get<double>());
+  }
+  for (const auto& [code, n] : r.failures) std::printf("failures   %s: %llu requests\n", code.c_str(), (unsigned long long)n);
+  for (const auto& [check, n] : r.check_errors) std::printf("errors     %s: %llu messages\n", check.c_str(), (unsigned long long)n);
+  if (o.stream) {
+    std::printf("streams    %d x %d in flight; %llu failed and reopened; %llu sequence regressions\n",
+                o.clients, o.in_flight, (unsigned long long)r.streams_failed,
+                (unsigned long long)r.sequence_regressions);
+  }
+  const auto& cpu = j["cpu"];
+  std::printf("cpu        machine %.0f%% busy (load %s), bench %.1f s",
+              cpu["machine_busy"].get<double>() * 100, cpu["loadavg"].get<std::string>().c_str(),
+              cpu["bench_s"].get<double>());
+  if (cpu.contains("agent_s")) {
+    std::printf(", agent %.1f s (%.1f us/msg):", cpu["agent_s"].get<double>(),
+                cpu["agent_us_per_msg"].get<double>());
+    for (const auto& [name, sec] : cpu["agent_threads"].items()) {
+      if (sec.get<double>() >= 0.05) std::printf(" %s %.1f", name.c_str(), sec.get<double>());
+    }
+  }
+  std::printf("\n");
   if (j.contains("ceiling")) {
     std::printf("ceiling    raw RocksDB, %d x %d B per sync: %.0f msg/s; kspool ratio %.2f\n",
                 j["ceiling"]["batch"].get<int>(), o.size, j["ceiling"]["messages_per_s"].get<double>(),

@@ -201,7 +201,9 @@ TEST_F(SpoolWaitTest, WaitForKafkaAnswersWithEveryOutcomeInRequestOrder) {
   kspool::v1::SendResponse resp;
   grpc::Status status;
   std::thread client([&] { status = Send(req, &resp); });
-  ASSERT_TRUE(kspool::testing::WaitUntil([&] { return waiters_.waiting() == 1; }, 10s));
+  // A waiter is reserved before the append, so wait for the entries too.
+  ASSERT_TRUE(kspool::testing::WaitUntil(
+      [&] { return waiters_.waiting() == 1 && Entries().size() == 2; }, 10s));
   EXPECT_EQ(ResolveAll(), 2u);
   client.join();
   ASSERT_TRUE(status.ok()) << status.error_message();
@@ -221,7 +223,8 @@ TEST_F(SpoolWaitTest, AClientThatGoesAwayReleasesItsWaiter) {
   kspool::v1::SendResponse resp;
   grpc::Status status;
   std::thread client([&] { status = stub_->Send(&ctx, req, &resp); });
-  ASSERT_TRUE(kspool::testing::WaitUntil([&] { return waiters_.waiting() == 1; }, 10s));
+  ASSERT_TRUE(kspool::testing::WaitUntil(
+      [&] { return waiters_.waiting() == 1 && Entries().size() == 1; }, 10s));
   ctx.TryCancel();
   client.join();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);

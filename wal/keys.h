@@ -62,6 +62,8 @@ inline constexpr std::string_view kDeadLetters = "dead_letters";
 inline constexpr std::string_view kDeadDroppedPrefix = "dead_dropped/";
 inline constexpr std::string_view kReceiveFloor = "receive_floor_ms";
 inline constexpr std::string_view kReportPoint = "report_point_ms";
+inline constexpr std::string_view kDeliveryIndex = "delivery_index";
+inline constexpr std::string_view kDeliveryFloor = "delivery_floor_seq";
 
 inline std::string Accepted(std::string_view topic) {
   return std::string(kAcceptedPrefix) + std::string(topic);

@@ -29,6 +29,8 @@ struct OpenDb {
   rocksdb::ColumnFamilyHandle* log = nullptr;
   rocksdb::ColumnFamilyHandle* meta = nullptr;
   rocksdb::ColumnFamilyHandle* dead = nullptr;
+  // The delivery index; null only in a read-only open of a WAL written before it existed.
+  rocksdb::ColumnFamilyHandle* delivery = nullptr;
   ~OpenDb();
 };
 
@@ -79,6 +81,11 @@ class RocksWal final : public Wal {
   absl::StatusOr<std::vector<ReplayedEntry>> ReplayDeadLetters(
       const std::vector<uint64_t>& seqs) override;
   absl::Status PurgeDeadLetters(const std::vector<uint64_t>& seqs) override;
+  absl::Status LookupDeliveries(const std::vector<uint64_t>& seqs,
+                                std::vector<Delivery>* out) override;
+  absl::Status ScanDeliveries(uint64_t from_seq, size_t max_entries, std::vector<Delivery>* out,
+                              uint64_t* next) override;
+  absl::StatusOr<DeliveryTrim> TrimDeliveries() override;
 
   // Options::read_only (rocks_wal_admin.cc): a view of `wal` whose writing methods fail
   // with FAILED_PRECONDITION.
@@ -194,6 +201,12 @@ class RocksWal final : public Wal {
   bool FoldsAt(int64_t commit_point_ms) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t ReportPointAt(int64_t commit_point_ms) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LoadSplit(std::string_view key, std::string_view value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The delivery index (rocks_wal_delivery.cc): puts the runs of the settled `outcomes`
+  // (live ones only; time_ms 0 means `now_ms`) and the index's new totals into `wb`, and
+  // returns those totals, to be taken over once the batch is written.
+  Counts IndexOutcomes(const std::vector<Outcome>& outcomes, int64_t now_ms,
+                       rocksdb::WriteBatch* wb) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   // Admission of one append into the group being formed (rocks_wal_limits.cc): the WAL's
   // capacity and the per-topic limit. `group_topics` holds the bytes per topic already
   // admitted into the group, and gains the request's on success.
@@ -272,6 +285,11 @@ class RocksWal final : public Wal {
   // Tracked topics -> receive time of their last append (or when tracking started).
   std::map<std::string, int64_t> tracked_ ABSL_GUARDED_BY(mu_);
   uint64_t topics_forgotten_ ABSL_GUARDED_BY(mu_) = 0;
+  // The delivery index: its persisted totals (changed only under settle_mu_ too) and its
+  // floor, below which outcomes are forgotten. TrimDeliveries raises the floor before
+  // its write is visible, so that a reader that misses a trimmed run sees the new floor.
+  Counts delivery_index_ ABSL_GUARDED_BY(mu_);
+  uint64_t delivery_floor_ ABSL_GUARDED_BY(mu_) = 1;
 
   // Settle() is serialized: it owns the delete bookkeeping.
   mutable Mutex settle_mu_;

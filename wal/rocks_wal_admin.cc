@@ -71,6 +71,15 @@ class ReadOnlyWal final : public Wal {
     return Refused();
   }
   absl::Status PurgeDeadLetters(const std::vector<uint64_t>&) override { return Refused(); }
+  absl::Status LookupDeliveries(const std::vector<uint64_t>& seqs,
+                                std::vector<Delivery>* out) override {
+    return wal_->LookupDeliveries(seqs, out);
+  }
+  absl::Status ScanDeliveries(uint64_t from_seq, size_t max_entries, std::vector<Delivery>* out,
+                              uint64_t* next) override {
+    return wal_->ScanDeliveries(from_seq, max_entries, out, next);
+  }
+  absl::StatusOr<DeliveryTrim> TrimDeliveries() override { return Refused(); }
 
  private:
   absl::Status Refused() const {
@@ -116,6 +125,9 @@ absl::StatusOr<std::unique_ptr<OpenDb>> RocksWal::OpenDatabaseReadOnly() const {
   }
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
       {rocksdb::kDefaultColumnFamilyName, {}}, {"log", {}}, {"meta", {}}, {"dead", {}}};
+  // A WAL written before the delivery index existed has none: every outcome is unknown.
+  const bool has_delivery = present.count("delivery") > 0;
+  if (has_delivery) cfs.push_back({"delivery", {}});
   auto db = std::make_unique<OpenDb>();
   rocksdb::Status s;
   // A running agent may delete a file (a flushed RocksDB log, a compacted table) between
@@ -135,6 +147,7 @@ absl::StatusOr<std::unique_ptr<OpenDb>> RocksWal::OpenDatabaseReadOnly() const {
   db->log = db->handles[1];
   db->meta = db->handles[2];
   db->dead = db->handles[3];
+  if (has_delivery) db->delivery = db->handles[4];
   return db;
 }
 

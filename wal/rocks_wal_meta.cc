@@ -43,6 +43,10 @@ absl::StatusOr<MetaState> ReadMeta(rocksdb::DB* db, rocksdb::ColumnFamilyHandle*
   if (has_floor) m.receive_floor = i64(v);
   ASSIGN_OR_RETURN(bool has_dead, get(keys::kDeadLetters, &v));
   if (has_dead) m.dead = keys::ParseCounts(v);
+  ASSIGN_OR_RETURN(bool has_delivery_floor, get(keys::kDeliveryFloor, &v));
+  if (has_delivery_floor) m.delivery_floor = keys::ParseU64(v);
+  ASSIGN_OR_RETURN(bool has_delivery_index, get(keys::kDeliveryIndex, &v));
+  if (has_delivery_index) m.delivery_index = keys::ParseCounts(v);
 
   // "topic/reason" (topic names cannot contain '/').
   auto split2 = [](std::string_view rest, std::string* a, std::string* b) {

@@ -23,6 +23,9 @@ struct MetaState {
   int64_t ceiling = 0;  // commit_ceiling_ms; 0: none (a clean close)
   int64_t receive_floor = 0;
   std::optional<Counts> dead;  // absent in WALs written before the totals were kept
+  // Absent in WALs written before the delivery index existed.
+  std::optional<uint64_t> delivery_floor;
+  Counts delivery_index;
   std::map<std::string, TopicStats> topics;
   std::map<std::string, int64_t> last_append;  // by topic, where recorded
   std::vector<std::pair<std::string, std::string>> split;  // `split/` keys and values

@@ -92,7 +92,8 @@ absl::StatusOr<std::unique_ptr<OpenDb>> RocksWal::OpenDatabase() {
       {rocksdb::kDefaultColumnFamilyName, small_opts},
       {"log", log_opts},
       {"meta", small_opts},
-      {"dead", small_opts}};
+      {"dead", small_opts},
+      {"delivery", small_opts}};  // created on the first open of an older WAL
   auto db = std::make_unique<OpenDb>();
   rocksdb::DB* raw = nullptr;
   RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(db_opts, options_.dir, cfs, &db->handles, &raw),
@@ -101,6 +102,7 @@ absl::StatusOr<std::unique_ptr<OpenDb>> RocksWal::OpenDatabase() {
   db->log = db->handles[1];
   db->meta = db->handles[2];
   db->dead = db->handles[3];
+  db->delivery = db->handles[4];
   return db;
 }
 
@@ -145,14 +147,11 @@ absl::Status RocksWal::LoadState(bool reopen) {
   uint64_t next_seq = m.next_seq;
   int64_t last_receive = m.last_receive;
   CommitPoints points = std::move(m.points);
+  // What a WAL written before some totals were kept lacks: found once, and saved.
+  rocksdb::WriteBatch once;
   if (!m.dead) {
-    // Counted once for a WAL written before the totals were kept, and saved.
     ASSIGN_OR_RETURN(m.dead, CountDeadLetters(db, db_->dead));
-    if (!options_.read_only) {
-      rocksdb::WriteBatch wb;
-      wb.Put(meta, keys::kDeadLetters, keys::EncodeCounts(*m.dead));
-      RETURN_IF_ERROR(FromRocks(SyncedWrite(&wb), "save the dead letters' totals"));
-    }
+    once.Put(meta, keys::kDeadLetters, keys::EncodeCounts(*m.dead));
   }
 
   // The log's own last key is authoritative if meta somehow lags behind it.
@@ -166,6 +165,17 @@ absl::Status RocksWal::LoadState(bool reopen) {
   if (log_it->Valid()) {
     if (m.head > physical_first) log_it->Seek(keys::Seq(m.head));
     if (log_it->Valid()) first = keys::ParseSeq(log_it->key().ToString());
+  }
+
+  // The delivery index starts at the head: what was settled before it existed is unknown.
+  const uint64_t head = first.value_or(next_seq);
+  if (!m.delivery_floor) {
+    m.delivery_floor = head;
+    once.Put(meta, keys::kDeliveryFloor, keys::U64(head));
+    once.Put(meta, keys::kDeliveryIndex, keys::EncodeCounts(m.delivery_index));
+  }
+  if (once.Count() > 0 && !options_.read_only) {
+    RETURN_IF_ERROR(FromRocks(SyncedWrite(&once), "save the totals of an older WAL"));
   }
 
   CommitPoints start;
@@ -191,6 +201,8 @@ absl::Status RocksWal::LoadState(bool reopen) {
     live_bytes_ = 0;
     for (const auto& [t, ts] : topics_) live_bytes_ += ts.pending().bytes;
     dead_ = *m.dead;
+    delivery_index_ = m.delivery_index;
+    delivery_floor_ = *m.delivery_floor;
     durable_points_ = points;
     TrackAtOpen(reopen, m.last_append, &points);
     if (reopen) {

@@ -179,6 +179,7 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   if (added.count > 0) wb.Put(db_->meta, keys::kDeadLetters, keys::EncodeCounts(dead));
   SplitChange split;
   SplitSettled(outcomes, &wb, &split);
+  const Counts index = IndexOutcomes(outcomes, now_ms, &wb);
   rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
     RecordWriteError(s, "settle");
@@ -194,6 +195,7 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
     }
     live_bytes_ -= std::min(live_bytes_, bytes);
     dead_ = dead;
+    delivery_index_ = index;
     ApplySplit(std::move(split));
     limit = committed_next_;
   }

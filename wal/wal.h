@@ -391,26 +391,19 @@ class Wal {
   // if the index holds it, else PENDING if the entry is live, else UNKNOWN with `error`
   // saying why (below the floor, not assigned yet, or no entry ever had it).
   [[nodiscard]] virtual absl::Status LookupDeliveries(const std::vector<uint64_t>& seqs,
-                                                      std::vector<Delivery>* out) {
-    (void)seqs, (void)out;
-    return absl::UnimplementedError("delivery index");
-  }
+                                                      std::vector<Delivery>* out) = 0;
   // The feed: the outcomes of sequence numbers in [from_seq, head), in order, where
   // every entry below head is settled; at most max_entries, appended to *out. *next is
   // where to continue (head when caught up). Sequence numbers that never held an entry
   // are skipped. OUT_OF_RANGE when from_seq is below the floor (forgotten outcomes).
   [[nodiscard]] virtual absl::Status ScanDeliveries(uint64_t from_seq, size_t max_entries,
-                                                    std::vector<Delivery>* out, uint64_t* next) {
-    (void)from_seq, (void)max_entries, (void)out, (void)next;
-    return absl::UnimplementedError("delivery index");
-  }
+                                                    std::vector<Delivery>* out,
+                                                    uint64_t* next) = 0;
   // Forgets the oldest outcomes (in sequence order) while the index's bytes exceed
   // Options::delivery_retention_bytes, then those settled longer than
   // Options::delivery_retention_ms ago, stopping at the first younger one; raises the
   // floor past them in the same batch (not synced). Bounded work per call.
-  [[nodiscard]] virtual absl::StatusOr<DeliveryTrim> TrimDeliveries() {
-    return absl::UnimplementedError("delivery index");
-  }
+  [[nodiscard]] virtual absl::StatusOr<DeliveryTrim> TrimDeliveries() = 0;
 
   // Operator tools (kspoolctl); rocks_wal_admin.cc, rocks_wal_replay.cc.
   //

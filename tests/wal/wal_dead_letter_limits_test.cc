@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "rocksdb/db.h"
+#include "tests/support/raw_wal.h"
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
 
@@ -139,17 +140,10 @@ TEST_F(WalDeadLetterLimits, AWalWithoutDeadLetterTotalsCountsThemOnceAtOpen) {
   }
   const Counts before = OpenWal()->GetStats().dead_letters;
   ASSERT_EQ(before.count, 4u);
-  {
-    // As a WAL written before the totals were kept in meta.
-    rocksdb::DB* raw = nullptr;
-    std::vector<rocksdb::ColumnFamilyHandle*> handles;
-    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-        {rocksdb::kDefaultColumnFamilyName, {}}, {"log", {}}, {"meta", {}}, {"dead", {}}};
-    ASSERT_TRUE(rocksdb::DB::Open({}, dir_.path(), cfs, &handles, &raw).ok());
-    ASSERT_TRUE(raw->Delete(rocksdb::WriteOptions(), handles[2], "dead_letters").ok());
-    for (auto* h : handles) ASSERT_TRUE(raw->DestroyColumnFamilyHandle(h).ok());
-    delete raw;
-  }
+  // As a WAL written before the totals were kept in meta.
+  ASSERT_TRUE(kspool::testing::WithRawWal(dir_.path(), [](rocksdb::DB* db, auto& cf) {
+                return db->Delete(rocksdb::WriteOptions(), cf.at("meta"), "dead_letters");
+              }).ok());
   auto wal = OpenWal();
   EXPECT_EQ(wal->GetStats().dead_letters.count, before.count);
   EXPECT_EQ(wal->GetStats().dead_letters.bytes, before.bytes);

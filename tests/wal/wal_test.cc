@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "rocksdb/db.h"
+#include "tests/support/raw_wal.h"
 #include "tests/support/fault_fs.h"
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
@@ -208,16 +209,9 @@ TEST_F(WalTest, LedgerHoldsAcrossReopen) {
 
 TEST_F(WalTest, RefusesANewerFormatVersion) {
   { OpenWal(); }
-  {
-    rocksdb::DB* db;
-    std::vector<rocksdb::ColumnFamilyHandle*> h;
-    std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-        {"default", {}}, {"log", {}}, {"meta", {}}, {"dead", {}}};
-    ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir_.path(), cfs, &h, &db).ok());
-    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), h[2], "format_version", "2").ok());
-    for (auto* x : h) db->DestroyColumnFamilyHandle(x);
-    delete db;
-  }
+  ASSERT_TRUE(kspool::testing::WithRawWal(dir_.path(), [](rocksdb::DB* db, auto& cf) {
+                return db->Put(rocksdb::WriteOptions(), cf.at("meta"), "format_version", "2");
+              }).ok());
   Options o;
   o.dir = dir_.path();
   absl::Status s = Wal::Open(o).status();

@@ -1,0 +1,147 @@
+// RocksWal: writing the delivery index (FORMAT.md, column family `delivery`) and bounding
+// it (Options::delivery_retention_ms, delivery_retention_bytes).
+//
+// Settle() puts the outcomes of the entries it removes into the same write batch, so the
+// index costs no fsync of its own and agrees with the ledger after any crash: an outcome
+// is in the index exactly when its entry was settled (the index counts only live
+// entries' outcomes, as the counters do, so a settle applied again adds nothing).
+// Consecutive sequence numbers settled alike share one key (a run, wal/delivery_record.h):
+// a settle of thousands of messages delivered to one partition writes one key.
+//
+// TrimDeliveries() forgets whole runs from the lowest key up and raises the floor past
+// them, in one unsynced batch: a crash may bring them back, with the totals and floor as
+// they were, which is as consistent as before.
+#include <algorithm>
+
+#include "wal/delivery_record.h"
+#include "wal/keys.h"
+#include "wal/rocks_wal.h"
+#include "wal/status.h"
+
+namespace kspool::wal {
+namespace {
+
+// One call removes at most this many runs, so that Settle, which waits for it, is never
+// held up long; DeliveryTrim::more says when to call again.
+constexpr size_t kMaxTrimRuns = 65536;
+
+bool BySeq(const Outcome* a, const Outcome* b) { return a->seq < b->seq; }
+
+}  // namespace
+
+Counts RocksWal::IndexOutcomes(const std::vector<Outcome>& outcomes, int64_t now_ms,
+                               rocksdb::WriteBatch* wb) const {
+  // Runs need sequence order; the drain's batches usually come in it already.
+  std::vector<const Outcome*> sorted;
+  const bool in_order = std::is_sorted(outcomes.begin(), outcomes.end(),
+                                       [](const Outcome& a, const Outcome& b) { return a.seq < b.seq; });
+  if (!in_order) {
+    sorted.reserve(outcomes.size());
+    for (const Outcome& o : outcomes) sorted.push_back(&o);
+    std::sort(sorted.begin(), sorted.end(), BySeq);
+  }
+  Counts added;
+  auto put = [&](const DeliveryRun& run) {
+    const std::string key = keys::Seq(run.first_seq);
+    const std::string value = EncodeDeliveryRun(run);
+    added.count += run.count;
+    added.bytes += key.size() + value.size();
+    wb->Put(db_->delivery, key, value);
+  };
+  std::optional<DeliveryRun> run;
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const Outcome& o = in_order ? outcomes[i] : *sorted[i];
+    const int64_t time_ms = o.time_ms != 0 ? o.time_ms : now_ms;
+    if (run && run->Extends(o, time_ms)) {
+      ++run->count;
+      continue;
+    }
+    if (run) put(*run);
+    run = DeliveryRun::Of(o, time_ms);
+  }
+  if (run) put(*run);
+  Counts total;
+  {
+    MutexLock l(&mu_);
+    total = delivery_index_;
+  }
+  total.count += added.count;
+  total.bytes += added.bytes;
+  // The total, not an increment: a batch applied twice writes the same value.
+  wb->Put(db_->meta, keys::kDeliveryIndex, keys::EncodeCounts(total));
+  return total;
+}
+
+absl::StatusOr<DeliveryTrim> RocksWal::TrimDeliveries() {
+  DeliveryTrim trim;
+  const uint64_t max_bytes = options_.delivery_retention_bytes;
+  const int64_t max_age = options_.delivery_retention_ms;
+  if (max_bytes == 0 && max_age <= 0) return trim;
+  MutexLock settle(&settle_mu_);  // the only writers of `delivery` and delivery_index_ hold it
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
+  Counts index;
+  uint64_t floor;
+  {
+    MutexLock l(&mu_);
+    if (!write_error_.ok()) return write_error_;
+    index = delivery_index_;
+    floor = delivery_floor_;
+  }
+  if (max_age <= 0 && index.bytes <= max_bytes) return trim;
+  const int64_t now_ms = options_.clock->NowMillis();
+
+  std::string first, end;
+  size_t n = 0;
+  std::unique_ptr<rocksdb::Iterator> it(
+      db_->db->NewIterator(rocksdb::ReadOptions(), db_->delivery));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    if (n >= kMaxTrimRuns) {
+      trim.more = true;
+      break;
+    }
+    const std::string_view key(it->key().data(), it->key().size());
+    const std::string_view value(it->value().data(), it->value().size());
+    absl::StatusOr<DeliveryRun> run = DecodeDeliveryRun(key, value);
+    // An unreadable run has no time: it goes as the oldest. Its messages are not known;
+    // the totals lose only its bytes.
+    const bool remove = (max_bytes > 0 && index.bytes > max_bytes) ||
+                        (max_age > 0 && (!run.ok() || now_ms - run->time_ms >= max_age));
+    if (!remove) break;
+    const uint64_t seq = keys::ParseSeq(key);
+    const uint64_t messages = run.ok() ? run->count : 0;
+    const uint64_t bytes = key.size() + value.size();
+    trim.messages += messages;
+    trim.bytes += bytes;
+    index.count -= std::min(index.count, messages);
+    index.bytes -= std::min(index.bytes, bytes);
+    if (n++ == 0) first = keys::Seq(seq);
+    end = keys::Seq(seq + 1);
+    floor = std::max(floor, run.ok() ? run->end_seq() : seq + 1);
+  }
+  RETURN_IF_ERROR(FromRocks(it->status(), "scan the delivery index"));
+  it.reset();
+  if (n == 0) return trim;
+
+  rocksdb::WriteBatch wb;
+  // What was removed is the lowest keys of the index: one range tombstone.
+  wb.DeleteRange(db_->delivery, first, end);
+  wb.Put(db_->meta, keys::kDeliveryIndex, keys::EncodeCounts(index));
+  wb.Put(db_->meta, keys::kDeliveryFloor, keys::U64(floor));
+  {
+    // Raised before the runs disappear: a reader that misses one sees the new floor.
+    MutexLock l(&mu_);
+    delivery_floor_ = std::max(delivery_floor_, floor);
+  }
+  // Not synced: if the write is lost, the runs are back with the totals and floor as before.
+  rocksdb::Status s = db_->db->Write(rocksdb::WriteOptions(), &wb);
+  if (!s.ok()) {
+    RecordWriteError(s, "delivery index trim");
+    return FromRocks(s, "trim the delivery index");
+  }
+  MutexLock l(&mu_);
+  delivery_index_ = index;
+  return trim;
+}
+
+}  // namespace kspool::wal

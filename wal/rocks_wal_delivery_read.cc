@@ -1,0 +1,173 @@
+// RocksWal: reading the delivery index (FORMAT.md, column family `delivery`): what became
+// of given sequence numbers (LookupDeliveries) and the feed of outcomes in sequence
+// order (ScanDeliveries).
+//
+// Consistency with Settle() and TrimDeliveries(), which run concurrently:
+//  * A settle writes an entry's run and deletes the entry in one batch, so a lookup that
+//    reads the index and the log in one snapshot sees the entry in exactly one of them.
+//    The head and the next number are read before the snapshot: whatever settles or
+//    commits after them is in the snapshot's index, or not yet visible at all.
+//  * A trim raises the floor before its deletions become visible, and readers read the
+//    floor after they took their snapshot (or iterator): a run missing from their view
+//    is below the floor they read, so they say so instead of skipping it silently.
+//  * The feed stops at the head read before its iterator: every entry below it is
+//    settled and its run written, so nothing it returns can change, and it never
+//    returns an outcome past one it has not returned yet.
+#include <algorithm>
+#include <numeric>
+
+#include "wal/delivery_record.h"
+#include "wal/keys.h"
+#include "wal/rocks_wal.h"
+#include "wal/status.h"
+
+namespace kspool::wal {
+namespace {
+
+std::string_view View(const rocksdb::Slice& s) { return {s.data(), s.size()}; }
+
+// Decodes the run that the iterator is at.
+absl::StatusOr<DeliveryRun> RunAt(const rocksdb::Iterator& it) {
+  return DecodeDeliveryRun(View(it.key()), View(it.value()));
+}
+
+Delivery Unknown(uint64_t seq, std::string why) {
+  Delivery d;
+  d.seq = seq;
+  d.state = Delivery::State::kUnknown;
+  d.error = std::move(why);
+  return d;
+}
+
+}  // namespace
+
+absl::Status RocksWal::LookupDeliveries(const std::vector<uint64_t>& seqs,
+                                        std::vector<Delivery>* out) {
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
+  uint64_t head, next;
+  {
+    MutexLock l(&mu_);
+    head = head_;
+    next = committed_next_;
+  }
+  rocksdb::ManagedSnapshot snapshot(db_->db.get());
+  uint64_t floor;
+  {
+    MutexLock l(&mu_);
+    floor = delivery_floor_;
+  }
+  rocksdb::ReadOptions index_ro;
+  index_ro.snapshot = snapshot.snapshot();
+  std::unique_ptr<rocksdb::Iterator> index;
+  if (db_->delivery) index.reset(db_->db->NewIterator(index_ro, db_->delivery));
+  const std::string lo = keys::Seq(head), hi = keys::Seq(next);
+  const rocksdb::Slice lo_s(lo), hi_s(hi);
+  rocksdb::ReadOptions log_ro = index_ro;
+  log_ro.iterate_lower_bound = &lo_s;
+  log_ro.iterate_upper_bound = &hi_s;
+  std::unique_ptr<rocksdb::Iterator> log(db_->db->NewIterator(log_ro, db_->log));
+
+  // In sequence order, so that one run answers for every number it covers.
+  std::vector<size_t> order(seqs.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return seqs[a] < seqs[b]; });
+  const size_t base = out->size();
+  out->resize(base + seqs.size());
+  std::optional<DeliveryRun> run;  // the last one read
+  for (size_t i : order) {
+    const uint64_t seq = seqs[i];
+    Delivery& d = (*out)[base + i];
+    if (index && !(run && run->Covers(seq))) {
+      run.reset();
+      index->SeekForPrev(keys::Seq(seq));
+      if (index->Valid()) {
+        ASSIGN_OR_RETURN(run, RunAt(*index));
+      }
+      RETURN_IF_ERROR(FromRocks(index->status(), "read the delivery index"));
+    }
+    if (run && run->Covers(seq)) {
+      d = run->At(seq);
+      continue;
+    }
+    if (seq >= head && seq < next) {
+      log->Seek(keys::Seq(seq));
+      RETURN_IF_ERROR(FromRocks(log->status(), "read WAL entry " + std::to_string(seq)));
+      if (log->Valid() && keys::ParseSeq(View(log->key())) == seq) {
+        d.seq = seq;
+        d.state = Delivery::State::kPending;
+        continue;
+      }
+    }
+    if (seq == 0) {
+      d = Unknown(seq, "sequence numbers start at 1");
+    } else if (seq < floor) {
+      d = Unknown(seq, "older than the delivery index keeps (oldest kept: " +
+                           std::to_string(floor) + ")");
+    } else if (seq >= next) {
+      d = Unknown(seq, "not assigned yet (next: " + std::to_string(next) + ")");
+    } else {
+      d = Unknown(seq, "no message was accepted with this sequence number");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RocksWal::ScanDeliveries(uint64_t from_seq, size_t max_entries,
+                                      std::vector<Delivery>* out, uint64_t* next) {
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
+  uint64_t head;
+  {
+    MutexLock l(&mu_);
+    head = head_;
+  }
+  const std::string hi = keys::Seq(head);
+  const rocksdb::Slice hi_s(hi);
+  rocksdb::ReadOptions ro;
+  ro.iterate_upper_bound = &hi_s;
+  std::unique_ptr<rocksdb::Iterator> it;
+  if (db_->delivery) it.reset(db_->db->NewIterator(ro, db_->delivery));
+  uint64_t floor;
+  {
+    MutexLock l(&mu_);
+    floor = delivery_floor_;
+  }
+  if (from_seq < floor) {
+    return absl::OutOfRangeError("the outcomes from sequence number " + std::to_string(from_seq) +
+                                 " are no longer kept: the delivery index starts at " +
+                                 std::to_string(floor));
+  }
+  *next = from_seq;
+  if (max_entries == 0) return absl::OkStatus();
+  if (from_seq >= head || !it) {
+    *next = std::max(from_seq, head);
+    return absl::OkStatus();
+  }
+  // The run that holds from_seq may start below it.
+  it->SeekForPrev(keys::Seq(from_seq));
+  if (it->Valid()) {
+    ASSIGN_OR_RETURN(DeliveryRun run, RunAt(*it));
+    if (!run.Covers(from_seq)) it->Next();
+  } else {
+    it->Seek(keys::Seq(from_seq));
+  }
+  size_t n = 0;
+  for (; it->Valid(); it->Next()) {
+    ASSIGN_OR_RETURN(DeliveryRun run, RunAt(*it));
+    for (uint64_t seq = std::max(run.first_seq, from_seq); seq < run.end_seq() && seq < head;
+         ++seq) {
+      if (n == max_entries) {
+        *next = seq;
+        return absl::OkStatus();
+      }
+      out->push_back(run.At(seq));
+      ++n;
+    }
+  }
+  RETURN_IF_ERROR(FromRocks(it->status(), "read the delivery index"));
+  *next = head;
+  return absl::OkStatus();
+}
+
+}  // namespace kspool::wal

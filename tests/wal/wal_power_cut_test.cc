@@ -28,22 +28,6 @@ namespace {
 
 using kspool::testing::FaultInjectionFileSystem;
 
-// Debian's librocksdb.a is not built with ThreadSanitizer: TSan cannot see the atomics
-// RocksDB synchronizes with and reports races inside RocksDB (write-group handover between
-// concurrent DB::Write calls, memtable inserts, background purges against foreground
-// reads). The long concurrent test below is skipped under TSan for that reason.
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kThreadSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kThreadSanitizer = true;
-#else
-constexpr bool kThreadSanitizer = false;
-#endif
-#else
-constexpr bool kThreadSanitizer = false;
-#endif
-
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;

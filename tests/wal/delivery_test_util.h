@@ -1,0 +1,108 @@
+// The fixture of the delivery-index tests: a WAL on a fault-injecting file system with a
+// manual clock, and outcomes as the drain reports them (partition, offset, time).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/support/fault_fs.h"
+#include "tests/support/temp_dir.h"
+#include "tests/wal/wal_test_util.h"
+#include "wal/delivery_record.h"
+#include "wal/wal.h"
+
+namespace kspool::wal {
+
+class DeliveryTest : public ::testing::Test {
+ protected:
+  static constexpr int64_t kStart = 1'700'000'000'000;
+
+  std::unique_ptr<Wal> OpenWal(const std::function<void(Options*)>& tweak = nullptr) {
+    Options o = options();
+    if (tweak) tweak(&o);
+    auto wal = Wal::Open(o);
+    EXPECT_TRUE(wal.ok()) << wal.status();
+    return wal.ok() ? std::move(wal).value() : nullptr;
+  }
+  Options options() {
+    Options o;
+    o.dir = dir_.path();
+    o.clock = &clock_;
+    o.env = kspool::testing::EnvFor(fs_);
+    o.delivery_retention_ms = 0;  // tests that trim set their limits
+    o.delivery_retention_bytes = 0;
+    return o;
+  }
+  // Appends n messages to `topic`; returns them as stored.
+  static std::vector<Entry> Append(Wal* wal, int n, const std::string& topic = "t") {
+    auto r = wal->Append(MakeBatch(topic, n, "v"));
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return {};
+    std::vector<Entry> out;
+    EXPECT_TRUE(wal->Scan(r->first_seq, n, 1u << 30, &out).ok());
+    return out;
+  }
+  // Outcomes: delivered to `partition` at offsets first_offset, +1, ... in entry order.
+  static std::vector<Outcome> Deliver(const std::vector<Entry>& entries, int32_t partition,
+                                      int64_t first_offset, int64_t time_ms = 0) {
+    std::vector<Outcome> out = Delivered(entries);
+    for (size_t i = 0; i < out.size(); ++i) {
+      out[i].partition = partition;
+      out[i].offset = first_offset + static_cast<int64_t>(i);
+      out[i].time_ms = time_ms;
+    }
+    return out;
+  }
+  static Outcome Discard(const Entry& e, const std::string& reason, const std::string& error) {
+    Outcome o{e.seq, e.record.topic, e.size, reason, error, EncodeRecord(e.record),
+              e.record.receive_time_ms};
+    return o;
+  }
+  static std::vector<Delivery> Lookup(Wal* wal, const std::vector<uint64_t>& seqs) {
+    std::vector<Delivery> out;
+    absl::Status s = wal->LookupDeliveries(seqs, &out);
+    EXPECT_TRUE(s.ok()) << s;
+    return out;
+  }
+  static Delivery Lookup(Wal* wal, uint64_t seq) {
+    std::vector<Delivery> d = Lookup(wal, std::vector<uint64_t>{seq});
+    return d.empty() ? Delivery{} : d[0];
+  }
+  // Every outcome ScanDeliveries yields from `from`, max_entries at a time; *next_out gets
+  // where it stopped.
+  static std::vector<Delivery> ScanFeed(Wal* wal, uint64_t from, size_t max_entries,
+                                        uint64_t* next_out = nullptr) {
+    std::vector<Delivery> all;
+    uint64_t next = from;
+    for (int calls = 0; calls < 100000; ++calls) {
+      const size_t before = all.size();
+      absl::Status s = wal->ScanDeliveries(next, max_entries, &all, &next);
+      EXPECT_TRUE(s.ok()) << s;
+      if (!s.ok() || all.size() == before) break;
+    }
+    if (next_out) *next_out = next;
+    return all;
+  }
+  static std::vector<uint64_t> Seqs(const std::vector<Delivery>& d) {
+    std::vector<uint64_t> out;
+    for (const Delivery& x : d) out.push_back(x.seq);
+    return out;
+  }
+  // The stored bytes of `runs` as the index counts them (key + value).
+  static uint64_t StoredBytes(const std::vector<DeliveryRun>& runs) {
+    uint64_t n = 0;
+    for (const DeliveryRun& r : runs) n += 8 + EncodeDeliveryRun(r).size();
+    return n;
+  }
+
+  kspool::testing::TempDir dir_;
+  ManualClock clock_{kStart};
+  std::shared_ptr<kspool::testing::FaultInjectionFileSystem> fs_ =
+      std::make_shared<kspool::testing::FaultInjectionFileSystem>();
+};
+
+}  // namespace kspool::wal

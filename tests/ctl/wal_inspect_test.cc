@@ -39,7 +39,8 @@ void WithRawRocks(const std::string& dir,
                   const std::function<void(rocksdb::DB*, std::vector<rocksdb::ColumnFamilyHandle*>&)>& fn) {
   rocksdb::DB* db;
   std::vector<rocksdb::ColumnFamilyHandle*> cfh;
-  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {{"default", {}}, {"log", {}}, {"meta", {}}, {"dead", {}}};
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+      {"default", {}}, {"log", {}}, {"meta", {}}, {"dead", {}}, {"delivery", {}}};
   ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir, cfs, &cfh, &db).ok());
   fn(db, cfh);
   for (auto* c : cfh) db->DestroyColumnFamilyHandle(c);

@@ -15,6 +15,7 @@
 
 #include "wal/delivery_record.h"
 #include "wal/keys.h"
+#include "wal/oldest_prefix.h"
 #include "wal/rocks_wal.h"
 #include "wal/status.h"
 
@@ -100,41 +101,30 @@ absl::StatusOr<DeliveryTrim> RocksWal::TrimDeliveries() {
   if (max_age <= 0 && index.bytes <= max_bytes) return trim;
   const int64_t now_ms = options_.clock->NowMillis();
 
-  std::string first, end;
-  size_t n = 0;
-  std::unique_ptr<rocksdb::Iterator> it(
-      db_->db->NewIterator(rocksdb::ReadOptions(), db_->delivery));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    if (n >= kMaxTrimRuns) {
-      trim.more = true;
-      break;
-    }
-    const std::string_view key(it->key().data(), it->key().size());
-    const std::string_view value(it->value().data(), it->value().size());
-    absl::StatusOr<DeliveryRun> run = DecodeDeliveryRun(key, value);
+  auto take = [&](uint64_t seq, std::string_view value) {
+    absl::StatusOr<DeliveryRun> run = DecodeDeliveryRun(keys::Seq(seq), value);
     // An unreadable run has no time: it goes as the oldest. Its messages are not known;
     // the totals lose only its bytes.
     const bool remove = (max_bytes > 0 && index.bytes > max_bytes) ||
                         (max_age > 0 && (!run.ok() || now_ms - run->time_ms >= max_age));
-    if (!remove) break;
-    const uint64_t seq = keys::ParseSeq(key);
+    if (!remove) return TakeKey::kStop;
     const uint64_t messages = run.ok() ? run->count : 0;
-    const uint64_t bytes = key.size() + value.size();
+    const uint64_t bytes = 8 + value.size();  // key and value
     trim.messages += messages;
     trim.bytes += bytes;
     index.count -= std::min(index.count, messages);
     index.bytes -= std::min(index.bytes, bytes);
-    if (n++ == 0) first = keys::Seq(seq);
-    end = keys::Seq(seq + 1);
     floor = std::max(floor, run.ok() ? run->end_seq() : seq + 1);
-  }
-  RETURN_IF_ERROR(FromRocks(it->status(), "scan the delivery index"));
-  it.reset();
-  if (n == 0) return trim;
+    return TakeKey::kTake;
+  };
+  ASSIGN_OR_RETURN(OldestPrefix removed,
+                   TakeOldest(db_->db.get(), db_->delivery, kMaxTrimRuns, take));
+  trim.more = removed.more;
+  if (removed.keys == 0) return trim;
 
   rocksdb::WriteBatch wb;
   // What was removed is the lowest keys of the index: one range tombstone.
-  wb.DeleteRange(db_->delivery, first, end);
+  wb.DeleteRange(db_->delivery, removed.first, removed.end);
   wb.Put(db_->meta, keys::kDeliveryIndex, keys::EncodeCounts(index));
   wb.Put(db_->meta, keys::kDeliveryFloor, keys::U64(floor));
   {

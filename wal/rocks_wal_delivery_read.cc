@@ -45,12 +45,7 @@ absl::Status RocksWal::LookupDeliveries(const std::vector<uint64_t>& seqs,
                                         std::vector<Delivery>* out) {
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
-  uint64_t head, next;
-  {
-    MutexLock l(&mu_);
-    head = head_;
-    next = committed_next_;
-  }
+  const auto [head, next] = live_range();
   rocksdb::ManagedSnapshot snapshot(db_->db.get());
   uint64_t floor;
   {
@@ -117,11 +112,7 @@ absl::Status RocksWal::ScanDeliveries(uint64_t from_seq, size_t max_entries,
                                       std::vector<Delivery>* out, uint64_t* next) {
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
-  uint64_t head;
-  {
-    MutexLock l(&mu_);
-    head = head_;
-  }
+  const uint64_t head = live_range().head;
   const std::string hi = keys::Seq(head);
   const rocksdb::Slice hi_s(hi);
   rocksdb::ReadOptions ro;

@@ -8,7 +8,6 @@
 namespace kspool::wal {
 namespace {
 
-using State = Delivery::State;
 constexpr int64_t kHour = 3'600'000;
 
 class WalDeliveryTrim : public DeliveryTest {

@@ -14,6 +14,7 @@
 //    settled and its run written, so nothing it returns can change, and it never
 //    returns an outcome past one it has not returned yet.
 #include <algorithm>
+#include <iterator>
 #include <numeric>
 
 #include "wal/delivery_record.h"
@@ -67,12 +68,11 @@ absl::Status RocksWal::LookupDeliveries(const std::vector<uint64_t>& seqs,
   std::vector<size_t> order(seqs.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return seqs[a] < seqs[b]; });
-  const size_t base = out->size();
-  out->resize(base + seqs.size());
+  std::vector<Delivery> found(seqs.size());  // appended to *out only if every lookup works
   std::optional<DeliveryRun> run;  // the last one read
   for (size_t i : order) {
     const uint64_t seq = seqs[i];
-    Delivery& d = (*out)[base + i];
+    Delivery& d = found[i];
     if (index && !(run && run->Covers(seq))) {
       run.reset();
       index->SeekForPrev(keys::Seq(seq));
@@ -105,6 +105,8 @@ absl::Status RocksWal::LookupDeliveries(const std::vector<uint64_t>& seqs,
       d = Unknown(seq, "no message was accepted with this sequence number");
     }
   }
+  out->insert(out->end(), std::make_move_iterator(found.begin()),
+              std::make_move_iterator(found.end()));
   return absl::OkStatus();
 }
 

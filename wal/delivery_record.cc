@@ -28,12 +28,6 @@ Delivery DeliveryRun::At(uint64_t seq) const {
   return d;
 }
 
-bool DeliveryRun::Extends(const Outcome& o, int64_t t) const {
-  return o.seq == end_seq() && t == time_ms && std::max(o.partition, -1) == partition &&
-         o.offset == OffsetOf(o.seq) && o.discard_reason == reason && o.error_text == error &&
-         o.topic == topic;
-}
-
 DeliveryRun DeliveryRun::Of(const Outcome& o, int64_t t) {
   DeliveryRun r;
   r.first_seq = o.seq;

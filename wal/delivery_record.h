@@ -37,9 +37,13 @@ struct DeliveryRun {
   }
   // The Delivery of `seq`, which the run covers.
   Delivery At(uint64_t seq) const;
-  // True if `o`, settled at `time_ms`, is the run's next sequence number with the same
-  // outcome, so that it extends the run.
-  bool Extends(const Outcome& o, int64_t time_ms) const;
+  // True if `o`, settled at `t`, is the run's next sequence number with the same
+  // outcome, so that it extends the run. Inline: Settle asks it once per message.
+  bool Extends(const Outcome& o, int64_t t) const {
+    return o.seq == end_seq() && t == time_ms && o.offset == OffsetOf(o.seq) &&
+           (o.partition < -1 ? -1 : o.partition) == partition && o.topic == topic &&
+           o.discard_reason == reason && o.error_text == error;
+  }
   // A run of one: `o`, settled at `time_ms`.
   static DeliveryRun Of(const Outcome& o, int64_t time_ms);
 };

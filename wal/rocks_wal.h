@@ -128,6 +128,11 @@ class RocksWal final : public Wal {
   // from the queue and returns it with each writer's outcome set.
   std::vector<Writer> CommitGroup() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t NextReceiveTime() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Where live entries may be: [head_, committed_next_), read together.
+  struct LiveRange {
+    uint64_t head, next;
+  };
+  LiveRange live_range() const ABSL_LOCKS_EXCLUDED(mu_);
   // First live seq in [from, limit), or nullopt.
   std::optional<uint64_t> FirstLiveAtOrAfter(uint64_t from, uint64_t limit) const
       ABSL_SHARED_LOCKS_REQUIRED(db_mu_);

@@ -154,12 +154,7 @@ absl::StatusOr<std::unique_ptr<OpenDb>> RocksWal::OpenDatabaseReadOnly() const {
 absl::StatusOr<std::optional<Entry>> RocksWal::Newest() {
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
-  uint64_t lower, upper;
-  {
-    MutexLock l(&mu_);
-    lower = head_;
-    upper = committed_next_;
-  }
+  const auto [lower, upper] = live_range();
   if (lower >= upper) return std::nullopt;
   std::string lo = keys::Seq(lower), hi = keys::Seq(upper);
   rocksdb::Slice lo_s(lo), hi_s(hi);

@@ -14,6 +14,7 @@
 // batch that removes it.
 #include "wal/dead_letter.h"
 #include "wal/keys.h"
+#include "wal/oldest_prefix.h"
 #include "wal/rocks_wal.h"
 #include "wal/status.h"
 
@@ -66,17 +67,9 @@ absl::StatusOr<DeadLetterTrim> RocksWal::TrimDeadLetters() {
   const int64_t now_ms = options_.clock->NowMillis();
 
   std::map<std::string, std::map<std::string, Counts>> dropped;  // topic -> limit -> counts
-  std::string first, end;
-  size_t n = 0;
   uint64_t removed_bytes = 0;
-  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(rocksdb::ReadOptions(), db_->dead));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    if (n >= kMaxTrimEntries || removed_bytes >= kMaxTrimBytes) {
-      trim.more = true;
-      break;
-    }
-    const uint64_t seq = keys::ParseSeq(std::string_view(it->key().data(), it->key().size()));
-    const std::string_view value(it->value().data(), it->value().size());
+  auto take = [&](uint64_t seq, std::string_view value) {
+    if (removed_bytes >= kMaxTrimBytes) return TakeKey::kBound;
     absl::StatusOr<DeadLetter> d = DecodeDeadLetter(seq, value);
     const char* limit = nullptr;
     if (max_bytes > 0 && dead.bytes > max_bytes) {
@@ -84,7 +77,7 @@ absl::StatusOr<DeadLetterTrim> RocksWal::TrimDeadLetters() {
     } else if (max_age > 0 && (!d.ok() || now_ms - d->discard_time_ms >= max_age)) {
       limit = kByAge;  // an unreadable one has no time; it goes as the oldest
     } else {
-      break;
+      return TakeKey::kStop;
     }
     Counts& c = limit == kBySize ? trim.by_size : trim.by_age;
     c.count += 1;
@@ -95,16 +88,16 @@ absl::StatusOr<DeadLetterTrim> RocksWal::TrimDeadLetters() {
     dead.count -= std::min<uint64_t>(dead.count, 1);
     dead.bytes -= std::min<uint64_t>(dead.bytes, value.size());
     removed_bytes += value.size();
-    if (n++ == 0) first = keys::Seq(seq);
-    end = keys::Seq(seq + 1);
-  }
-  RETURN_IF_ERROR(FromRocks(it->status(), "scan dead letters"));
-  it.reset();
-  if (n == 0) return trim;
+    return TakeKey::kTake;
+  };
+  ASSIGN_OR_RETURN(OldestPrefix removed,
+                   TakeOldest(db_->db.get(), db_->dead, kMaxTrimEntries, take));
+  trim.more = removed.more;
+  if (removed.keys == 0) return trim;
 
   rocksdb::WriteBatch wb;
   // What was removed is a prefix of the store: one range tombstone.
-  wb.DeleteRange(db_->dead, first, end);
+  wb.DeleteRange(db_->dead, removed.first, removed.end);
   wb.Put(db_->meta, keys::kDeadLetters, keys::EncodeCounts(dead));
   {
     MutexLock l(&mu_);

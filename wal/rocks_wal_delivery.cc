@@ -15,6 +15,7 @@
 
 #include "wal/delivery_record.h"
 #include "wal/keys.h"
+#include "wal/oldest_prefix.h"
 #include "wal/rocks_wal.h"
 #include "wal/status.h"
 
@@ -25,48 +26,57 @@ namespace {
 // held up long; DeliveryTrim::more says when to call again.
 constexpr size_t kMaxTrimRuns = 65536;
 
-bool BySeq(const Outcome* a, const Outcome* b) { return a->seq < b->seq; }
+// The runs of n outcomes, at(0) .. at(n - 1), settled at now_ms unless they carry their
+// own time; false (with *runs partly filled) if they are not in sequence order.
+template <typename At>
+bool BuildRuns(const At& at, size_t n, int64_t now_ms, std::vector<DeliveryRun>* runs) {
+  runs->clear();
+  for (size_t i = 0; i < n; ++i) {
+    const Outcome& o = at(i);
+    const int64_t time_ms = o.time_ms != 0 ? o.time_ms : now_ms;
+    if (!runs->empty()) {
+      DeliveryRun& run = runs->back();
+      if (run.Extends(o, time_ms)) {
+        ++run.count;
+        continue;
+      }
+      if (o.seq < run.end_seq()) return false;
+    }
+    runs->push_back(DeliveryRun::Of(o, time_ms));
+  }
+  return true;
+}
 
 }  // namespace
 
 Counts RocksWal::IndexOutcomes(const std::vector<Outcome>& outcomes, int64_t now_ms,
                                rocksdb::WriteBatch* wb) const {
-  // Runs need sequence order; the drain's batches usually come in it already.
-  std::vector<const Outcome*> sorted;
-  const bool in_order = std::is_sorted(outcomes.begin(), outcomes.end(),
-                                       [](const Outcome& a, const Outcome& b) { return a.seq < b.seq; });
-  if (!in_order) {
-    sorted.reserve(outcomes.size());
-    for (const Outcome& o : outcomes) sorted.push_back(&o);
-    std::sort(sorted.begin(), sorted.end(), BySeq);
+  // One pass in the given order, which the drain's batches usually keep (measured: a
+  // second pass to check the order cost as much as building the runs); a batch out of
+  // order is done again, sorted.
+  std::vector<DeliveryRun> runs;
+  auto given = [&](size_t i) -> const Outcome& { return outcomes[i]; };
+  if (!BuildRuns(given, outcomes.size(), now_ms, &runs)) {
+    std::vector<const Outcome*> order;
+    order.reserve(outcomes.size());
+    for (const Outcome& o : outcomes) order.push_back(&o);
+    std::sort(order.begin(), order.end(),
+              [](const Outcome* a, const Outcome* b) { return a->seq < b->seq; });
+    auto sorted = [&](size_t i) -> const Outcome& { return *order[i]; };
+    BuildRuns(sorted, order.size(), now_ms, &runs);
   }
-  Counts added;
-  auto put = [&](const DeliveryRun& run) {
-    const std::string key = keys::Seq(run.first_seq);
-    const std::string value = EncodeDeliveryRun(run);
-    added.count += run.count;
-    added.bytes += key.size() + value.size();
-    wb->Put(db_->delivery, key, value);
-  };
-  std::optional<DeliveryRun> run;
-  for (size_t i = 0; i < outcomes.size(); ++i) {
-    const Outcome& o = in_order ? outcomes[i] : *sorted[i];
-    const int64_t time_ms = o.time_ms != 0 ? o.time_ms : now_ms;
-    if (run && run->Extends(o, time_ms)) {
-      ++run->count;
-      continue;
-    }
-    if (run) put(*run);
-    run = DeliveryRun::Of(o, time_ms);
-  }
-  if (run) put(*run);
   Counts total;
   {
     MutexLock l(&mu_);
     total = delivery_index_;
   }
-  total.count += added.count;
-  total.bytes += added.bytes;
+  for (const DeliveryRun& run : runs) {
+    const std::string key = keys::Seq(run.first_seq);
+    const std::string value = EncodeDeliveryRun(run);
+    total.count += run.count;
+    total.bytes += key.size() + value.size();
+    wb->Put(db_->delivery, key, value);
+  }
   // The total, not an increment: a batch applied twice writes the same value.
   wb->Put(db_->meta, keys::kDeliveryIndex, keys::EncodeCounts(total));
   return total;
@@ -91,41 +101,30 @@ absl::StatusOr<DeliveryTrim> RocksWal::TrimDeliveries() {
   if (max_age <= 0 && index.bytes <= max_bytes) return trim;
   const int64_t now_ms = options_.clock->NowMillis();
 
-  std::string first, end;
-  size_t n = 0;
-  std::unique_ptr<rocksdb::Iterator> it(
-      db_->db->NewIterator(rocksdb::ReadOptions(), db_->delivery));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    if (n >= kMaxTrimRuns) {
-      trim.more = true;
-      break;
-    }
-    const std::string_view key(it->key().data(), it->key().size());
-    const std::string_view value(it->value().data(), it->value().size());
-    absl::StatusOr<DeliveryRun> run = DecodeDeliveryRun(key, value);
+  auto take = [&](uint64_t seq, std::string_view value) {
+    absl::StatusOr<DeliveryRun> run = DecodeDeliveryRun(keys::Seq(seq), value);
     // An unreadable run has no time: it goes as the oldest. Its messages are not known;
     // the totals lose only its bytes.
     const bool remove = (max_bytes > 0 && index.bytes > max_bytes) ||
                         (max_age > 0 && (!run.ok() || now_ms - run->time_ms >= max_age));
-    if (!remove) break;
-    const uint64_t seq = keys::ParseSeq(key);
+    if (!remove) return TakeKey::kStop;
     const uint64_t messages = run.ok() ? run->count : 0;
-    const uint64_t bytes = key.size() + value.size();
+    const uint64_t bytes = 8 + value.size();  // key and value
     trim.messages += messages;
     trim.bytes += bytes;
     index.count -= std::min(index.count, messages);
     index.bytes -= std::min(index.bytes, bytes);
-    if (n++ == 0) first = keys::Seq(seq);
-    end = keys::Seq(seq + 1);
     floor = std::max(floor, run.ok() ? run->end_seq() : seq + 1);
-  }
-  RETURN_IF_ERROR(FromRocks(it->status(), "scan the delivery index"));
-  it.reset();
-  if (n == 0) return trim;
+    return TakeKey::kTake;
+  };
+  ASSIGN_OR_RETURN(OldestPrefix removed,
+                   TakeOldest(db_->db.get(), db_->delivery, kMaxTrimRuns, take));
+  trim.more = removed.more;
+  if (removed.keys == 0) return trim;
 
   rocksdb::WriteBatch wb;
   // What was removed is the lowest keys of the index: one range tombstone.
-  wb.DeleteRange(db_->delivery, first, end);
+  wb.DeleteRange(db_->delivery, removed.first, removed.end);
   wb.Put(db_->meta, keys::kDeliveryIndex, keys::EncodeCounts(index));
   wb.Put(db_->meta, keys::kDeliveryFloor, keys::U64(floor));
   {

@@ -14,6 +14,7 @@
 //    settled and its run written, so nothing it returns can change, and it never
 //    returns an outcome past one it has not returned yet.
 #include <algorithm>
+#include <iterator>
 #include <numeric>
 
 #include "wal/delivery_record.h"
@@ -45,12 +46,7 @@ absl::Status RocksWal::LookupDeliveries(const std::vector<uint64_t>& seqs,
                                         std::vector<Delivery>* out) {
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
-  uint64_t head, next;
-  {
-    MutexLock l(&mu_);
-    head = head_;
-    next = committed_next_;
-  }
+  const auto [head, next] = live_range();
   rocksdb::ManagedSnapshot snapshot(db_->db.get());
   uint64_t floor;
   {
@@ -72,12 +68,11 @@ absl::Status RocksWal::LookupDeliveries(const std::vector<uint64_t>& seqs,
   std::vector<size_t> order(seqs.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return seqs[a] < seqs[b]; });
-  const size_t base = out->size();
-  out->resize(base + seqs.size());
+  std::vector<Delivery> found(seqs.size());  // appended to *out only if every lookup works
   std::optional<DeliveryRun> run;  // the last one read
   for (size_t i : order) {
     const uint64_t seq = seqs[i];
-    Delivery& d = (*out)[base + i];
+    Delivery& d = found[i];
     if (index && !(run && run->Covers(seq))) {
       run.reset();
       index->SeekForPrev(keys::Seq(seq));
@@ -110,6 +105,8 @@ absl::Status RocksWal::LookupDeliveries(const std::vector<uint64_t>& seqs,
       d = Unknown(seq, "no message was accepted with this sequence number");
     }
   }
+  out->insert(out->end(), std::make_move_iterator(found.begin()),
+              std::make_move_iterator(found.end()));
   return absl::OkStatus();
 }
 
@@ -117,11 +114,7 @@ absl::Status RocksWal::ScanDeliveries(uint64_t from_seq, size_t max_entries,
                                       std::vector<Delivery>* out, uint64_t* next) {
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
-  uint64_t head;
-  {
-    MutexLock l(&mu_);
-    head = head_;
-  }
+  const uint64_t head = live_range().head;
   const std::string hi = keys::Seq(head);
   const rocksdb::Slice hi_s(hi);
   rocksdb::ReadOptions ro;

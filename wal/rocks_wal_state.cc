@@ -41,6 +41,11 @@ Stats RocksWal::GetStats() const {
   return s;
 }
 
+RocksWal::LiveRange RocksWal::live_range() const {
+  MutexLock l(&mu_);
+  return {head_, committed_next_};
+}
+
 rocksdb::Status RocksWal::SyncedWrite(rocksdb::WriteBatch* wb) {
   rocksdb::WriteOptions wo;
   wo.sync = true;

@@ -169,7 +169,7 @@ struct Outcome {
 // What became of one sequence number (LookupDeliveries, ScanDeliveries).
 struct Delivery {
   enum class State {
-    kUnknown,    // not kept (older than the index's floor), or never a live entry
+    kUnknown,    // not kept (below the index's floor), not assigned yet, or never an entry
     kPending,    // live in the log
     kDelivered,  // settled as delivered: topic, partition, offset
     kDiscarded,  // settled as discarded: reason and error (a dead letter)
@@ -239,8 +239,9 @@ struct Stats {
   std::map<std::string, uint64_t> topic_full_refused;  // by topic (tracked topics only)
   size_t tracked_topics = 0;       // topics whose commit points are kept
   uint64_t topics_forgotten = 0;   // since open
-  // The delivery index: outcomes kept, their stored bytes, and the floor: every
-  // sequence number below it is forgotten (reported as unknown).
+  // The delivery index: outcomes kept and their stored bytes (keys + values, what
+  // Options::delivery_retention_bytes bounds), and the floor: every sequence number
+  // below it is forgotten (reported as unknown).
   Counts delivery_index;
   uint64_t delivery_floor_seq = 0;
   size_t report_buckets = 0;       // time buckets of the report's after table
@@ -386,23 +387,34 @@ class Wal {
   [[nodiscard]] virtual absl::Status CountLive(std::map<std::string, Counts>* out) = 0;
 
   // The delivery index (rocks_wal_delivery*.cc; FORMAT.md "Column family `delivery`").
+  // Readers never block Settle() or appends; the read-only view serves both readers.
   //
-  // One Delivery per element of `seqs`, in order, appended to *out: the settled outcome
-  // if the index holds it, else PENDING if the entry is live, else UNKNOWN with `error`
-  // saying why (below the floor, not assigned yet, or no entry ever had it).
+  // One Delivery per element of `seqs`, in the order given (repeats allowed), appended
+  // to *out: the settled outcome if the index holds it (also below the floor: an entry
+  // stuck there and settled late), else PENDING if the entry is live, else UNKNOWN with
+  // `error` saying why: "older than the delivery index keeps (oldest kept: F)", "not
+  // assigned yet (next: N)", "no message was accepted with this sequence number", or
+  // "sequence numbers start at 1". The index and the log are read in one snapshot, so
+  // an entry settled meanwhile is never reported as neither. Meant for up to about
+  // 10,000 numbers per call (they are sorted; one seek serves a whole run).
   [[nodiscard]] virtual absl::Status LookupDeliveries(const std::vector<uint64_t>& seqs,
                                                       std::vector<Delivery>* out) = 0;
   // The feed: the outcomes of sequence numbers in [from_seq, head), in order, where
-  // every entry below head is settled; at most max_entries, appended to *out. *next is
-  // where to continue (head when caught up). Sequence numbers that never held an entry
-  // are skipped. OUT_OF_RANGE when from_seq is below the floor (forgotten outcomes).
+  // every entry below head is settled (head is read first, so nothing returned can
+  // change, and an unsettled entry holds back every later outcome); at most max_entries,
+  // appended to *out. *next is where to continue: every outcome in [from_seq, *next)
+  // was returned; max(from_seq, head) once caught up. Sequence numbers that never held
+  // an entry are skipped. OUT_OF_RANGE when from_seq is below the floor
+  // (forgotten outcomes), also when a trim raised it while the call ran.
   [[nodiscard]] virtual absl::Status ScanDeliveries(uint64_t from_seq, size_t max_entries,
                                                     std::vector<Delivery>* out,
                                                     uint64_t* next) = 0;
-  // Forgets the oldest outcomes (in sequence order) while the index's bytes exceed
-  // Options::delivery_retention_bytes, then those settled longer than
-  // Options::delivery_retention_ms ago, stopping at the first younger one; raises the
-  // floor past them in the same batch (not synced). Bounded work per call.
+  // Forgets the oldest outcomes (whole runs, in sequence order) while the index's bytes
+  // exceed Options::delivery_retention_bytes, then those known at least
+  // Options::delivery_retention_ms ago (by the Clock), stopping at the first younger
+  // one; raises the floor past them in the same batch, not synced: a crash may bring
+  // them back, with the totals and floor as before. At most 65,536 runs per call
+  // (DeliveryTrim::more: call again). Waits for a Settle() in progress.
   [[nodiscard]] virtual absl::StatusOr<DeliveryTrim> TrimDeliveries() = 0;
 
   // Operator tools (kspoolctl); rocks_wal_admin.cc, rocks_wal_replay.cc.

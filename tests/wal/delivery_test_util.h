@@ -19,6 +19,7 @@ namespace kspool::wal {
 
 class DeliveryTest : public ::testing::Test {
  protected:
+  using State = Delivery::State;
   static constexpr int64_t kStart = 1'700'000'000'000;
 
   std::unique_ptr<Wal> OpenWal(const std::function<void(Options*)>& tweak = nullptr) {

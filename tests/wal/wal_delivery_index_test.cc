@@ -7,7 +7,6 @@
 namespace kspool::wal {
 namespace {
 
-using State = Delivery::State;
 using WalDelivery = DeliveryTest;
 
 TEST_F(WalDelivery, DeliveredOutcomeIsFoundWithItsPartitionAndOffset) {

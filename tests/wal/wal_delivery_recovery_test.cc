@@ -16,7 +16,6 @@
 namespace kspool::wal {
 namespace {
 
-using State = Delivery::State;
 using WalDeliveryRecovery = DeliveryTest;
 
 TEST_F(WalDeliveryRecovery, SettleAgainAfterADroppedFailedSyncKeepsTheLatestOffset) {

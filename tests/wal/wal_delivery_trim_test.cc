@@ -3,12 +3,12 @@
 // raises the floor past them.
 #include <gtest/gtest.h>
 
+#include "tests/support/raw_wal.h"
 #include "tests/wal/delivery_test_util.h"
 
 namespace kspool::wal {
 namespace {
 
-using State = Delivery::State;
 constexpr int64_t kHour = 3'600'000;
 
 class WalDeliveryTrim : public DeliveryTest {
@@ -117,6 +117,35 @@ TEST_F(WalDeliveryTrim, TrimLostInAPowerCutComesBackWithItsTotals) {
   EXPECT_EQ(after.delivery_index.bytes, before.delivery_index.bytes);
   EXPECT_EQ(after.delivery_floor_seq, before.delivery_floor_seq);
   EXPECT_EQ(Lookup(wal.get(), e[1].seq).state, State::kDelivered);
+}
+
+TEST_F(WalDeliveryTrim, UnreadableRunIsDataLossUntilTrimmedAsTheOldest) {
+  std::vector<Entry> e;
+  {
+    auto wal = OpenWal();
+    e = Append(wal.get(), 3);
+    ASSERT_TRUE(wal->Settle(Deliver({e[0]}, 0, 0)).ok());
+    ASSERT_TRUE(wal->Settle(Deliver({e[1], e[2]}, 0, 1)).ok());
+  }
+  ASSERT_TRUE(kspool::testing::WithRawWal(dir_.path(), [&](rocksdb::DB* db, auto& cf) {
+                std::string key(8, '\0');
+                key[7] = static_cast<char>(e[0].seq);
+                return db->Put(rocksdb::WriteOptions(), cf.at("delivery"), key, "\x01\x05");
+              }).ok());
+  auto wal = OpenWal([](Options* o) { o->delivery_retention_ms = kHour; });
+  std::vector<Delivery> out;
+  EXPECT_EQ(wal->LookupDeliveries({e[0].seq}, &out).code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(out.empty()) << "nothing is appended when a lookup fails";
+  uint64_t next = 0;
+  EXPECT_EQ(wal->ScanDeliveries(e[0].seq, 10, &out, &next).code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(Lookup(wal.get(), e[2].seq).offset, 2) << "other runs still read";
+
+  absl::StatusOr<DeliveryTrim> trim = wal->TrimDeliveries();  // the others are young
+  ASSERT_TRUE(trim.ok()) << trim.status();
+  EXPECT_EQ(trim->messages, 0u) << "how many it held is not known";
+  EXPECT_EQ(trim->bytes, 10u);
+  EXPECT_EQ(wal->GetStats().delivery_floor_seq, e[1].seq);
+  EXPECT_EQ(Seqs(ScanFeed(wal.get(), e[1].seq, 10)), (std::vector<uint64_t>{e[1].seq, e[2].seq}));
 }
 
 TEST_F(WalDeliveryTrim, WithoutLimitsNothingIsTrimmed) {

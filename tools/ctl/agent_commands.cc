@@ -82,6 +82,13 @@ int AgentSend(const AgentTarget& agent, SendOptions options, const Output& out) 
   absl::StatusOr<kspool::v1::SendResponse> r = client.Send(req, &trailer_sequences);
   if (!r.ok() && !trailer_sequences.empty()) return NotConfirmed(r.status(), trailer_sequences, out);
   if (!r.ok()) return Fail(r.status());
+  if (options.wait_for_kafka && r->deliveries_size() != r->sequence_size()) {
+    // An agent from before WAIT_FOR_KAFKA ignores the field and answers at the WAL write.
+    std::cerr << "kspoolctl: the agent accepted sequence " << r->sequence(0) << ".."
+              << r->sequence(r->sequence_size() - 1)
+              << " but sent no outcomes: it does not support --wait kafka\n";
+    return kExitError;
+  }
   if (out.json) {
     Json j = {{"sequence", r->sequence()}, {"receive_time_ms", r->receive_time_ms()}};
     if (options.wait_for_kafka) {

@@ -71,10 +71,10 @@ int AgentWatch(const AgentTarget& agent, const WatchOptions& options, const Outp
     return kExitOk;
   }
   if (s.code() == absl::StatusCode::kOutOfRange) {
-    std::cerr << "kspoolctl: outcomes from sequence " << next
-              << " on are no longer all kept by the agent (its delivery index keeps "
-                 "--delivery-retention); watch from a later sequence ("
-              << s.message() << ")\n";
+    std::cerr << "kspoolctl: cannot watch from sequence " << next
+              << ": the agent no longer keeps outcomes that old (it keeps them for "
+                 "--delivery-retention); watch from a later sequence\nkspoolctl: "
+              << s.message() << "\n";
     return kExitError;
   }
   if (s.ok()) {

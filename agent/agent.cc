@@ -94,6 +94,8 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
   wo.max_dead_letter_age_ms = static_cast<int64_t>(config.dead_letter_max_age_ms);
   wo.topic_idle_forget_ms = static_cast<int64_t>(config.topic_idle_forget_ms);
   wo.max_tracked_topics = config.max_tracked_topics;
+  wo.delivery_retention_ms = static_cast<int64_t>(config.delivery_retention_ms);
+  wo.delivery_retention_bytes = config.delivery_retention_bytes;
   wo.on_group_commit = [metrics](size_t n, double s) { metrics->ObserveGroupCommit(n, s); };
   absl::StatusOr<std::unique_ptr<wal::Wal>> wal = wal::Wal::Open(wo);
   if (!wal.ok()) return wal.status();
@@ -125,8 +127,16 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
   // The producer is made by the drain loop itself, after drain_ is set, and destroyed
   // by it before it stops: drain_ is valid whenever this runs.
   pc.on_reports = [agent = a.get()] { agent->drain_->Notify(); };
+  a->waiters_ = std::make_unique<DeliveryWaiters>(deps.clock);
+  a->waiters_->StartExpiry();
+  a->feed_ = std::make_unique<DeliveryFeed>(a->wal_.get());
+  a->feed_->Start();
   DrainOptions dopt = DrainOptionsFrom(config, deps.clock, metrics);
   dopt.partitions = a->partitions_.get();
+  dopt.on_settled = [w = a->waiters_.get(), f = a->feed_.get()](const auto& outcomes) {
+    w->Resolve(outcomes);
+    f->Notify();
+  };
   a->drain_ = std::make_unique<DrainLoop>(
       a->wal_.get(), a->tracker_.get(),
       [pc]() -> absl::StatusOr<std::unique_ptr<Producer>> {
@@ -162,7 +172,8 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
         return last != 0 && clock->MonotonicMillis() - last < 5000 ? int64_t{200}
                                                                     : int64_t{2000};
       },
-      metrics_.get(), metadata_.get(), clock, DecodedRequestBudget(config));
+      metrics_.get(), metadata_.get(), clock, DecodedRequestBudget(config), waiters_.get(),
+      feed_.get());
   admin_ = std::make_unique<AdminService>(wal_.get(), tracker_.get(), drain, clock);
 
   const FdBudget fds = RaiseFdLimitAndBudget(config.max_connections, HttpLimits{}.max_connections);
@@ -218,6 +229,10 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   sources.grpc_connections = [l = listener_.get()] { return l->connections(); };
   sources.grpc_connections_max = listener_->max_connections();
   sources.receive_memory_limit = config.max_receive_memory;
+  sources.delivery_retention_ms = static_cast<int64_t>(config.delivery_retention_ms);
+  sources.delivery_retention_bytes = config.delivery_retention_bytes;
+  sources.waiting_sends = [w = waiters_.get()] { return w->waiting(); };
+  sources.delivery_watchers = [f = feed_.get()] { return f->watchers(); };
   sources.receive_memory_used = [m = meter_.get(), spool = spool_.get()] {
     return m->debt() + spool->receive_memory().in_use();
   };
@@ -243,6 +258,10 @@ void Agent::Shutdown() {
   if (heartbeater_) heartbeater_->Stop();
   maintenance_.reset();
   if (listener_) listener_->Stop();
+  // Calls that would wait for outcomes end now (UNAVAILABLE, their sequence numbers
+  // named), so that the server's shutdown does not wait for them.
+  if (waiters_) waiters_->Close();
+  if (feed_) feed_->Close();
   if (server_) {
     spdlog::info("shutdown: no longer accepting Sends");
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
@@ -253,6 +272,8 @@ void Agent::Shutdown() {
     drain_->Stop();
     drain_.reset();
   }
+  feed_.reset();
+  waiters_.reset();
   heartbeater_.reset();
   wal_.reset();
 }

@@ -69,6 +69,9 @@ class Agent {
   std::unique_ptr<DrainLoop> drain_;            // uses partitions_
   std::unique_ptr<Heartbeater> heartbeater_;
   std::unique_ptr<WalMaintenance> maintenance_;
+  // Told by drain_ of settled outcomes, so they outlive it.
+  std::unique_ptr<DeliveryWaiters> waiters_;
+  std::unique_ptr<DeliveryFeed> feed_;
   std::unique_ptr<SpoolService> spool_;
   std::unique_ptr<AdminService> admin_;
   std::unique_ptr<ReceptionMeter> meter_;   // used by listener_ and spool_

@@ -133,6 +133,17 @@ absl::StatusOr<ByteSize> ParseByteSize(const std::string& text) {
   return bad("has an unknown unit");
 }
 
+namespace {
+// A size that cannot be a percent of the WAL's capacity.
+absl::StatusOr<ByteSize> ParseAbsoluteByteSize(const std::string& v) {
+  absl::StatusOr<ByteSize> b = ParseByteSize(v);
+  if (b.ok() && b->percent > 0) {
+    return absl::InvalidArgumentError("'" + v + "': a size in bytes, not a percent");
+  }
+  return b;
+}
+}  // namespace
+
 ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* env) {
   ParseOutcome out;
   Config& c = out.config;
@@ -213,17 +224,11 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
              "e.g. 7d; 0 = never",
              ParseDurationMs);
   std::string queue_max = "64MiB", topic_max = "0", dead_max = "10%", dead_age = "7d",
-              idle_forget = "24h";
+              idle_forget = "24h", delivery_retention = "1h", delivery_bytes = "256MiB";
   add_parsed("max-append-queue-bytes", &queue_max,
              "Bytes of Sends waiting for the WAL's disk (e.g. 64MiB); beyond it "
              "RESOURCE_EXHAUSTED; 0 = no bound",
-             [](const std::string& v) -> absl::StatusOr<ByteSize> {
-               absl::StatusOr<ByteSize> b = ParseByteSize(v);
-               if (b.ok() && b->percent > 0) {
-                 return absl::InvalidArgumentError("'" + v + "': a size in bytes, not a percent");
-               }
-               return b;
-             });
+             ParseAbsoluteByteSize);
   add_parsed("topic-max-bytes", &topic_max,
              "Live bytes one topic may fill in the WAL (bytes, e.g. 2GiB, or a percent of the "
              "capacity, e.g. 10%); beyond it only that topic's Sends get RESOURCE_EXHAUSTED; "
@@ -236,6 +241,15 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   add_parsed("dead-letter-max-age", &dead_age,
              "Dead letters discarded longer ago than this are removed, e.g. 7d; 0 = kept",
              ParseDurationMs);
+  add_parsed("delivery-retention", &delivery_retention,
+             "Keep each message's outcome (partition and offset, or discard reason) for "
+             "GetDeliveryStatus and WatchDeliveries this long after it is settled, e.g. 1h; "
+             "0 = no time limit",
+             ParseDurationMs);
+  add_parsed("delivery-retention-bytes", &delivery_bytes,
+             "Most disk the kept outcomes may take (e.g. 256MiB); beyond it the oldest are "
+             "forgotten; 0 = no size limit",
+             ParseAbsoluteByteSize);
   add_parsed("topic-idle-forget", &idle_forget,
              "A topic with nothing in the WAL and no Send for this long stops being tracked "
              "(its commit point; its counters stay), e.g. 24h; 0 = never",
@@ -340,6 +354,8 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   c.dead_letter_max_bytes = ParseByteSize(dead_max).value_or(ByteSize{});
   c.dead_letter_max_age_ms = ParseDurationMs(dead_age).value_or(0);
   c.topic_idle_forget_ms = ParseDurationMs(idle_forget).value_or(0);
+  c.delivery_retention_ms = ParseDurationMs(delivery_retention).value_or(0);
+  c.delivery_retention_bytes = ParseByteSize(delivery_bytes).value_or(ByteSize{}).bytes;
   c.idle_timeout_ms = ParseDurationMs(idle_timeout).value_or(c.idle_timeout_ms);
   c.max_receive_memory = ParseByteSize(receive_memory).value_or(ByteSize{}).bytes;
   // A quarter of it is the most one request may take (agent.cc, DecodedRequestBudget):

@@ -52,6 +52,10 @@ struct Config {
   // A topic with nothing in the WAL and no Send for this long stops being tracked, and
   // so do the longest idle beyond max_tracked_topics.
   uint64_t topic_idle_forget_ms = 86'400'000;
+  // The delivery index (GetDeliveryStatus, WatchDeliveries): outcomes older than this,
+  // and the oldest beyond this many stored bytes, are forgotten (0 = no limit of the kind).
+  uint64_t delivery_retention_ms = 3'600'000;
+  uint64_t delivery_retention_bytes = 256ull << 20;
   uint64_t max_tracked_topics = 10000;
 
   // The front door: what clients can hold (see README, "Limits").

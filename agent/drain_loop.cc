@@ -151,6 +151,7 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
     }
     return;
   }
+  if (options_.on_settled) options_.on_settled(batch);
   // Batches hold thousands of entries of a few topics: look each topic up once per run.
   TopicState* ts = nullptr;
   std::string_view ts_name;

@@ -70,6 +70,9 @@ struct DrainOptions {
   uint64_t purge_interval_ms = 2000;
   size_t scan_max_keys = 65536;  // WAL keys one read pass may look at
   Clock* clock = SystemClock::Default();
+  // Told of every batch of outcomes once Settle() has made it durable (the delivery
+  // waiters and feed), on the loop's thread: must be short and must not block.
+  std::function<void(const std::vector<wal::Outcome>&)> on_settled;
   Metrics* metrics = nullptr;            // optional
   PartitionCache* partitions = nullptr;  // required
 };

@@ -10,6 +10,9 @@
 namespace kspool::agent {
 
 void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_t now) {
+  if (reports.empty()) return;
+  // When the outcomes became known, for the delivery index: one wall-clock read per poll.
+  const int64_t wall_ms = options_.clock->NowMillis();
   for (const DeliveryReport& r : reports) {
     auto it = window_.find(r.seq);
     if (it == window_.end() || it->second.state != Slot::kInKafka) continue;
@@ -26,7 +29,7 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
     if (r.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
       Finish(r.seq, slot,
              {r.seq, slot.entry.record.topic, slot.entry.size, "", "", "",
-              slot.entry.record.receive_time_ms},
+              slot.entry.record.receive_time_ms, r.partition, r.offset, wall_ms},
              now);
       last_delivery_ms_.store(now);
       ts.last_delivery_ms = now;

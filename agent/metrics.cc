@@ -67,6 +67,38 @@ void AddFrontDoor(const MetricSources& s, std::vector<MetricFamily>* out) {
   for (auto* f : {&conns, &conns_max, &mem, &mem_max}) out->push_back(std::move(*f));
 }
 
+// The delivery index (--delivery-retention*) and who waits on it.
+void AddDeliveries(const MetricSources& s, const wal::Stats& st, std::vector<MetricFamily>* out) {
+  auto messages = Family("kspool_delivery_index_messages",
+                         "Outcomes kept in the delivery index (GetDeliveryStatus, WatchDeliveries)",
+                         MetricType::Gauge);
+  auto bytes = Family("kspool_delivery_index_bytes", "Stored bytes of the delivery index",
+                      MetricType::Gauge);
+  auto oldest = Family("kspool_delivery_oldest_sequence",
+                       "Oldest sequence number whose outcome may still be known: below it, "
+                       "statuses are UNKNOWN and WatchDeliveries is OUT_OF_RANGE",
+                       MetricType::Gauge);
+  auto retention = Family("kspool_delivery_retention_seconds",
+                          "How long outcomes are kept (--delivery-retention)", MetricType::Gauge);
+  auto retention_bytes = Family("kspool_delivery_retention_bytes",
+                                "Most stored bytes of outcomes kept (--delivery-retention-bytes)",
+                                MetricType::Gauge);
+  auto waiting = Family("kspool_delivery_waiting_sends",
+                        "Sends with WAIT_FOR_KAFKA waiting for their outcomes", MetricType::Gauge);
+  auto watchers = Family("kspool_delivery_watchers", "Open WatchDeliveries streams",
+                         MetricType::Gauge);
+  Add(&messages, st.delivery_index.count);
+  Add(&bytes, st.delivery_index.bytes);
+  Add(&oldest, st.delivery_floor_seq);
+  Add(&retention, s.delivery_retention_ms / 1000.0);
+  Add(&retention_bytes, s.delivery_retention_bytes);
+  Add(&waiting, s.waiting_sends ? s.waiting_sends() : 0);
+  Add(&watchers, s.delivery_watchers ? s.delivery_watchers() : 0);
+  for (auto* f : {&messages, &bytes, &oldest, &retention, &retention_bytes, &waiting, &watchers}) {
+    out->push_back(std::move(*f));
+  }
+}
+
 // The bounds on what clients, time and a stuck topic can make the WAL hold (wal.h
 // Options), read from the WAL's stats.
 void AddBounds(const wal::Stats& st, std::vector<MetricFamily>* out) {
@@ -216,6 +248,7 @@ class StateCollector : public prometheus::Collectable {
                                      discarded, entries, bytes,   cap,      fsyncs,
                                      healthy, inflight, up,       stuck,    leaderless};
     AddBounds(st, &out);
+    AddDeliveries(s, st, &out);
     AddFrontDoor(s, &out);
     return out;
   }

@@ -39,6 +39,11 @@ struct MetricSources {
   uint64_t grpc_connections_max = 0;
   std::function<uint64_t()> receive_memory_used;
   uint64_t receive_memory_limit = 0;
+  // Delivery confirmation (all optional): the index's bounds, waiting Sends, watchers.
+  int64_t delivery_retention_ms = 0;
+  uint64_t delivery_retention_bytes = 0;
+  std::function<uint64_t()> waiting_sends;
+  std::function<uint64_t()> delivery_watchers;
 };
 
 class Metrics {

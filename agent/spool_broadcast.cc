@@ -39,6 +39,7 @@ grpc::ServerUnaryReactor* SpoolService::Broadcast(grpc::CallbackServerContext* c
   absl::StatusOr<RequestMemoryBudget::Lease> lease =
       Receive(context, *request, &call->request, "kspool.v1.BroadcastRequest");
   if (!lease.ok()) {
+    if (absl::IsResourceExhausted(lease.status())) SetRetryAfter(context, lease.status().code());
     reactor->Finish(ToGrpc(lease.status()));
     return reactor;
   }
@@ -85,10 +86,13 @@ void SpoolService::RunBroadcast(std::unique_ptr<BroadcastCall> call) {
     batch.Add(v);
   }
   BroadcastCall* c = call.release();
-  Append(c->context, std::move(batch), std::move(c->lease),
+  Append(std::move(batch), std::move(c->lease),
          [this, c](absl::StatusOr<wal::AppendResult> r) {
            std::unique_ptr<BroadcastCall> own(c);
-           if (!r.ok()) return FinishBroadcast(std::move(own), ToGrpc(r.status()));
+           if (!r.ok()) {
+             SetRetryAfter(own->context, r.status().code());
+             return FinishBroadcast(std::move(own), ToGrpc(r.status()));
+           }
            kspool::v1::BroadcastResponse reply;
            for (size_t i = 0; i < own->targets.size(); ++i) {
              kspool::v1::BroadcastTarget* t = reply.add_targets();

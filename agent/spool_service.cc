@@ -25,7 +25,8 @@ wal::RecordView ViewOf(const kspool::v1::wire::Message& m) {
 SpoolService::SpoolService(wal::Wal* wal, RequestLimits limits, std::function<void()> on_appended,
                            std::function<int64_t(absl::StatusCode)> retry_after_ms,
                            Metrics* metrics, KafkaMetadata* metadata, Clock* clock,
-                           uint64_t receive_memory_bytes)
+                           uint64_t receive_memory_bytes, DeliveryWaiters* waiters,
+                           DeliveryFeed* feed)
     : wal_(wal),
       limits_(limits),
       on_appended_(std::move(on_appended)),
@@ -33,6 +34,8 @@ SpoolService::SpoolService(wal::Wal* wal, RequestLimits limits, std::function<vo
       metrics_(metrics),
       metadata_(metadata),
       clock_(clock),
+      waiters_(waiters),
+      feed_(feed),
       budget_(receive_memory_bytes) {}
 
 SpoolService::~SpoolService() {
@@ -62,7 +65,6 @@ absl::StatusOr<RequestMemoryBudget::Lease> SpoolService::Receive(
   absl::StatusOr<RequestMemoryBudget::Lease> lease = budget_.Charge(size);
   if (!lease.ok()) {
     WarnRefused("request refused: " + std::string(lease.status().message()));
-    SetRetryAfter(context, lease.status().code());
     return lease.status();
   }
   // The copy shares gRPC's slices (no bytes copied); protobuf reads them in place.
@@ -75,56 +77,15 @@ absl::StatusOr<RequestMemoryBudget::Lease> SpoolService::Receive(
   return lease;
 }
 
-grpc::ServerUnaryReactor* SpoolService::Send(grpc::CallbackServerContext* context,
-                                             const grpc::ByteBuffer* request,
-                                             grpc::ByteBuffer* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  const auto start = std::chrono::steady_clock::now();
-  auto finish = [this, reactor, start](const grpc::Status& status) {
-    if (metrics_) {
-      metrics_->ObserveSend(
-          status.error_code(),
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      if (!status.ok()) metrics_->SendRejected(status.error_code());
-    }
-    reactor->Finish(status);
-  };
-  wal::AppendBatch batch;
-  absl::StatusOr<RequestMemoryBudget::Lease> lease;
-  {
-    kspool::v1::wire::SendRequest parsed;  // freed once encoded into `batch`
-    lease = Receive(context, *request, &parsed, "kspool.v1.SendRequest");
-    absl::Status valid = lease.status();
-    if (valid.ok()) valid = ValidateSendRequest(parsed, limits_, clock_->NowMillis());
-    if (!valid.ok()) {
-      finish(ToGrpc(valid));
-      return reactor;
-    }
-    for (const kspool::v1::wire::Message& m : parsed.messages()) batch.Add(ViewOf(m));
-  }
+void SpoolService::Append(wal::AppendBatch batch, RequestMemoryBudget::Lease lease,
+                          Appended done) {
   const size_t n = batch.size();
-  Append(context, std::move(batch), std::move(*lease),
-         [response, n, finish](absl::StatusOr<wal::AppendResult> r) {
-           if (!r.ok()) return finish(ToGrpc(r.status()));
-           kspool::v1::SendResponse reply;
-           reply.mutable_sequence()->Reserve(static_cast<int>(n));
-           for (size_t i = 0; i < n; ++i) reply.add_sequence(r->first_seq + i);
-           reply.set_receive_time_ms(r->receive_time_ms);
-           finish(Reply(reply, response));
-         });
-  return reactor;
-}
-
-void SpoolService::Append(grpc::ServerContextBase* context, wal::AppendBatch batch,
-                          RequestMemoryBudget::Lease lease, Appended done) {
-  const size_t n = batch.size();
-  wal_->AppendAsync(std::move(batch), [this, context, n, lease = std::move(lease),
+  wal_->AppendAsync(std::move(batch), [this, n, lease = std::move(lease),
                                        done = std::move(done)](
                                           absl::StatusOr<wal::AppendResult> r) mutable {
     lease = {};  // the append is complete: the request's memory is the WAL's now
     if (!r.ok()) {
       WarnRefused("send: rejected " + std::to_string(n) + " messages: " + r.status().ToString());
-      SetRetryAfter(context, r.status().code());
     } else {
       on_appended_();
     }

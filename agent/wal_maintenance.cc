@@ -39,6 +39,7 @@ void WalMaintenance::RunOnce() {
   // After a write error the drain loop reopens the WAL; until then there is nothing to do.
   if (!wal_->health().ok()) return;
   TrimDeadLetters();
+  TrimDeliveries();
   ForgetIdleTopics();
   const wal::Stats st = wal_->GetStats();
   if (st.report_coarsenings > coarsenings_seen_) {
@@ -71,6 +72,22 @@ void WalMaintenance::TrimDeadLetters() {
                "bytes) older than --dead-letter-max-age, oldest first; they stay counted as "
                "discarded (kspool_dead_letters_dropped_total)",
                total.by_size.count, total.by_size.bytes, total.by_age.count, total.by_age.bytes);
+}
+
+void WalMaintenance::TrimDeliveries() {
+  // Forgetting outcomes beyond the retention is the index working as configured, not a
+  // degraded mode: kspool_delivery_oldest_sequence shows where it stands.
+  for (int i = 0; i < kMaxTrimCalls; ++i) {
+    absl::StatusOr<wal::DeliveryTrim> t = wal_->TrimDeliveries();
+    if (!t.ok()) {
+      spdlog::warn("delivery index: forgetting outcomes beyond --delivery-retention failed, "
+                   "will retry: {}",
+                   t.status().ToString());
+      Degraded("delivery_trim_failed");
+      return;
+    }
+    if (!t->more) return;
+  }
 }
 
 void WalMaintenance::ForgetIdleTopics() {

@@ -1,6 +1,7 @@
 // WalMaintenance: the WAL's periodic housekeeping, on its own thread, once a second:
 // removes dead letters beyond their limits (Wal::TrimDeadLetters), forgets topics idle
-// for --topic-idle-forget (Wal::ForgetIdleTopics), and reports when the discard
+// for --topic-idle-forget (Wal::ForgetIdleTopics), forgets outcomes beyond
+// --delivery-retention(-bytes) (Wal::TrimDeliveries), and reports when the discard
 // report's after table had to be coarsened. Each removal is logged as a warning and
 // shows in the metrics (kspool_dead_letters_dropped_total, kspool_topics_forgotten_total,
 // kspool_report_coarsenings_total).
@@ -31,6 +32,7 @@ class WalMaintenance {
 
  private:
   void TrimDeadLetters();
+  void TrimDeliveries();
   void ForgetIdleTopics();
   void Degraded(const char* event) {
     if (metrics_) metrics_->Degraded(event);

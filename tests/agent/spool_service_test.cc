@@ -1,16 +1,23 @@
 // SpoolService in process: a real WAL in a temp dir, real gRPC on a loopback port, an
-// injected clock. Malformed requests, client timestamps and the receive memory budget.
+// injected clock. Malformed requests, client timestamps, the receive memory budget, and
+// WAIT_FOR_KAFKA Sends and streams (with the drain's part played by the test).
 #include "agent/spool_service.h"
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <set>
+#include <thread>
+
 #include "tests/support/raw_call.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/wait.h"
 #include "wal/clock.h"
 
 namespace kspool::agent {
 namespace {
+
+using namespace std::chrono_literals;
 
 using kspool::testing::RawUnaryCall;
 
@@ -26,9 +33,10 @@ class SpoolServiceTest : public ::testing::Test {
     auto wal = wal::Wal::Open(o);
     ASSERT_TRUE(wal.ok()) << wal.status();
     wal_ = std::move(wal).value();
+    feed_ = std::make_unique<DeliveryFeed>(wal_.get());
     service_ = std::make_unique<SpoolService>(
         wal_.get(), RequestLimits{}, [] {}, [](absl::StatusCode) { return int64_t{123}; },
-        nullptr, nullptr, &clock_, receive_memory_bytes);
+        nullptr, nullptr, &clock_, receive_memory_bytes, &waiters_, feed_.get());
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -40,6 +48,8 @@ class SpoolServiceTest : public ::testing::Test {
     stub_ = kspool::v1::Spool::NewStub(channel_);
   }
   void TearDown() override {
+    waiters_.Close();
+    if (feed_) feed_->Close();
     if (server_) server_->Shutdown();
     service_.reset();
     wal_.reset();
@@ -61,12 +71,14 @@ class SpoolServiceTest : public ::testing::Test {
 
   std::vector<wal::Entry> Entries() {
     std::vector<wal::Entry> out;
-    EXPECT_TRUE(wal_->Scan(0, 100, 1 << 20, &out).ok());
+    EXPECT_TRUE(wal_->Scan(0, 10000, 1 << 20, &out).ok());
     return out;
   }
 
   kspool::testing::TempDir dir_;
   ManualClock clock_{kNow};
+  DeliveryWaiters waiters_{&clock_};
+  std::unique_ptr<DeliveryFeed> feed_;
   std::unique_ptr<wal::Wal> wal_;
   std::unique_ptr<SpoolService> service_;
   std::unique_ptr<grpc::Server> server_;
@@ -157,6 +169,103 @@ TEST_F(SpoolServiceTest, ASendBeyondTheReceiveMemoryBoundIsResourceExhaustedWith
   EXPECT_TRUE(Send(OneMessage("small"), &resp).ok());
   EXPECT_EQ(service_->receive_memory().in_use(), 0u) << "freed once the append completed";
   EXPECT_EQ(service_->receive_memory().bound(), 200u);
+}
+
+// WAIT_FOR_KAFKA through the service, with the drain's part played by the test: it
+// settles outcomes into DeliveryWaiters as the drain loop would after a durable Settle.
+class SpoolWaitTest : public SpoolServiceTest {
+ protected:
+  // Resolves every entry in the WAL that is not resolved yet as delivered to partition 0.
+  size_t ResolveAll() {
+    std::vector<wal::Outcome> outcomes;
+    for (const wal::Entry& e : Entries()) {
+      if (!resolved_.insert(e.seq).second) continue;
+      wal::Outcome o;
+      o.seq = e.seq;
+      o.topic = e.record.topic;
+      o.partition = 0;
+      o.offset = static_cast<int64_t>(e.seq) + 1000;
+      outcomes.push_back(o);
+    }
+    waiters_.Resolve(outcomes);
+    return outcomes.size();
+  }
+  std::set<uint64_t> resolved_;
+};
+
+TEST_F(SpoolWaitTest, WaitForKafkaAnswersWithEveryOutcomeInRequestOrder) {
+  Start();
+  kspool::v1::SendRequest req = OneMessage("a");
+  *req.add_messages() = req.messages(0);
+  req.set_wait_for(kspool::v1::WAIT_FOR_KAFKA);
+  kspool::v1::SendResponse resp;
+  grpc::Status status;
+  std::thread client([&] { status = Send(req, &resp); });
+  ASSERT_TRUE(kspool::testing::WaitUntil([&] { return waiters_.waiting() == 1; }, 10s));
+  EXPECT_EQ(ResolveAll(), 2u);
+  client.join();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(resp.deliveries_size(), 2);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(resp.deliveries(i).sequence(), resp.sequence(i));
+    EXPECT_EQ(resp.deliveries(i).state(), kspool::v1::DeliveryStatus::DELIVERED);
+    EXPECT_EQ(resp.deliveries(i).offset(), static_cast<int64_t>(resp.sequence(i)) + 1000);
+  }
+}
+
+TEST_F(SpoolWaitTest, AClientThatGoesAwayReleasesItsWaiter) {
+  Start();
+  kspool::v1::SendRequest req = OneMessage("a");
+  req.set_wait_for(kspool::v1::WAIT_FOR_KAFKA);
+  grpc::ClientContext ctx;
+  kspool::v1::SendResponse resp;
+  grpc::Status status;
+  std::thread client([&] { status = stub_->Send(&ctx, req, &resp); });
+  ASSERT_TRUE(kspool::testing::WaitUntil([&] { return waiters_.waiting() == 1; }, 10s));
+  ctx.TryCancel();
+  client.join();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(kspool::testing::WaitUntil([&] { return waiters_.waiting() == 0; }, 10s));
+  EXPECT_EQ(Entries().size(), 1u) << "the message stays durable";
+}
+
+TEST_F(SpoolWaitTest, AStreamWorksOnAtMostItsInflightBoundAndAnswersEveryRequest) {
+  Start();
+  constexpr size_t kRequests = 3 * SpoolService::kMaxStreamInflight;
+  grpc::ClientContext ctx;
+  auto stream = stub_->SendStream(&ctx);
+  std::atomic<size_t> answered{0};
+  std::atomic<bool> in_order{true};
+  std::thread reader([&] {
+    kspool::v1::SendResponse resp;
+    uint64_t last = 0;
+    while (stream->Read(&resp)) {
+      if (resp.status().code() != 0 || resp.deliveries_size() != 1 || resp.sequence(0) <= last) {
+        in_order = false;
+      }
+      last = resp.sequence(0);
+      answered.fetch_add(1);
+    }
+  });
+  kspool::v1::SendRequest req = OneMessage("s");
+  req.set_wait_for(kspool::v1::WAIT_FOR_KAFKA);
+  for (size_t i = 0; i < kRequests; ++i) ASSERT_TRUE(stream->Write(req));
+  stream->WritesDone();
+  size_t most_waiting = 0;
+  while (answered.load() < kRequests) {
+    ASSERT_TRUE(kspool::testing::WaitUntil(
+        [&] {
+          most_waiting = std::max(most_waiting, waiters_.waiting());
+          return waiters_.waiting() > 0 || answered.load() == kRequests;
+        },
+        10s));
+    ResolveAll();
+  }
+  EXPECT_TRUE(stream->Finish().ok());
+  reader.join();
+  EXPECT_TRUE(in_order.load());
+  EXPECT_LE(most_waiting, SpoolService::kMaxStreamInflight);
+  EXPECT_EQ(Entries().size(), kRequests);
 }
 
 }  // namespace

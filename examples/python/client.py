@@ -75,12 +75,16 @@ def retry_after_ms(err):
 def send_with_retry(stub, request, timeout_s, max_attempts, cap_ms, backoff_ms=100):
     """Send, tried again on RESOURCE_EXHAUSTED/UNAVAILABLE after the agent's
     retry-after-ms (or an exponential backoff when it gives none), each wait at most
-    cap_ms, at most max_attempts calls in all. Raises the last grpc.RpcError."""
+    cap_ms, at most max_attempts calls in all. Raises the last grpc.RpcError, at once
+    when it carries kspool-sequences (the messages were accepted)."""
     for attempt in range(1, max_attempts + 1):
         try:
             return stub.Send(request, timeout=timeout_s)
         except grpc.RpcError as err:
-            if err.code() not in RETRYABLE or attempt == max_attempts:
+            # kspool-sequences: the messages are durable (a WAIT_FOR_KAFKA call the agent
+            # ended early, at its deadline or its shutdown): sending again would duplicate.
+            durable = trailer(err, "kspool-sequences") is not None
+            if err.code() not in RETRYABLE or durable or attempt == max_attempts:
                 raise
             hint = retry_after_ms(err)
             wait_ms = min(hint if hint is not None else backoff_ms, cap_ms)

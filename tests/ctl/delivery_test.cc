@@ -64,7 +64,7 @@ class CtlDeliveryTest : public ::testing::Test {
 };
 
 TEST_F(CtlDeliveryTest, SendWaitKafkaPrintsOffsetsThatAConsumerReadsBack) {
-  StartAgent({"ctl:3"});
+  StartAgent({"ctl:3", "text:2"});
   const std::vector<std::string> values = {"one", "two", "three", "four"};
   std::vector<std::string> args = {"--json", "send", "--topic", "ctl", "--wait", "kafka"};
   args.insert(args.end(), values.begin(), values.end());
@@ -88,8 +88,9 @@ TEST_F(CtlDeliveryTest, SendWaitKafkaPrintsOffsetsThatAConsumerReadsBack) {
     EXPECT_EQ(at->seq, d["sequence"].get<uint64_t>());
   }
 
-  // The text form, on an explicit partition so that the offsets are known: 0 and 1.
-  r = Ctl({"send", "--topic", "ctl", "--partition", "2", "--wait", "kafka", "x", "y"});
+  // The text form, on a topic of its own and an explicit partition, so that the offsets
+  // are known: 0 and 1.
+  r = Ctl({"send", "--topic", "text", "--partition", "1", "--wait", "kafka", "x", "y"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   kspool::testing::ExpectGolden("send_wait_kafka", kspool::testing::Normalize(r.out, {}));
 }

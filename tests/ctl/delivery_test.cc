@@ -137,7 +137,8 @@ TEST_F(CtlDeliveryTest, WatchFromOnePrintsCountOutcomesInOrder) {
   for (const char* v : {"a", "b", "c"}) {
     CtlResult r = Ctl({"--json", "send", "--topic", "ctl", "--wait", "kafka", v, std::string(v) + "2"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    for (const json& d : json::parse(r.out)["deliveries"]) deliveries.push_back(d);
+    const json sent = json::parse(r.out);
+    for (const json& d : sent["deliveries"]) deliveries.push_back(d);
   }
   CtlResult r = Ctl({"--json", "watch", "--from", "1", "--count", "6"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -215,7 +216,8 @@ TEST_F(CtlDeliveryTest, SendPastItsDeadlinePrintsTheSequencesToAskLater) {
       [&] {
         CtlResult now = Ctl({"--json", "delivery", range});
         if (now.exit_code != 0) return false;
-        for (const json& d : json::parse(now.out)["statuses"]) {
+        const json statuses = json::parse(now.out)["statuses"];
+        for (const json& d : statuses) {
           if (d["state"] != "DELIVERED") return false;
         }
         return true;

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 #include "tests/ctl/ctl_runner.h"
@@ -185,6 +186,33 @@ TEST_F(CtlDeliveryTest, WatchStopsCleanlyOnSigintAndSigterm) {
               std::string::npos)
         << WatchErr();
   }
+}
+
+// An agent that keeps (almost) no outcomes: a watch from 1 ends with OUT_OF_RANGE, and
+// kspoolctl says from where outcomes are still kept.
+TEST_F(CtlDeliveryTest, WatchBelowWhatTheAgentKeepsSaysWhereToStart) {
+  kafka_ = std::make_unique<DevKafka>(tmp_.path(), 1, std::vector<std::string>{"ctl:1"});
+  agent_ = std::make_unique<AgentProcess>(tmp_.sub("wal"), tmp_.sub("agent.log"), kafka_->bootstrap(),
+                                          std::vector<std::string>{"--delivery-retention-bytes", "1"});
+  for (int i = 0; i < 10; ++i) {
+    CtlResult r = Ctl({"send", "--topic", "ctl", "--wait", "kafka", "v" + std::to_string(i)});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  CtlResult r;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        r = Ctl({"watch", "--from", "1", "--count", "10"});
+        return r.exit_code != 0;
+      },
+      20s, 100ms))
+      << "the index kept everything: " << r.out;
+  EXPECT_EQ(r.exit_code, 1);
+  static const std::regex kBelow(R"(kspoolctl: outcomes below (\d+) are no longer kept .*; watch --from (\d+) or later\n)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, kBelow)) << r.err;
+  EXPECT_GT(std::stoull(m[1]), 1u);
+  EXPECT_EQ(m[1], m[2]);
+  EXPECT_NE(r.err.find("OUT_OF_RANGE"), std::string::npos) << r.err;
 }
 
 // Kafka down: a WAIT_FOR_KAFKA Send cannot be confirmed before its deadline. kspoolctl

@@ -1,8 +1,10 @@
 // `delivery` and `watch`: what became of messages, by sequence number, from a running
 // agent's delivery index (GetDeliveryStatus, WatchDeliveries).
 #include <atomic>
+#include <charconv>
 #include <iostream>
 #include <optional>
+#include <string_view>
 
 #include "tools/ctl/agent_client.h"
 #include "tools/ctl/commands.h"
@@ -16,6 +18,20 @@ namespace {
 // Where a reader that stopped can pick up: the sequence after the last one it saw.
 std::string ResumeHint(uint64_t next) {
   return "resume with: kspoolctl watch --from " + std::to_string(next);
+}
+
+// The lowest sequence the agent's delivery index still holds, from its OUT_OF_RANGE
+// message ("... the delivery index starts at N"); nullopt if the text says no such thing.
+std::optional<uint64_t> IndexStart(std::string_view message) {
+  constexpr std::string_view kStartsAt = "starts at ";
+  const size_t at = message.rfind(kStartsAt);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view digits = message.substr(at + kStartsAt.size());
+  digits = digits.substr(0, digits.find_first_not_of("0123456789"));
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  if (digits.empty() || ec != std::errc()) return std::nullopt;
+  return n;
 }
 
 }  // namespace
@@ -71,10 +87,18 @@ int AgentWatch(const AgentTarget& agent, const WatchOptions& options, const Outp
     return kExitOk;
   }
   if (s.code() == absl::StatusCode::kOutOfRange) {
-    std::cerr << "kspoolctl: cannot watch from sequence " << next
-              << ": the agent no longer keeps outcomes that old (it keeps them for "
-                 "--delivery-retention); watch from a later sequence\nkspoolctl: "
-              << s.message() << "\n";
+    const std::optional<uint64_t> floor = IndexStart(std::string(s.message()));
+    if (floor) {
+      std::cerr << "kspoolctl: outcomes below " << *floor
+                << " are no longer kept (the agent keeps them for --delivery-retention, in at "
+                   "most --delivery-retention-bytes); watch --from "
+                << *floor << " or later\n";
+    } else {
+      std::cerr << "kspoolctl: outcomes from " << next
+                << " on are no longer all kept (the agent keeps them for --delivery-retention, "
+                   "in at most --delivery-retention-bytes); watch from a later sequence\n";
+    }
+    std::cerr << "kspoolctl: " << s.message() << "\n";
     return kExitError;
   }
   if (s.ok()) {

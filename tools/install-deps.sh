@@ -11,5 +11,5 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
   prometheus-cpp-dev libgtest-dev libgmock-dev libabsl-dev \
   libcli11-dev libspdlog-dev nlohmann-json3-dev \
-  kcat python3 curl libfaketime strace util-linux >/dev/null
+  kcat python3 python3-grpcio python3-protobuf curl libfaketime strace util-linux >/dev/null
 echo "install-deps: done"

@@ -68,7 +68,11 @@ TEST_F(CtlUsageTest, BadCommandLinesExitWithTwo) {
                                         {"wal", "frobnicate", dir},
                                         {"dead", "replay", dir},
                                         {"dead", "purge", dir},
-                                        {"send", "--topic", "t", "--header", "novalue", "v"}}) {
+                                        {"send", "--topic", "t", "--header", "novalue", "v"},
+                                        {"send", "--topic", "t", "--wait", "disk", "v"},
+                                        {"delivery"},
+                                        {"watch"},
+                                        {"watch", "--from", "1", "--count", "0"}}) {
     CtlResult r = Ctl(args);
     std::string joined;
     for (const auto& a : args) joined += a + " ";
@@ -97,7 +101,10 @@ TEST_F(CtlUsageTest, NegativeOrNonDecimalNumbersAreUsageErrorsNamingTheArgument)
       {"--seq", {"dead", "replay", dir, "--seq", "@"}},
       {"--seq", {"dead", "purge", dir, "--seq", "@", "--yes"}},
       {"--timeout-ms", {"status", "--agent", "127.0.0.1:1", "--timeout-ms", "@"}},
-      {"--partition", {"send", "--agent", "127.0.0.1:1", "--topic", "t", "--partition", "@", "v"}}};
+      {"--partition", {"send", "--agent", "127.0.0.1:1", "--topic", "t", "--partition", "@", "v"}},
+      {"SEQ", {"delivery", "--agent", "127.0.0.1:1", "7", "@"}},
+      {"--from", {"watch", "--agent", "127.0.0.1:1", "--from", "@"}},
+      {"--count", {"watch", "--agent", "127.0.0.1:1", "--from", "1", "--count", "@"}}};
   for (const std::string bad : {"-5", "-1", "0x10", "1e3", "18446744073709551616", "+3", " 7"}) {
     for (auto [name, args] : cases) {
       std::string joined;
@@ -118,10 +125,39 @@ TEST_F(CtlUsageTest, NegativeOrNonDecimalNumbersAreUsageErrorsNamingTheArgument)
   EXPECT_FALSE(std::filesystem::exists(dir)) << "nothing is created";
 }
 
+// `delivery` takes sequence numbers and ranges A..B; a bad one is named, and a request
+// beyond the API's 10,000 sequence numbers is refused before the agent is asked (the
+// agent at 127.0.0.1:1 does not exist: a usage error must come first, exit 2, not 1).
+TEST_F(CtlUsageTest, DeliveryRangesMustBeOrderedAndBounded) {
+  for (const std::string bad : {"5..3", "1..", "..4", "1...4", "1..-4", "a..b", "1..10001", "1..2..3"}) {
+    CtlResult r = Ctl({"delivery", "--agent", "127.0.0.1:1", "2", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+    EXPECT_NE(r.err.find("SEQ: '" + bad + "' is not a sequence number"), std::string::npos)
+        << bad << ": " << r.err;
+  }
+  CtlResult r = Ctl({"delivery", "--agent", "127.0.0.1:1", "1..5000", "20001..25001"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.err, "kspoolctl: SEQ: at most 10000 sequence numbers in one call\n");
+  for (const std::vector<std::string> args : {std::vector<std::string>{"1..10000"},
+                                              {"0..4999", "5000..9999"},
+                                              {"3", "3..3", "18446744073709551615"}}) {
+    std::vector<std::string> full = {"delivery", "--agent", "127.0.0.1:1", "--timeout-ms", "500"};
+    full.insert(full.end(), args.begin(), args.end());
+    r = Ctl(full);
+    EXPECT_EQ(r.exit_code, 1) << args[0] << ": accepted, then the agent is unreachable\n" << r.err;
+    EXPECT_NE(r.err.find("agent 127.0.0.1:1: UNAVAILABLE"), std::string::npos) << r.err;
+  }
+}
+
 TEST_F(CtlUsageTest, AnUnreachableAgentIsARuntimeError) {
   CtlResult r = Ctl({"status", "--agent", "127.0.0.1:1", "--timeout-ms", "500"});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("agent 127.0.0.1:1: "), std::string::npos) << r.err;
+  // A watch that cannot start says where to resume from.
+  r = Ctl({"watch", "--agent", "127.0.0.1:1", "--from", "42"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("agent 127.0.0.1:1: UNAVAILABLE"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("resume with: kspoolctl watch --from 42"), std::string::npos) << r.err;
 }
 
 }  // namespace

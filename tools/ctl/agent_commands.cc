@@ -3,6 +3,7 @@
 
 #include "tools/ctl/agent_client.h"
 #include "tools/ctl/commands.h"
+#include "tools/ctl/delivery_view.h"
 #include "tools/ctl/entry_view.h"
 #include "tools/ctl/exit_codes.h"
 
@@ -33,6 +34,25 @@ void AddOutcomeRows(const std::string& topic, const char* when,
   }
 }
 
+// A WAIT_FOR_KAFKA Send that ended (its deadline passed) after the agent had accepted
+// the messages: their sequence numbers, from the trailing metadata, so they can be
+// asked for later.
+int NotConfirmed(const absl::Status& s, const std::string& sequences, const Output& out) {
+  std::cerr << "kspoolctl: " << s.message() << "\n"
+            << "kspoolctl: the messages were accepted (fsynced) and will be delivered or "
+               "discarded; their outcome is not known yet\n";
+  if (out.json) {
+    std::cout << JsonLine({{"sequences", sequences},
+                           {"confirmed", false},
+                           {"code", absl::StatusCodeToString(s.code())}})
+              << "\n";
+  } else {
+    std::cout << "accepted sequence " << sequences << ", outcome not known yet; ask with: kspoolctl delivery "
+              << sequences << "\n";
+  }
+  return kExitNotConfirmed;
+}
+
 }  // namespace
 
 int AgentSend(const AgentTarget& agent, SendOptions options, const Output& out) {
@@ -56,15 +76,35 @@ int AgentSend(const AgentTarget& agent, SendOptions options, const Output& out) 
       h->set_value(hv);
     }
   }
+  if (options.wait_for_kafka) req.set_wait_for(kspool::v1::WAIT_FOR_KAFKA);
   AgentClient client(agent.address, agent.timeout_ms);
-  absl::StatusOr<kspool::v1::SendResponse> r = client.Send(req);
+  std::string trailer_sequences;
+  absl::StatusOr<kspool::v1::SendResponse> r = client.Send(req, &trailer_sequences);
+  if (!r.ok() && !trailer_sequences.empty()) return NotConfirmed(r.status(), trailer_sequences, out);
   if (!r.ok()) return Fail(r.status());
+  if (options.wait_for_kafka && r->deliveries_size() != r->sequence_size()) {
+    // An agent from before WAIT_FOR_KAFKA ignores the field and answers at the WAL write.
+    std::cerr << "kspoolctl: the agent accepted sequence " << r->sequence(0) << ".."
+              << r->sequence(r->sequence_size() - 1)
+              << " but sent no outcomes: it does not support --wait kafka\n";
+    return kExitError;
+  }
   if (out.json) {
-    std::cout << JsonLine({{"sequence", r->sequence()}, {"receive_time_ms", r->receive_time_ms()}}) << "\n";
-  } else {
-    std::cout << "accepted " << r->sequence_size() << " message(s), sequence " << r->sequence(0)
-              << ".." << r->sequence(r->sequence_size() - 1) << ", received "
-              << FormatTime(r->receive_time_ms()) << "\n";
+    Json j = {{"sequence", r->sequence()}, {"receive_time_ms", r->receive_time_ms()}};
+    if (options.wait_for_kafka) {
+      j["deliveries"] = Json::array();
+      for (const auto& d : r->deliveries()) j["deliveries"].push_back(DeliveryJson(d));
+    }
+    std::cout << JsonLine(j) << "\n";
+    return kExitOk;
+  }
+  std::cout << "accepted " << r->sequence_size() << " message(s), sequence " << r->sequence(0)
+            << ".." << r->sequence(r->sequence_size() - 1) << ", received "
+            << FormatTime(r->receive_time_ms()) << "\n";
+  if (options.wait_for_kafka) {
+    Table table = DeliveryTable();
+    for (const auto& d : r->deliveries()) AddDeliveryRow(d, &table);
+    table.Print(std::cout);
   }
   return kExitOk;
 }

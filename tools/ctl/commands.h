@@ -5,6 +5,7 @@
 //  * dead ... DIR: the dead letters; replay and purge write, with no agent running
 //    (dead_commands.cc).
 //  * status, report, commit-point, send: a running agent over gRPC (agent_commands.cc).
+//  * delivery, watch: what became of messages, by sequence number (delivery_commands.cc).
 // Thread safety: one command per process.
 #pragma once
 
@@ -67,11 +68,23 @@ struct SendOptions {
   std::optional<int32_t> partition;
   std::vector<std::pair<std::string, std::string>> headers;
   std::vector<std::string> values;  // empty: one message per stdin line
+  // Wait for Kafka: print each message's outcome (partition and offset) too; exit 5 when
+  // the call ends before every outcome is known (the sequence numbers are printed).
+  bool wait_for_kafka = false;
+};
+
+struct WatchOptions {
+  uint64_t from_sequence = 1;
+  uint64_t count = 0;  // stop after this many outcomes; 0: until stopped (SIGINT, SIGTERM)
 };
 
 int AgentSend(const AgentTarget& agent, SendOptions options, const Output& out);
 int AgentStatus(const AgentTarget& agent, const Output& out);
 int AgentReport(const AgentTarget& agent, const Output& out);
 int AgentCommitPoint(const AgentTarget& agent, const Output& out);
+// One status per sequence number, in the order given (at most 10,000).
+int AgentDelivery(const AgentTarget& agent, const std::vector<uint64_t>& sequences, const Output& out);
+// Follows the agent's delivery feed; a stop by signal or by `count` exits 0.
+int AgentWatch(const AgentTarget& agent, const WatchOptions& options, const Output& out);
 
 }  // namespace kspool::ctl

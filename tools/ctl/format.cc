@@ -206,6 +206,8 @@ void Table::Print(std::ostream& out, const std::string& indent) const {
       line += right_[i] ? pad + row[i] : row[i] + (i + 1 < row.size() ? pad : "");
       if (i + 1 < row.size()) line += "  ";
     }
+    // An empty last cell leaves the separator behind.
+    line.erase(line.find_last_not_of(' ') + 1);
     out << line << "\n";
   };
   print_row(names_);

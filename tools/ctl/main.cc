@@ -7,6 +7,8 @@
 #include <iostream>
 #include <limits>
 #include <optional>
+#include <string_view>
+#include <utility>
 
 #include "tools/ctl/commands.h"
 #include "tools/ctl/exit_codes.h"
@@ -19,29 +21,62 @@ constexpr char kFooter[] =
     "Reading commands (wal ..., dead list|show) open the WAL read-only and change nothing, "
     "so they work on a running agent's WAL and on a copy. dead replay and dead purge write, "
     "and refuse while an agent runs on the WAL.\n"
-    "Output is text for people; --json prints one JSON object (wal list, wal dump and "
-    "dead list: one object per line).\n";
+    "Output is text for people; --json prints one JSON object (wal list, wal dump, "
+    "dead list and watch: one object per line).\n";
 
 // Every numeric argument: plain decimal digits (a '-' only where `min` is negative) from
 // `min` to `max`, checked before CLI11 converts it: its conversion to an unsigned type
 // wraps "-5" to 18446744073709551611 and reads "0x10" as 16.
 template <typename T>
+std::optional<T> ParseWhole(std::string_view v, T min, T max) {
+  T n{};
+  const bool sign_ok = v.empty() || v[0] != '-' || min < 0;
+  const bool digits = !v.empty() && v != "-" &&
+                      v.find_first_not_of("0123456789", v[0] == '-') == std::string::npos;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (sign_ok && digits && ec == std::errc() && end == v.data() + v.size() && n >= min && n <= max) {
+    return n;
+  }
+  return std::nullopt;
+}
+
+template <typename T>
 CLI::Validator Whole(T min, T max, const std::string& what) {
   return CLI::Validator(
       [=](std::string& v) -> std::string {
-        T n{};
-        const bool sign_ok = v.empty() || v[0] != '-' || min < 0;
-        const bool digits = !v.empty() && v.find_first_not_of("0123456789", v[0] == '-') ==
-                                              std::string::npos && v != "-";
-        auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-        if (sign_ok && digits && ec == std::errc() && end == v.data() + v.size() && n >= min &&
-            n <= max) {
-          return {};
-        }
+        if (ParseWhole<T>(v, min, max)) return {};
         return "'" + v + "' is not " + what + " (" + std::to_string(min) + " to " +
                std::to_string(max) + ")";
       },
       "", "WHOLE");
+}
+
+// `delivery` asks for at most this many sequence numbers (the API's bound).
+constexpr uint64_t kMaxDeliverySequences = 10000;
+
+// "N" or "A..B" (A <= B, at most kMaxDeliverySequences numbers): the first and last.
+std::optional<std::pair<uint64_t, uint64_t>> ParseSeqRange(std::string_view v) {
+  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+  const size_t dots = v.find("..");
+  if (dots == std::string_view::npos) {
+    auto n = ParseWhole<uint64_t>(v, 0, kMax);
+    if (!n) return std::nullopt;
+    return std::make_pair(*n, *n);
+  }
+  auto a = ParseWhole<uint64_t>(v.substr(0, dots), 0, kMax);
+  auto b = ParseWhole<uint64_t>(v.substr(dots + 2), 0, kMax);
+  if (!a || !b || *a > *b || *b - *a >= kMaxDeliverySequences) return std::nullopt;
+  return std::make_pair(*a, *b);
+}
+
+CLI::Validator SeqOrRange() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        if (ParseSeqRange(v)) return {};
+        return "'" + v + "' is not a sequence number (0 to 18446744073709551615) or a range " +
+               "A..B of at most " + std::to_string(kMaxDeliverySequences);
+      },
+      "", "SEQ|A..B");
 }
 
 CLI::Validator Seq() {
@@ -154,6 +189,30 @@ int main(int argc, char** argv) {
   send->add_option("--header", headers, "Header KEY=VALUE of every message (repeatable)")
       ->allow_extra_args(false);
   send->add_option("VALUE", send_options.values, "Values; without any, one message per stdin line");
+  std::string wait_for = "wal";
+  send->add_option("--wait", wait_for,
+                   "Answer once the messages are in the WAL (wal), or also in Kafka or "
+                   "discarded (kafka: prints each one's partition and offset; if --timeout-ms "
+                   "passes first, prints their sequence numbers and exits with 5)")
+      ->check(CLI::IsMember({"wal", "kafka"}))
+      ->capture_default_str();
+
+  auto* delivery = app.add_subcommand(
+      "delivery", "What became of messages, by sequence number: PENDING, DELIVERED (partition, "
+                  "offset), DISCARDED (reason) or UNKNOWN");
+  std::vector<std::string> seq_args;
+  delivery->add_option("SEQ", seq_args, "Sequence numbers, or ranges A..B (at most 10000 in all)")
+      ->required()
+      ->check(SeqOrRange());
+  auto* watch = app.add_subcommand(
+      "watch", "Follow the outcomes from a sequence number on, in order, first those known, then "
+               "live (until --count, SIGINT or SIGTERM)");
+  WatchOptions watch_options;
+  watch->add_option("--from", watch_options.from_sequence, "The first sequence number")
+      ->required()
+      ->check(Seq());
+  watch->add_option("--count", watch_options.count, "Stop after this many outcomes")
+      ->check(Whole<uint64_t>(1, std::numeric_limits<uint64_t>::max(), "a count"));
 
   try {
     app.parse(argc, argv);
@@ -183,7 +242,25 @@ int main(int argc, char** argv) {
       }
       send_options.headers.emplace_back(h.substr(0, eq), h.substr(eq + 1));
     }
+    send_options.wait_for_kafka = wait_for == "kafka";
     return AgentSend(agent, std::move(send_options), out);
   }
+  if (*delivery) {
+    std::vector<uint64_t> sequences;
+    for (const std::string& a : seq_args) {
+      const auto [first, last] = *ParseSeqRange(a);  // validated by SeqOrRange
+      for (uint64_t s = first; sequences.size() <= kMaxDeliverySequences; ++s) {
+        sequences.push_back(s);
+        if (s == last) break;
+      }
+    }
+    if (sequences.size() > kMaxDeliverySequences) {
+      std::cerr << "kspoolctl: SEQ: at most " << kMaxDeliverySequences
+                << " sequence numbers in one call\n";
+      return kExitUsage;
+    }
+    return AgentDelivery(agent, sequences, out);
+  }
+  if (*watch) return AgentWatch(agent, watch_options, out);
   return kExitUsage;
 }

@@ -138,7 +138,7 @@ TEST_F(CtlUsageTest, DeliveryRangesMustBeOrderedAndBounded) {
   CtlResult r = Ctl({"delivery", "--agent", "127.0.0.1:1", "1..5000", "20001..25001"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_EQ(r.err, "kspoolctl: SEQ: at most 10000 sequence numbers in one call\n");
-  for (const std::vector<std::string> args : {std::vector<std::string>{"1..10000"},
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"1..10000"},
                                               {"0..4999", "5000..9999"},
                                               {"3", "3..3", "18446744073709551615"}}) {
     std::vector<std::string> full = {"delivery", "--agent", "127.0.0.1:1", "--timeout-ms", "500"};

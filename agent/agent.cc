@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "agent/fd_limits.h"
+#include "agent/tls_credentials.h"
 
 namespace kspool::agent {
 namespace {
@@ -212,9 +213,21 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   ConfigureFrontDoor(config, &builder);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  const TlsFiles tls{config.tls_cert, config.tls_key, config.tls_client_ca};
+  if (tls.enabled()) {
+    credentials = MakeTlsServerCredentials(tls);
+    tls_monitor_ = std::make_unique<TlsReloadMonitor>(
+        tls, [metrics] { metrics->Degraded("tls_reload_failed"); });
+    spdlog::info("gRPC listener: TLS with {}{}", tls.cert,
+                 tls.client_ca.empty() ? "" : ", client certificates required (mTLS)");
+  } else if (!IsLoopbackAddress(grpc_address_)) {
+    spdlog::warn("gRPC listener on {} is reachable from other hosts without TLS: anyone who "
+                 "can connect can send to any topic (set --tls-cert and --tls-key)",
+                 grpc_address_);
+  }
   auto acceptor = builder.experimental().AddExternalConnectionAcceptor(
-      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
-      grpc::InsecureServerCredentials());
+      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, credentials);
   builder.RegisterService(spool_.get());
   builder.RegisterService(admin_.get());
   server_ = builder.BuildAndStart();

@@ -10,6 +10,7 @@
 
 #include "agent/kafka_limits.h"
 #include "agent/kafka_options.h"
+#include "agent/tls_credentials.h"
 
 namespace kspool::agent {
 namespace {
@@ -142,6 +143,20 @@ absl::StatusOr<ByteSize> ParseAbsoluteByteSize(const std::string& v) {
   }
   return b;
 }
+
+// The TLS flags belong together, and their files must be usable now (a typo is caught
+// at start, not at the first handshake); "" when fine.
+std::string CheckTlsFlags(const Config& c) {
+  if (c.tls_cert.empty() && c.tls_key.empty() && c.tls_client_ca.empty()) return {};
+  if (c.tls_cert.empty() || c.tls_key.empty()) {
+    const char* missing = c.tls_cert.empty() ? "--tls-cert" : "--tls-key";
+    const char* given = !c.tls_key.empty() ? "--tls-key" : !c.tls_cert.empty() ? "--tls-cert"
+                                                                              : "--tls-client-ca";
+    return std::string(given) + " needs " + missing + " (TLS takes a certificate and its key)";
+  }
+  absl::Status s = CheckTlsFiles(TlsFiles{c.tls_cert, c.tls_key, c.tls_client_ca});
+  return s.ok() ? std::string() : std::string(s.message());
+}
 }  // namespace
 
 ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* env) {
@@ -186,6 +201,13 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
       "librdkafka property KEY=VALUE, repeatable (e.g. linger.ms=10); acks and "
       "enable.idempotence stay all and true")
       ->check([](const std::string& v) { return std::string(CheckKafkaOption(v).message()); });
+  add("tls-cert", &c.tls_cert,
+      "PEM certificate chain for TLS on the gRPC listener (needs --tls-key); re-read when "
+      "the file changes");
+  add("tls-key", &c.tls_key, "PEM private key of --tls-cert");
+  add("tls-client-ca", &c.tls_client_ca,
+      "PEM CA certificate(s): turns on mTLS, a client must show a certificate signed by one "
+      "(needs --tls-cert)");
   add("log-level", &c.log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   add("max-message-bytes", &c.max_message_bytes,
@@ -358,6 +380,12 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   c.delivery_retention_bytes = ParseByteSize(delivery_bytes).value_or(ByteSize{}).bytes;
   c.idle_timeout_ms = ParseDurationMs(idle_timeout).value_or(c.idle_timeout_ms);
   c.max_receive_memory = ParseByteSize(receive_memory).value_or(ByteSize{}).bytes;
+  if (std::string tls = CheckTlsFlags(c); !tls.empty()) {
+    out.exit = true;
+    out.exit_code = 2;
+    out.output = tls + "\n";
+    return out;
+  }
   // A quarter of it is the most one request may take (agent.cc, DecodedRequestBudget):
   // it must hold the largest message, or that message could never be sent.
   if (c.max_receive_memory / 4 < c.max_message_bytes + (64u << 10)) {

@@ -28,6 +28,12 @@ struct Config {
   std::vector<std::string> kafka_options;          // librdkafka KEY=VALUE pass-through
   std::string log_level = "info";
 
+  // TLS on the gRPC listener (README, "TLS"): PEM files, re-read when they change. A
+  // certificate needs its key; a client CA turns on mTLS and needs both.
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_client_ca;
+
   // WAL capacity in bytes of live entries; Sends beyond it get RESOURCE_EXHAUSTED.
   // 0: half of the size of the file system that holds --wal-dir.
   uint64_t wal_max_bytes = 0;

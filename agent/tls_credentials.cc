@@ -1,0 +1,119 @@
+#include "agent/tls_credentials.h"
+
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace kspool::agent {
+namespace {
+
+struct BioFree {
+  void operator()(BIO* b) const { BIO_free(b); }
+};
+struct X509Free {
+  void operator()(X509* x) const { X509_free(x); }
+};
+struct KeyFree {
+  void operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
+};
+using BioPtr = std::unique_ptr<BIO, BioFree>;
+using X509Ptr = std::unique_ptr<X509, X509Free>;
+using KeyPtr = std::unique_ptr<EVP_PKEY, KeyFree>;
+
+absl::Status Bad(const std::string& flag, const std::string& path, const std::string& why) {
+  return absl::InvalidArgumentError(flag + " " + path + ": " + why);
+}
+
+// The whole file, or an error naming the flag (missing, unreadable, empty).
+absl::Status ReadPem(const std::string& flag, const std::string& path, std::string* out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Bad(flag, path, "cannot be read");
+  std::ostringstream s;
+  s << in.rdbuf();
+  *out = s.str();
+  if (out->empty()) return Bad(flag, path, "is empty");
+  return absl::OkStatus();
+}
+
+BioPtr MemBio(const std::string& pem) {
+  return BioPtr(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+}
+
+// The first certificate of `pem` (the leaf of a chain), and how many there are.
+X509Ptr FirstCert(const std::string& pem, int* count) {
+  BioPtr bio = MemBio(pem);
+  X509Ptr first;
+  *count = 0;
+  while (X509* x = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
+    if (!first) {
+      first.reset(x);
+    } else {
+      X509_free(x);
+    }
+    ++*count;
+  }
+  ERR_clear_error();  // the read that ends the loop leaves "no start line" behind
+  return first;
+}
+
+}  // namespace
+
+absl::Status CheckTlsFiles(const TlsFiles& files) {
+  std::string cert_pem, key_pem, ca_pem;
+  if (absl::Status s = ReadPem("--tls-cert", files.cert, &cert_pem); !s.ok()) return s;
+  if (absl::Status s = ReadPem("--tls-key", files.key, &key_pem); !s.ok()) return s;
+  int certs = 0;
+  X509Ptr leaf = FirstCert(cert_pem, &certs);
+  if (!leaf) return Bad("--tls-cert", files.cert, "holds no PEM certificate");
+  BioPtr key_bio = MemBio(key_pem);
+  KeyPtr key(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+  ERR_clear_error();
+  if (!key) return Bad("--tls-key", files.key, "holds no PEM private key (or it is encrypted)");
+  if (X509_check_private_key(leaf.get(), key.get()) != 1) {
+    ERR_clear_error();
+    return Bad("--tls-key", files.key,
+               "the private key does not match the certificate of --tls-cert " + files.cert);
+  }
+  if (!files.client_ca.empty()) {
+    if (absl::Status s = ReadPem("--tls-client-ca", files.client_ca, &ca_pem); !s.ok()) return s;
+    int cas = 0;
+    if (!FirstCert(ca_pem, &cas)) {
+      return Bad("--tls-client-ca", files.client_ca, "holds no PEM certificate");
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::shared_ptr<grpc::ServerCredentials> MakeTlsServerCredentials(const TlsFiles& files,
+                                                                  unsigned refresh_seconds) {
+  // Without a client CA the provider watches no root file ("" = none).
+  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      files.key, files.cert, files.client_ca, refresh_seconds);
+  grpc::experimental::TlsServerCredentialsOptions options(provider);
+  options.watch_identity_key_cert_pairs();
+  if (files.client_ca.empty()) {
+    options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  } else {
+    options.watch_root_certs();
+    options.set_cert_request_type(GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  }
+  return grpc::experimental::TlsServerCredentials(options);
+}
+
+bool IsLoopbackAddress(const std::string& listen_address) {
+  const std::string& a = listen_address;
+  if (a.rfind("unix:", 0) == 0) return true;
+  const size_t colon = a.rfind(':');
+  std::string host = colon == std::string::npos ? a : a.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+}  // namespace kspool::agent

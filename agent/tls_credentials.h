@@ -1,0 +1,47 @@
+// TLS for the gRPC listener: checks the PEM files given by --tls-cert, --tls-key and
+// --tls-client-ca, and builds gRPC server credentials that re-read them when they change
+// (rotation without restart: cert-manager and SPIFFE replace them hourly).
+// The re-reading is gRPC's own FileWatcherCertificateProvider: every refresh it reads
+// the files and, if the key and certificate match, serves them to new connections;
+// otherwise it keeps serving the previous pair. Connections already open keep the
+// certificate they were established with.
+// Thread safety: stateless functions.
+#pragma once
+
+#include <grpcpp/security/server_credentials.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace kspool::agent {
+
+struct TlsFiles {
+  std::string cert;       // --tls-cert: PEM certificate chain, leaf first
+  std::string key;        // --tls-key: PEM private key of the leaf
+  std::string client_ca;  // --tls-client-ca: PEM CA(s); set = mTLS (client cert required)
+  bool enabled() const { return !cert.empty(); }
+};
+
+// How often the files are re-read: a replaced certificate reaches new connections
+// within this (plus the handshake), well inside the 2 s the README promises.
+inline constexpr unsigned kTlsRefreshSeconds = 1;
+
+// OK when the files hold what a TLS server can use: a certificate chain, a private key
+// that matches its leaf, and (if given) at least one CA certificate. The error names
+// the flag and the file, e.g. "--tls-key /x/key.pem: the private key does not match
+// the certificate of --tls-cert".
+[[nodiscard]] absl::Status CheckTlsFiles(const TlsFiles& files);
+
+// Credentials for grpc::ServerBuilder (also its external connection acceptor): TLS 1.2+
+// with the files re-read every `refresh_seconds`; with a client CA, a client must show a
+// certificate signed by it, or the handshake fails. `files.enabled()` must be true.
+std::shared_ptr<grpc::ServerCredentials> MakeTlsServerCredentials(
+    const TlsFiles& files, unsigned refresh_seconds = kTlsRefreshSeconds);
+
+// True for addresses only this host can reach: 127.0.0.0/8, ::1, localhost, unix:PATH.
+// The agent warns at start when it listens elsewhere without TLS.
+bool IsLoopbackAddress(const std::string& listen_address);
+
+}  // namespace kspool::agent

@@ -216,9 +216,11 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   const TlsFiles tls{config.tls_cert, config.tls_key, config.tls_client_ca};
   if (tls.enabled()) {
-    credentials = MakeTlsServerCredentials(tls);
-    tls_monitor_ = std::make_unique<TlsReloadMonitor>(
-        tls, [metrics] { metrics->Degraded("tls_reload_failed"); });
+    absl::StatusOr<std::unique_ptr<TlsReloader>> reloader =
+        TlsReloader::Start(tls, [metrics] { metrics->Degraded("tls_reload_failed"); });
+    if (!reloader.ok()) return reloader.status();
+    tls_ = std::move(reloader).value();
+    credentials = tls_->credentials();
     spdlog::info("gRPC listener: TLS with {}{}", tls.cert,
                  tls.client_ca.empty() ? "" : ", client certificates required (mTLS)");
   } else if (!IsLoopbackAddress(grpc_address_)) {
@@ -282,6 +284,7 @@ void Agent::Shutdown() {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
     server_.reset();
   }
+  tls_.reset();  // removes the staged copies of the TLS files
   http_.reset();
   if (drain_) {
     drain_->Stop();

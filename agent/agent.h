@@ -22,7 +22,7 @@
 #include "agent/partition_cache.h"
 #include "agent/metrics.h"
 #include "agent/spool_service.h"
-#include "agent/tls_reload_monitor.h"
+#include "agent/tls_reloader.h"
 #include "agent/wal_maintenance.h"
 #include "wal/wal.h"
 
@@ -76,9 +76,9 @@ class Agent {
   std::unique_ptr<SpoolService> spool_;
   std::unique_ptr<AdminService> admin_;
   std::unique_ptr<ReceptionMeter> meter_;   // used by listener_ and spool_
+  std::unique_ptr<TlsReloader> tls_;  // its credentials are server_'s
   std::unique_ptr<GrpcListener> listener_;  // hands its connections to server_
   std::unique_ptr<grpc::Server> server_;
-  std::unique_ptr<TlsReloadMonitor> tls_monitor_;  // reports what server_'s TLS reloads
   std::unique_ptr<HttpServer> http_;
   std::string grpc_address_;
   std::string agent_id_;

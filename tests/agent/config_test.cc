@@ -4,7 +4,9 @@
 
 #include <fstream>
 
+#include "agent/tls_credentials.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_pki.h"
 
 namespace kspool::agent {
 namespace {
@@ -372,6 +374,74 @@ TEST(Config, AcksBelowAllOrIdempotenceOffIsAUsageErrorUnderEitherName) {
       EXPECT_NE(p.output.find(bad + " is refused"), std::string::npos) << bad << ": " << p.output;
     }
   }
+}
+
+}  // namespace
+}  // namespace kspool::agent
+
+namespace kspool::agent {
+namespace {
+
+class TlsFlags : public ::testing::Test {
+ protected:
+  kspool::testing::TempDir dir_;
+  kspool::testing::TestPki pki_{dir_.sub("pki"), "a"};
+  kspool::testing::CertAndKey server_ = pki_.IssueLocalServer("server");
+  kspool::testing::CertAndKey other_ = pki_.IssueLocalServer("other");
+};
+
+TEST_F(TlsFlags, CertificateKeyAndClientCaAreTaken) {
+  ParseOutcome p = Parse({"--tls-cert", server_.cert, "--tls-key", server_.key,
+                          "--tls-client-ca", pki_.ca_cert()});
+  ASSERT_FALSE(p.exit) << p.output;
+  EXPECT_EQ(p.config.tls_cert, server_.cert);
+  EXPECT_EQ(p.config.tls_client_ca, pki_.ca_cert());
+}
+
+TEST_F(TlsFlags, CertificateWithoutKeyExitsTwoNamingTheFlag) {
+  ParseOutcome p = Parse({"--tls-cert", server_.cert});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.output.find("--tls-cert needs --tls-key"), std::string::npos) << p.output;
+}
+
+TEST_F(TlsFlags, ClientCaWithoutCertificateExitsTwo) {
+  ParseOutcome p = Parse({}, {"KSPOOL_TLS_CLIENT_CA=" + pki_.ca_cert()});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.output.find("--tls-client-ca needs --tls-cert"), std::string::npos) << p.output;
+}
+
+TEST_F(TlsFlags, UnreadableFileExitsTwoNamingTheFlag) {
+  ParseOutcome p = Parse({"--tls-cert", server_.cert, "--tls-key", dir_.sub("missing.key")});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.output.find("--tls-key " + dir_.sub("missing.key") + ": cannot be read"),
+            std::string::npos)
+      << p.output;
+}
+
+TEST_F(TlsFlags, KeyOfAnotherCertificateExitsTwo) {
+  ParseOutcome p = Parse({"--tls-cert", server_.cert, "--tls-key", other_.key});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.output.find("does not match the certificate"), std::string::npos) << p.output;
+}
+
+TEST_F(TlsFlags, ClientCaThatIsNoCertificateExitsTwo) {
+  ParseOutcome p = Parse(
+      {"--tls-cert", server_.cert, "--tls-key", server_.key, "--tls-client-ca", server_.key});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.output.find("--tls-client-ca " + server_.key + ": holds no PEM certificate"),
+            std::string::npos)
+      << p.output;
+}
+
+TEST(TlsLoopback, OnlyLoopbackAndUnixAddressesCountAsLocal) {
+  EXPECT_TRUE(IsLoopbackAddress("127.0.0.1:7411"));
+  EXPECT_TRUE(IsLoopbackAddress("localhost:7411"));
+  EXPECT_TRUE(IsLoopbackAddress("[::1]:7411"));
+  EXPECT_TRUE(IsLoopbackAddress("unix:/run/kspool.sock"));
+  EXPECT_FALSE(IsLoopbackAddress("0.0.0.0:7411"));
+  EXPECT_FALSE(IsLoopbackAddress(":7411"));
+  EXPECT_FALSE(IsLoopbackAddress("[::]:7411"));
+  EXPECT_FALSE(IsLoopbackAddress("10.1.2.3:7411"));
 }
 
 }  // namespace

@@ -1,0 +1,133 @@
+#include "agent/tls_reloader.h"
+
+#include <spdlog/spdlog.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace kspool::agent {
+namespace {
+
+absl::StatusOr<std::string> ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (!in) return absl::UnavailableError("cannot read " + path);
+  return s.str();
+}
+
+// Writes beside `path`, then renames over it: a reader sees the old or the new
+// content, never a part. Mode 0600: it may hold a private key.
+absl::Status WriteAtomically(const std::string& path, const std::string& content) {
+  const std::string tmp = path + ".new";
+  FILE* f = fopen(tmp.c_str(), "wbx");
+  if (!f) return absl::UnavailableError("cannot create " + tmp + ": " + std::strerror(errno));
+  fchmod(fileno(f), 0600);
+  const bool written = fwrite(content.data(), 1, content.size(), f) == content.size();
+  if (fclose(f) != 0 || !written || rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    unlink(tmp.c_str());
+    return absl::UnavailableError("cannot write " + path + ": " + why);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+TlsReloader::TlsReloader(TlsFiles files, std::function<void()> on_failed,
+                         std::chrono::milliseconds poll)
+    : files_(std::move(files)), on_failed_(std::move(on_failed)), poll_(poll) {}
+
+absl::StatusOr<std::unique_ptr<TlsReloader>> TlsReloader::Start(TlsFiles files,
+                                                                std::function<void()> on_failed,
+                                                                std::chrono::milliseconds poll) {
+  if (absl::Status s = CheckTlsFiles(files); !s.ok()) return s;
+  std::unique_ptr<TlsReloader> r(new TlsReloader(std::move(files), std::move(on_failed), poll));
+  std::error_code ec;
+  std::string tmpl = (std::filesystem::temp_directory_path(ec) / "kspool-tls-XXXXXX").string();
+  if (ec || mkdtemp(tmpl.data()) == nullptr) {  // mkdtemp makes it 0700
+    return absl::UnavailableError("cannot create a private directory for the TLS files: " +
+                                  std::string(std::strerror(errno)));
+  }
+  r->dir_ = tmpl;
+  r->staged_.cert = r->staged_.key = r->dir_ + "/identity.pem";
+  if (!r->files_.client_ca.empty()) r->staged_.client_ca = r->dir_ + "/client-ca.pem";
+  r->last_ = r->Fingerprint();
+  if (absl::Status s = r->Stage(); !s.ok()) return s;
+  r->credentials_ = MakeTlsServerCredentials(r->staged_);
+  r->thread_ = std::thread([p = r.get()] { p->Run(); });
+  return r;
+}
+
+TlsReloader::~TlsReloader() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // gRPC's watcher may still hold the last version it read; the files are not needed.
+  std::error_code ec;
+  if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+}
+
+std::string TlsReloader::Fingerprint() const {
+  std::string f;
+  for (const std::string* path : {&files_.cert, &files_.key, &files_.client_ca}) {
+    struct stat st {};
+    if (path->empty() || stat(path->c_str(), &st) != 0) {
+      f += "-;";  // missing counts as a version of its own
+      continue;
+    }
+    f += std::to_string(st.st_ino) + "," + std::to_string(st.st_size) + "," +
+         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + ";";
+  }
+  return f;
+}
+
+absl::Status TlsReloader::Stage() const {
+  // Checked, then read again: a rotation between the two is caught by the next poll
+  // (the fingerprint changed), and checked again before that is staged.
+  absl::StatusOr<std::string> key = ReadAll(files_.key), cert = ReadAll(files_.cert);
+  if (!key.ok()) return key.status();
+  if (!cert.ok()) return cert.status();
+  // Key first: gRPC reads the private key and the chain from the same file, each
+  // skipping the other's PEM blocks.
+  std::string identity = *key;
+  if (!identity.empty() && identity.back() != '\n') identity += '\n';
+  if (absl::Status s = WriteAtomically(staged_.key, identity + *cert); !s.ok()) return s;
+  if (!files_.client_ca.empty()) {
+    absl::StatusOr<std::string> ca = ReadAll(files_.client_ca);
+    if (!ca.ok()) return ca.status();
+    return WriteAtomically(staged_.client_ca, *ca);
+  }
+  return absl::OkStatus();
+}
+
+void TlsReloader::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!cv_.wait_for(lock, poll_, [this] { return stop_; })) {
+    const std::string now = Fingerprint();
+    if (now == last_) continue;
+    last_ = now;
+    absl::Status s = CheckTlsFiles(files_);
+    if (s.ok()) s = Stage();
+    if (s.ok()) {
+      spdlog::info("TLS files reloaded: new connections get the certificate of {}", files_.cert);
+      continue;
+    }
+    spdlog::warn(
+        "TLS files changed but cannot be used ({}); still serving the previous "
+        "certificate",
+        std::string(s.message()));
+    if (on_failed_) on_failed_();
+  }
+}
+
+}  // namespace kspool::agent

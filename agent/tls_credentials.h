@@ -1,10 +1,8 @@
 // TLS for the gRPC listener: checks the PEM files given by --tls-cert, --tls-key and
 // --tls-client-ca, and builds gRPC server credentials that re-read them when they change
 // (rotation without restart: cert-manager and SPIFFE replace them hourly).
-// The re-reading is gRPC's own FileWatcherCertificateProvider: every refresh it reads
-// the files and, if the key and certificate match, serves them to new connections;
-// otherwise it keeps serving the previous pair. Connections already open keep the
-// certificate they were established with.
+// The files given to MakeTlsServerCredentials are re-read by gRPC's own
+// FileWatcherCertificateProvider; the agent gives it checked copies (agent/tls_reloader.h).
 // Thread safety: stateless functions.
 #pragma once
 

@@ -1,5 +1,8 @@
 #include "tools/ctl/agent_client.h"
 
+#include <fstream>
+#include <sstream>
+
 namespace kspool::ctl {
 namespace {
 
@@ -11,11 +14,28 @@ absl::Status FromGrpc(const grpc::Status& s, const std::string& address) {
                           ": " + s.error_message());
 }
 
+std::string ReadFile(const std::string& path) {
+  if (path.empty()) return {};
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::shared_ptr<grpc::ChannelCredentials> Credentials(const AgentTls& tls) {
+  if (!tls.enabled()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions o;
+  o.pem_root_certs = ReadFile(tls.ca);  // empty: gRPC's default roots
+  o.pem_cert_chain = ReadFile(tls.cert);
+  o.pem_private_key = ReadFile(tls.key);
+  return grpc::SslCredentials(o);
+}
+
 }  // namespace
 
-AgentClient::AgentClient(const std::string& address, int timeout_ms)
+AgentClient::AgentClient(const std::string& address, int timeout_ms, const AgentTls& tls)
     : address_(address), timeout_ms_(timeout_ms) {
-  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  auto channel = grpc::CreateChannel(address, Credentials(tls));
   spool_ = kspool::v1::Spool::NewStub(channel);
   admin_ = kspool::v1::Admin::NewStub(channel);
 }
@@ -27,7 +47,7 @@ std::unique_ptr<grpc::ClientContext> AgentClient::Context() const {
 }
 
 absl::StatusOr<kspool::v1::SendResponse> AgentClient::Send(const kspool::v1::SendRequest& req,
-                                                         std::string* trailer_sequences) {
+                                                           std::string* trailer_sequences) {
   kspool::v1::SendResponse resp;
   auto ctx = Context();
   absl::Status s = FromGrpc(spool_->Send(ctx.get(), req, &resp), address_);
@@ -35,7 +55,8 @@ absl::StatusOr<kspool::v1::SendResponse> AgentClient::Send(const kspool::v1::Sen
     if (trailer_sequences) {
       const auto& trailers = ctx->GetServerTrailingMetadata();
       auto it = trailers.find("kspool-sequences");
-      trailer_sequences->assign(it == trailers.end() ? "" : std::string(it->second.data(), it->second.size()));
+      trailer_sequences->assign(
+          it == trailers.end() ? "" : std::string(it->second.data(), it->second.size()));
     }
     return s;
   }

@@ -33,9 +33,18 @@ class DeliveryWatch {
   std::unique_ptr<grpc::ClientReader<kspool::v1::DeliveryStatus>> reader_;
 };
 
+// TLS towards a secured agent (README, "TLS"); all empty: plaintext.
+struct AgentTls {
+  std::string ca;    // PEM CA(s) the agent's certificate must chain to; empty: system roots
+  std::string cert;  // PEM client certificate, for an agent with --tls-client-ca
+  std::string key;   // its private key
+  bool enabled() const { return !ca.empty() || !cert.empty(); }
+};
+
 class AgentClient {
  public:
-  AgentClient(const std::string& address, int timeout_ms);
+  // The files of `tls` must be readable (kspoolctl's flags check that first).
+  AgentClient(const std::string& address, int timeout_ms, const AgentTls& tls = {});
 
   // On failure, `trailer_sequences` (if given) gets the trailing metadata
   // `kspool-sequences` ("first..last"), which a WAIT_FOR_KAFKA Send whose deadline passed

@@ -77,7 +77,7 @@ int AgentSend(const AgentTarget& agent, SendOptions options, const Output& out) 
     }
   }
   if (options.wait_for_kafka) req.set_wait_for(kspool::v1::WAIT_FOR_KAFKA);
-  AgentClient client(agent.address, agent.timeout_ms);
+  AgentClient client(agent.address, agent.timeout_ms, agent.tls);
   std::string trailer_sequences;
   absl::StatusOr<kspool::v1::SendResponse> r = client.Send(req, &trailer_sequences);
   if (!r.ok() && !trailer_sequences.empty()) return NotConfirmed(r.status(), trailer_sequences, out);
@@ -110,7 +110,7 @@ int AgentSend(const AgentTarget& agent, SendOptions options, const Output& out) 
 }
 
 int AgentStatus(const AgentTarget& agent, const Output& out) {
-  AgentClient client(agent.address, agent.timeout_ms);
+  AgentClient client(agent.address, agent.timeout_ms, agent.tls);
   absl::StatusOr<kspool::v1::GetWalStatsResponse> s = client.GetWalStats();
   if (!s.ok()) return Fail(s.status());
   absl::StatusOr<kspool::v1::GetCommitPointResponse> cp = client.GetCommitPoint();
@@ -152,7 +152,7 @@ int AgentStatus(const AgentTarget& agent, const Output& out) {
 }
 
 int AgentReport(const AgentTarget& agent, const Output& out) {
-  AgentClient client(agent.address, agent.timeout_ms);
+  AgentClient client(agent.address, agent.timeout_ms, agent.tls);
   absl::StatusOr<kspool::v1::GetDiscardReportResponse> r = client.GetDiscardReport();
   if (!r.ok()) return Fail(r.status());
   if (out.json) {
@@ -193,7 +193,7 @@ int AgentReport(const AgentTarget& agent, const Output& out) {
 }
 
 int AgentCommitPoint(const AgentTarget& agent, const Output& out) {
-  AgentClient client(agent.address, agent.timeout_ms);
+  AgentClient client(agent.address, agent.timeout_ms, agent.tls);
   absl::StatusOr<kspool::v1::GetCommitPointResponse> r = client.GetCommitPoint();
   if (!r.ok()) return Fail(r.status());
   if (out.json) {

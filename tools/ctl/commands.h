@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "tools/ctl/agent_client.h"
 #include "tools/ctl/format.h"
 
 namespace kspool::ctl {
@@ -60,6 +61,7 @@ int DeadPurge(const std::string& dir, const DeadSelection& selection, bool confi
 struct AgentTarget {
   std::string address;
   int timeout_ms = 10000;
+  AgentTls tls;
 };
 
 struct SendOptions {

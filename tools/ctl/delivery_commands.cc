@@ -40,7 +40,7 @@ int AgentDelivery(const AgentTarget& agent, const std::vector<uint64_t>& sequenc
                   const Output& out) {
   kspool::v1::GetDeliveryStatusRequest req;
   for (uint64_t s : sequences) req.add_sequences(s);
-  AgentClient client(agent.address, agent.timeout_ms);
+  AgentClient client(agent.address, agent.timeout_ms, agent.tls);
   absl::StatusOr<kspool::v1::GetDeliveryStatusResponse> r = client.GetDeliveryStatus(req);
   if (!r.ok()) return Fail(r.status());
   if (out.json) {

@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
   app.fallthrough();  // global options may also follow the command
   app.require_subcommand(1);
   Output out;
-  AgentTarget agent{"127.0.0.1:7411", 10000};
+  AgentTarget agent{"127.0.0.1:7411", 10000, {}};
   std::string value_format = "auto";
   app.add_option("--agent", agent.address, "Agent gRPC address HOST:PORT or unix:PATH")
       ->envname("KSPOOL_AGENT")
@@ -127,6 +127,19 @@ int main(int argc, char** argv) {
   app.add_option("--timeout-ms", agent.timeout_ms, "Deadline of each call to the agent")
       ->check(Whole<int>(1, std::numeric_limits<int>::max(), "a deadline in milliseconds"))
       ->capture_default_str();
+  // TLS towards a secured agent; any of them turns it on.
+  app.add_option("--tls-ca", agent.tls.ca,
+                 "PEM CA certificate(s) the agent's certificate must chain to (turns on TLS; "
+                 "default: the system's roots)")
+      ->check(CLI::ExistingFile);
+  auto* tls_cert = app.add_option("--tls-cert", agent.tls.cert,
+                                  "PEM client certificate, for an agent that requires one "
+                                  "(--tls-client-ca); needs --tls-key")
+                       ->check(CLI::ExistingFile);
+  auto* tls_key = app.add_option("--tls-key", agent.tls.key, "PEM private key of --tls-cert")
+                      ->check(CLI::ExistingFile);
+  tls_cert->needs(tls_key);
+  tls_key->needs(tls_cert);
   app.add_flag("--json", out.json, "Print JSON instead of text");
 
   std::string dir;

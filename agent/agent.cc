@@ -262,8 +262,16 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   handlers.status_json = [this, clock] { return StatusJson(clock); };
   handlers.health = [w = wal_.get()] { return w->health(); };
   handlers.on_drop = [m = metrics_.get()](std::string_view reason) { m->HttpDropped(reason); };
+  std::unique_ptr<HttpTls> http_tls;
+  if (!config.metrics_tls_cert.empty()) {
+    absl::StatusOr<std::unique_ptr<HttpTls>> t =
+        HttpTls::Load(TlsFiles{config.metrics_tls_cert, config.metrics_tls_key, ""},
+                      [metrics] { metrics->Degraded("metrics_tls_reload_failed"); });
+    if (!t.ok()) return t.status();
+    http_tls = std::move(t).value();
+  }
   absl::StatusOr<std::unique_ptr<HttpServer>> http =
-      HttpServer::Start(config.metrics_listen, std::move(handlers));
+      HttpServer::Start(config.metrics_listen, std::move(handlers), {}, std::move(http_tls));
   if (!http.ok()) return http.status();
   http_ = std::move(http).value();
   return absl::OkStatus();

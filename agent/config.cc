@@ -157,6 +157,15 @@ std::string CheckTlsFlags(const Config& c) {
   absl::Status s = CheckTlsFiles(TlsFiles{c.tls_cert, c.tls_key, c.tls_client_ca});
   return s.ok() ? std::string() : std::string(s.message());
 }
+
+std::string CheckMetricsTlsFlags(const Config& c) {
+  if (c.metrics_tls_cert.empty() && c.metrics_tls_key.empty()) return {};
+  if (c.metrics_tls_cert.empty()) return "--metrics-tls-key needs --metrics-tls-cert";
+  if (c.metrics_tls_key.empty()) return "--metrics-tls-cert needs --metrics-tls-key";
+  absl::Status s = CheckTlsFiles(TlsFiles{c.metrics_tls_cert, c.metrics_tls_key, ""},
+                                 TlsFlagNames{"--metrics-tls-cert", "--metrics-tls-key", ""});
+  return s.ok() ? std::string() : std::string(s.message());
+}
 }  // namespace
 
 ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* env) {
@@ -208,6 +217,10 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   add("tls-client-ca", &c.tls_client_ca,
       "PEM CA certificate(s): turns on mTLS, a client must show a certificate signed by one "
       "(needs --tls-cert)");
+  add("metrics-tls-cert", &c.metrics_tls_cert,
+      "PEM certificate chain: serve --metrics-listen over HTTPS (needs --metrics-tls-key; "
+      "may be the files of --tls-cert); re-read when the file changes");
+  add("metrics-tls-key", &c.metrics_tls_key, "PEM private key of --metrics-tls-cert");
   add("log-level", &c.log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   add("max-message-bytes", &c.max_message_bytes,
@@ -380,7 +393,9 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   c.delivery_retention_bytes = ParseByteSize(delivery_bytes).value_or(ByteSize{}).bytes;
   c.idle_timeout_ms = ParseDurationMs(idle_timeout).value_or(c.idle_timeout_ms);
   c.max_receive_memory = ParseByteSize(receive_memory).value_or(ByteSize{}).bytes;
-  if (std::string tls = CheckTlsFlags(c); !tls.empty()) {
+  std::string tls = CheckTlsFlags(c);
+  if (tls.empty()) tls = CheckMetricsTlsFlags(c);
+  if (!tls.empty()) {
     out.exit = true;
     out.exit_code = 2;
     out.output = tls + "\n";

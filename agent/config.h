@@ -33,6 +33,9 @@ struct Config {
   std::string tls_cert;
   std::string tls_key;
   std::string tls_client_ca;
+  // TLS on the metrics/HTTP listener: its own pair (may be the same files), or none.
+  std::string metrics_tls_cert;
+  std::string metrics_tls_key;
 
   // WAL capacity in bytes of live entries; Sends beyond it get RESOURCE_EXHAUSTED.
   // 0: half of the size of the file system that holds --wal-dir.

@@ -1,12 +1,15 @@
 // HttpConnection: one client connection of HttpServer on a non-blocking socket: the request
 // head being read, then the response being written, and the deadline of the current state.
-// Used only by the server's thread.
+// With a TLS session (HttpTls) the same, through OpenSSL; the handshake happens within
+// the head's deadline. Used only by the server's thread.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+typedef struct ssl_st SSL;
 
 namespace kspool::agent {
 
@@ -17,8 +20,9 @@ class HttpConnection {
   enum class ReadResult { kNeedMore, kHead, kTooLarge, kClosed };
   enum class WriteResult { kPending, kDone, kClosed };
 
-  // Takes `fd`; the request head is due by `now + head_timeout`.
-  HttpConnection(int fd, Clock::time_point now, Clock::duration head_timeout);
+  // Takes `fd` and `ssl` (a TLS session on it, or null for plain HTTP); the request head
+  // is due by `now + head_timeout`.
+  HttpConnection(int fd, SSL* ssl, Clock::time_point now, Clock::duration head_timeout);
   // Discards unread input (bounded) so that closing sends FIN, not a reset that could
   // destroy a response the client has not read yet; then closes the socket.
   ~HttpConnection();
@@ -26,6 +30,11 @@ class HttpConnection {
   HttpConnection& operator=(const HttpConnection&) = delete;
 
   int fd() const { return fd_; }
+  // What the connection waits for to go on: the socket writable (true) or readable. TLS
+  // can need either in either state (a handshake write while reading the head).
+  bool wants_write() const { return wants_write_; }
+  // The epoll events the server registered for it (the server's bookkeeping).
+  uint32_t watched = 0;
   State state() const { return state_; }
   // When the current state began and when it must be over.
   Clock::time_point since() const { return since_; }
@@ -47,7 +56,15 @@ class HttpConnection {
   void Abort();
 
  private:
+  // >0: bytes moved; 0: the peer closed or failed; -1: again when wants_write() says.
+  long Recv(char* data, size_t size);
+  long Send(const char* data, size_t size);
+  long SslResult(int n);
+
   int fd_;
+  SSL* ssl_;
+  bool wants_write_ = false;
+  bool aborted_ = false;
   State state_ = State::kReadingHead;
   Clock::time_point since_;
   Clock::time_point deadline_;

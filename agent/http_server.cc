@@ -76,6 +76,7 @@ struct HttpServer::Impl {
   uint64_t next_id = kWakeId + 1;
   Clock::time_point accept_paused_until{};
   HttpDropLog drop_log;
+  std::unique_ptr<HttpTls> tls;  // null: plain HTTP
 
   ~Impl() {
     for (int fd : {listen_fd, wake_fd, epoll_fd}) {
@@ -103,11 +104,20 @@ struct HttpServer::Impl {
     drop_log.Count(reason, now);
   }
 
+  // Waits for what the connection needs next: writable, or readable (TLS may need
+  // either in either state).
+  void Rewatch(uint64_t id, HttpConnection& c) {
+    const uint32_t events = c.wants_write() ? EPOLLOUT : EPOLLIN | EPOLLRDHUP;
+    if (events == c.watched) return;
+    Watch(EPOLL_CTL_MOD, c.fd(), events, id);
+    c.watched = events;
+  }
+
   void Finish(uint64_t id, HttpConnection& c, HttpConnection::WriteResult w) {
     if (w != HttpConnection::WriteResult::kPending) {
       conns.erase(id);  // the response is sent (or the client left): Connection: close
-    } else if (c.state() == HttpConnection::State::kWriting) {
-      Watch(EPOLL_CTL_MOD, c.fd(), EPOLLOUT, id);
+    } else {
+      Rewatch(id, c);
     }
   }
 
@@ -118,7 +128,7 @@ struct HttpServer::Impl {
     if (c.state() == HttpConnection::State::kWriting) return Finish(id, c, c.Write());
     using R = HttpConnection::ReadResult;
     switch (c.Read(limits.max_head_bytes)) {
-      case R::kNeedMore: return;
+      case R::kNeedMore: return Rewatch(id, c);
       case R::kClosed: conns.erase(it); return;
       case R::kHead:
         return Finish(id, c, c.Respond(Respond(handlers, c.head()), now, limits.write_timeout));
@@ -148,9 +158,20 @@ struct HttpServer::Impl {
         });
         Drop(oldest, "evicted", now);
       }
+      SSL* ssl = nullptr;
+      if (tls) {
+        ssl = tls->NewSession(fd, now);
+        if (ssl == nullptr) {
+          close(fd);
+          Report("accept_failed", now);  // OpenSSL out of memory
+          continue;
+        }
+      }
       const uint64_t id = next_id++;
-      conns.emplace(id, std::make_unique<HttpConnection>(fd, now, limits.head_timeout));
-      Watch(EPOLL_CTL_ADD, fd, EPOLLIN | EPOLLRDHUP, id);
+      auto c = std::make_unique<HttpConnection>(fd, ssl, now, limits.head_timeout);
+      c->watched = EPOLLIN | EPOLLRDHUP;
+      Watch(EPOLL_CTL_ADD, fd, c->watched, id);
+      conns.emplace(id, std::move(c));
     }
   }
 
@@ -202,7 +223,8 @@ struct HttpServer::Impl {
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& listen,
                                                               HttpHandlers handlers,
-                                                              HttpLimits limits) {
+                                                              HttpLimits limits,
+                                                              std::unique_ptr<HttpTls> tls) {
   const size_t colon = listen.rfind(':');
   if (colon == std::string::npos || colon == 0) {
     return absl::InvalidArgumentError("--metrics-listen '" + listen + "' is not HOST:PORT");
@@ -219,6 +241,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string&
     return absl::UnavailableError("cannot serve HTTP on " + listen + ": " + std::strerror(errno));
   }
   impl.handlers = std::move(handlers);
+  impl.tls = std::move(tls);
   impl.limits = limits;
   impl.limits.max_connections = std::max<size_t>(1, limits.max_connections);
   impl.drop_log.SetLimits(limits);

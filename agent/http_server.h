@@ -20,6 +20,9 @@
 // "head_too_large", "write_timeout", "evicted", "accept_failed") and logged as a warning
 // (at most one line per 5 s, with counts).
 //
+// With `tls` (HttpTls), every connection is HTTPS; the TLS handshake counts against the
+// head's deadline. The process must ignore SIGPIPE (OpenSSL writes with write()).
+//
 // Thread safety: the handlers and `on_drop` are called on the server's one thread, one at a
 // time; they must be quick (a slow handler delays every other client).
 #pragma once
@@ -32,6 +35,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
+#include "agent/http_tls.h"
 
 namespace kspool::agent {
 
@@ -56,7 +60,8 @@ class HttpServer {
   // INVALID_ARGUMENT if it is not HOST:PORT; UNAVAILABLE naming it if it cannot bind (the
   // port is held exclusively: no SO_REUSEPORT, so a second agent cannot share it).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<HttpServer>> Start(
-      const std::string& listen, HttpHandlers handlers, HttpLimits limits = {});
+      const std::string& listen, HttpHandlers handlers, HttpLimits limits = {},
+      std::unique_ptr<HttpTls> tls = nullptr);
   // Stops the thread and closes the listening socket and every connection.
   ~HttpServer();
 

@@ -5,6 +5,7 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <sstream>
@@ -63,30 +64,45 @@ X509Ptr FirstCert(const std::string& pem, int* count) {
 
 }  // namespace
 
-absl::Status CheckTlsFiles(const TlsFiles& files) {
+absl::Status CheckTlsFiles(const TlsFiles& files, const TlsFlagNames& flags) {
   std::string cert_pem, key_pem, ca_pem;
-  if (absl::Status s = ReadPem("--tls-cert", files.cert, &cert_pem); !s.ok()) return s;
-  if (absl::Status s = ReadPem("--tls-key", files.key, &key_pem); !s.ok()) return s;
+  if (absl::Status s = ReadPem(flags.cert, files.cert, &cert_pem); !s.ok()) return s;
+  if (absl::Status s = ReadPem(flags.key, files.key, &key_pem); !s.ok()) return s;
   int certs = 0;
   X509Ptr leaf = FirstCert(cert_pem, &certs);
-  if (!leaf) return Bad("--tls-cert", files.cert, "holds no PEM certificate");
+  if (!leaf) return Bad(flags.cert, files.cert, "holds no PEM certificate");
   BioPtr key_bio = MemBio(key_pem);
   KeyPtr key(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
   ERR_clear_error();
-  if (!key) return Bad("--tls-key", files.key, "holds no PEM private key (or it is encrypted)");
+  if (!key) return Bad(flags.key, files.key, "holds no PEM private key (or it is encrypted)");
   if (X509_check_private_key(leaf.get(), key.get()) != 1) {
     ERR_clear_error();
-    return Bad("--tls-key", files.key,
-               "the private key does not match the certificate of --tls-cert " + files.cert);
+    return Bad(flags.key, files.key,
+               std::string("the private key does not match the certificate of ") + flags.cert +
+                   " " + files.cert);
   }
   if (!files.client_ca.empty()) {
-    if (absl::Status s = ReadPem("--tls-client-ca", files.client_ca, &ca_pem); !s.ok()) return s;
+    if (absl::Status s = ReadPem(flags.client_ca, files.client_ca, &ca_pem); !s.ok()) return s;
     int cas = 0;
     if (!FirstCert(ca_pem, &cas)) {
-      return Bad("--tls-client-ca", files.client_ca, "holds no PEM certificate");
+      return Bad(flags.client_ca, files.client_ca, "holds no PEM certificate");
     }
   }
   return absl::OkStatus();
+}
+
+std::string TlsFilesFingerprint(const TlsFiles& files) {
+  std::string f;
+  for (const std::string* path : {&files.cert, &files.key, &files.client_ca}) {
+    struct stat st {};
+    if (path->empty() || stat(path->c_str(), &st) != 0) {
+      f += "-;";
+      continue;
+    }
+    f += std::to_string(st.st_ino) + "," + std::to_string(st.st_size) + "," +
+         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + ";";
+  }
+  return f;
 }
 
 std::shared_ptr<grpc::ServerCredentials> MakeTlsServerCredentials(const TlsFiles& files,

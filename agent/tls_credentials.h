@@ -30,7 +30,17 @@ inline constexpr unsigned kTlsRefreshSeconds = 1;
 // that matches its leaf, and (if given) at least one CA certificate. The error names
 // the flag and the file, e.g. "--tls-key /x/key.pem: the private key does not match
 // the certificate of --tls-cert".
-[[nodiscard]] absl::Status CheckTlsFiles(const TlsFiles& files);
+// `flags` names them in errors (the metrics listener has flags of its own).
+struct TlsFlagNames {
+  const char* cert = "--tls-cert";
+  const char* key = "--tls-key";
+  const char* client_ca = "--tls-client-ca";
+};
+[[nodiscard]] absl::Status CheckTlsFiles(const TlsFiles& files, const TlsFlagNames& flags = {});
+
+// What identifies a version of the files (inode, size, modification time of each; a
+// missing file is a version too): watchers compare it to see a replacement.
+std::string TlsFilesFingerprint(const TlsFiles& files);
 
 // Credentials for grpc::ServerBuilder (also its external connection acceptor): TLS 1.2+
 // with the files re-read every `refresh_seconds`; with a client CA, a client must show a

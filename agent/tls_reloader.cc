@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 #include <stdio.h>
-#include <sys/stat.h>
+#include <sys/stat.h>  // fchmod
 #include <unistd.h>
 
 #include <cerrno>
@@ -58,7 +58,7 @@ absl::StatusOr<std::unique_ptr<TlsReloader>> TlsReloader::Start(TlsFiles files,
   r->dir_ = tmpl;
   r->staged_.cert = r->staged_.key = r->dir_ + "/identity.pem";
   if (!r->files_.client_ca.empty()) r->staged_.client_ca = r->dir_ + "/client-ca.pem";
-  r->last_ = r->Fingerprint();
+  r->last_ = TlsFilesFingerprint(r->files_);
   if (absl::Status s = r->Stage(); !s.ok()) return s;
   r->credentials_ = MakeTlsServerCredentials(r->staged_);
   r->thread_ = std::thread([p = r.get()] { p->Run(); });
@@ -75,20 +75,6 @@ TlsReloader::~TlsReloader() {
   // gRPC's watcher may still hold the last version it read; the files are not needed.
   std::error_code ec;
   if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
-}
-
-std::string TlsReloader::Fingerprint() const {
-  std::string f;
-  for (const std::string* path : {&files_.cert, &files_.key, &files_.client_ca}) {
-    struct stat st {};
-    if (path->empty() || stat(path->c_str(), &st) != 0) {
-      f += "-;";  // missing counts as a version of its own
-      continue;
-    }
-    f += std::to_string(st.st_ino) + "," + std::to_string(st.st_size) + "," +
-         std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + ";";
-  }
-  return f;
 }
 
 absl::Status TlsReloader::Stage() const {
@@ -113,7 +99,7 @@ absl::Status TlsReloader::Stage() const {
 void TlsReloader::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!cv_.wait_for(lock, poll_, [this] { return stop_; })) {
-    const std::string now = Fingerprint();
+    const std::string now = TlsFilesFingerprint(files_);
     if (now == last_) continue;
     last_ = now;
     absl::Status s = CheckTlsFiles(files_);

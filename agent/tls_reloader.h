@@ -48,8 +48,6 @@ class TlsReloader {
 
  private:
   TlsReloader(TlsFiles files, std::function<void()> on_failed, std::chrono::milliseconds poll);
-  // What identifies a version of the files: inode, size and modification time of each.
-  std::string Fingerprint() const;
   [[nodiscard]] absl::Status Stage() const;  // copies checked files into dir_
   void Run();
 

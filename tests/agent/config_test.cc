@@ -446,3 +446,30 @@ TEST(TlsLoopback, OnlyLoopbackAndUnixAddressesCountAsLocal) {
 
 }  // namespace
 }  // namespace kspool::agent
+
+namespace kspool::agent {
+namespace {
+
+TEST(MetricsTlsFlags, CertificateWithoutKeyExitsTwoNamingTheFlag) {
+  kspool::testing::TempDir dir;
+  kspool::testing::TestPki pki(dir.sub("pki"), "a");
+  ParseOutcome p = Parse({"--metrics-tls-cert", pki.IssueLocalServer("s").cert});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.output.find("--metrics-tls-cert needs --metrics-tls-key"), std::string::npos)
+      << p.output;
+}
+
+TEST(MetricsTlsFlags, KeyOfAnotherCertificateExitsTwoNamingTheMetricsFlag) {
+  kspool::testing::TempDir dir;
+  kspool::testing::TestPki pki(dir.sub("pki"), "a");
+  ParseOutcome p = Parse({"--metrics-tls-cert", pki.IssueLocalServer("s").cert,
+                          "--metrics-tls-key", pki.IssueLocalServer("t").key});
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.output.find("--metrics-tls-key"), std::string::npos) << p.output;
+  EXPECT_NE(p.output.find("does not match the certificate of --metrics-tls-cert"),
+            std::string::npos)
+      << p.output;
+}
+
+}  // namespace
+}  // namespace kspool::agent

@@ -64,14 +64,14 @@ X509Ptr FirstCert(const std::string& pem, int* count) {
 
 }  // namespace
 
-absl::Status CheckTlsFiles(const TlsFiles& files, const TlsFlagNames& flags) {
-  std::string cert_pem, key_pem, ca_pem;
-  if (absl::Status s = ReadPem(flags.cert, files.cert, &cert_pem); !s.ok()) return s;
-  if (absl::Status s = ReadPem(flags.key, files.key, &key_pem); !s.ok()) return s;
+absl::StatusOr<TlsPem> ReadTlsFiles(const TlsFiles& files, const TlsFlagNames& flags) {
+  TlsPem pem;
+  if (absl::Status s = ReadPem(flags.cert, files.cert, &pem.cert); !s.ok()) return s;
+  if (absl::Status s = ReadPem(flags.key, files.key, &pem.key); !s.ok()) return s;
   int certs = 0;
-  X509Ptr leaf = FirstCert(cert_pem, &certs);
+  X509Ptr leaf = FirstCert(pem.cert, &certs);
   if (!leaf) return Bad(flags.cert, files.cert, "holds no PEM certificate");
-  BioPtr key_bio = MemBio(key_pem);
+  BioPtr key_bio = MemBio(pem.key);
   KeyPtr key(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
   ERR_clear_error();
   if (!key) return Bad(flags.key, files.key, "holds no PEM private key (or it is encrypted)");
@@ -82,13 +82,19 @@ absl::Status CheckTlsFiles(const TlsFiles& files, const TlsFlagNames& flags) {
                    " " + files.cert);
   }
   if (!files.client_ca.empty()) {
-    if (absl::Status s = ReadPem(flags.client_ca, files.client_ca, &ca_pem); !s.ok()) return s;
+    if (absl::Status s = ReadPem(flags.client_ca, files.client_ca, &pem.client_ca); !s.ok()) {
+      return s;
+    }
     int cas = 0;
-    if (!FirstCert(ca_pem, &cas)) {
+    if (!FirstCert(pem.client_ca, &cas)) {
       return Bad(flags.client_ca, files.client_ca, "holds no PEM certificate");
     }
   }
-  return absl::OkStatus();
+  return pem;
+}
+
+absl::Status CheckTlsFiles(const TlsFiles& files, const TlsFlagNames& flags) {
+  return ReadTlsFiles(files, flags).status();
 }
 
 std::string TlsFilesFingerprint(const TlsFiles& files) {

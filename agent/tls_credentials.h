@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace kspool::agent {
 
@@ -37,6 +38,14 @@ struct TlsFlagNames {
   const char* client_ca = "--tls-client-ca";
 };
 [[nodiscard]] absl::Status CheckTlsFiles(const TlsFiles& files, const TlsFlagNames& flags = {});
+
+// The contents of the files, as read once: what is checked is then exactly what is used.
+struct TlsPem {
+  std::string cert, key, client_ca;
+};
+// Reads and checks the files as CheckTlsFiles does, and returns what it checked.
+[[nodiscard]] absl::StatusOr<TlsPem> ReadTlsFiles(const TlsFiles& files,
+                                                  const TlsFlagNames& flags = {});
 
 // What identifies a version of the files (inode, size, modification time of each; a
 // missing file is a version too): watchers compare it to see a replacement.

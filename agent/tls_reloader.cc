@@ -8,19 +8,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace kspool::agent {
 namespace {
-
-absl::StatusOr<std::string> ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (!in) return absl::UnavailableError("cannot read " + path);
-  return s.str();
-}
 
 // Writes beside `path`, then renames over it: a reader sees the old or the new
 // content, never a part. Mode 0600: it may hold a private key.
@@ -47,7 +37,6 @@ TlsReloader::TlsReloader(TlsFiles files, std::function<void()> on_failed,
 absl::StatusOr<std::unique_ptr<TlsReloader>> TlsReloader::Start(TlsFiles files,
                                                                 std::function<void()> on_failed,
                                                                 std::chrono::milliseconds poll) {
-  if (absl::Status s = CheckTlsFiles(files); !s.ok()) return s;
   std::unique_ptr<TlsReloader> r(new TlsReloader(std::move(files), std::move(on_failed), poll));
   std::error_code ec;
   std::string tmpl = (std::filesystem::temp_directory_path(ec) / "kspool-tls-XXXXXX").string();
@@ -78,22 +67,17 @@ TlsReloader::~TlsReloader() {
 }
 
 absl::Status TlsReloader::Stage() const {
-  // Checked, then read again: a rotation between the two is caught by the next poll
-  // (the fingerprint changed), and checked again before that is staged.
-  absl::StatusOr<std::string> key = ReadAll(files_.key), cert = ReadAll(files_.cert);
-  if (!key.ok()) return key.status();
-  if (!cert.ok()) return cert.status();
+  // Checked in memory, then written: gRPC never gets bytes that were not checked, even
+  // if the files change again meanwhile (the next poll sees that).
+  absl::StatusOr<TlsPem> pem = ReadTlsFiles(files_);
+  if (!pem.ok()) return pem.status();
   // Key first: gRPC reads the private key and the chain from the same file, each
   // skipping the other's PEM blocks.
-  std::string identity = *key;
-  if (!identity.empty() && identity.back() != '\n') identity += '\n';
-  if (absl::Status s = WriteAtomically(staged_.key, identity + *cert); !s.ok()) return s;
-  if (!files_.client_ca.empty()) {
-    absl::StatusOr<std::string> ca = ReadAll(files_.client_ca);
-    if (!ca.ok()) return ca.status();
-    return WriteAtomically(staged_.client_ca, *ca);
-  }
-  return absl::OkStatus();
+  std::string identity = pem->key;
+  if (identity.back() != '\n') identity += '\n';
+  if (absl::Status s = WriteAtomically(staged_.key, identity + pem->cert); !s.ok()) return s;
+  if (files_.client_ca.empty()) return absl::OkStatus();
+  return WriteAtomically(staged_.client_ca, pem->client_ca);
 }
 
 void TlsReloader::Run() {
@@ -102,8 +86,7 @@ void TlsReloader::Run() {
     const std::string now = TlsFilesFingerprint(files_);
     if (now == last_) continue;
     last_ = now;
-    absl::Status s = CheckTlsFiles(files_);
-    if (s.ok()) s = Stage();
+    absl::Status s = Stage();
     if (s.ok()) {
       spdlog::info("TLS files reloaded: new connections get the certificate of {}", files_.cert);
       continue;

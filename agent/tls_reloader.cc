@@ -1,11 +1,13 @@
 #include "agent/tls_reloader.h"
 
+#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <stdio.h>
 #include <sys/stat.h>  // fchmod
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -28,6 +30,33 @@ absl::Status WriteAtomically(const std::string& path, const std::string& content
   return absl::OkStatus();
 }
 
+constexpr char kDirPrefix[] = "kspool-tls-";
+
+// Staged copies left by agents that were killed (SIGKILL, a crash: no destructor ran):
+// the directories named for a process that is gone and owned by this user. Each holds
+// a copy of a private key, so they are not left to pile up.
+void RemoveStaleDirs(const std::filesystem::path& tmp) {
+  std::error_code ec;
+  int removed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(tmp, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(kDirPrefix, 0) != 0) continue;
+    const long pid = std::strtol(name.c_str() + sizeof(kDirPrefix) - 1, nullptr, 10);
+    struct stat st {};
+    if (pid <= 0 || lstat(entry.path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+        st.st_uid != geteuid()) {
+      continue;
+    }
+    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // still there
+    std::filesystem::remove_all(entry.path(), ec);
+    if (!ec) ++removed;
+  }
+  if (removed > 0) {
+    spdlog::info("removed {} staged TLS director{} of agents that are gone", removed,
+                 removed == 1 ? "y" : "ies");
+  }
+}
+
 }  // namespace
 
 TlsReloader::TlsReloader(TlsFiles files, std::function<void()> on_failed,
@@ -39,7 +68,10 @@ absl::StatusOr<std::unique_ptr<TlsReloader>> TlsReloader::Start(TlsFiles files,
                                                                 std::chrono::milliseconds poll) {
   std::unique_ptr<TlsReloader> r(new TlsReloader(std::move(files), std::move(on_failed), poll));
   std::error_code ec;
-  std::string tmpl = (std::filesystem::temp_directory_path(ec) / "kspool-tls-XXXXXX").string();
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path(ec);
+  if (!ec) RemoveStaleDirs(tmp);
+  // The pid in the name tells a later agent whether its owner is gone.
+  std::string tmpl = (tmp / (kDirPrefix + std::to_string(getpid()) + "-XXXXXX")).string();
   if (ec || mkdtemp(tmpl.data()) == nullptr) {  // mkdtemp makes it 0700
     return absl::UnavailableError("cannot create a private directory for the TLS files: " +
                                   std::string(std::strerror(errno)));

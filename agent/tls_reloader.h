@@ -7,7 +7,9 @@
 // certificate, a rotation seen half done) it drops its working handshaker and every new
 // connection fails until the files are fixed. So the reloader checks the files first
 // (CheckTlsFiles) and hands gRPC only checked copies, in a private directory (0700,
-// removed at shutdown) that gRPC's watcher reads every kTlsRefreshSeconds:
+// removed at shutdown; $TMPDIR/kspool-tls-PID-*, and an agent that starts removes those
+// of agents killed without a shutdown) that gRPC's watcher reads every
+// kTlsRefreshSeconds:
 //  - the key and the certificate chain in ONE file, replaced by one rename, so gRPC can
 //    never read a new key with an old certificate;
 //  - the client CA in a file of its own.

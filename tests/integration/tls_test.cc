@@ -3,8 +3,12 @@
 // certificate files replaced on disk while the agent runs.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "kspool/v1/spool.grpc.pb.h"
@@ -170,6 +174,27 @@ TEST_F(Tls, UnusableReplacementKeepsTheOldCertificateWarnsAndIsCounted) {
         return ReadWholeFile(dir_.sub("agent.log")).find("TLS files reloaded") != std::string::npos;
       },
       5s, 100ms));
+}
+
+TEST_F(Tls, StagedCopiesOfAKilledAgentAreRemovedByTheNextStart) {
+  // A directory as a killed agent leaves it: named for a process that is gone.
+  const pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  waitpid(gone, nullptr, 0);
+  const std::filesystem::path stale =
+      std::filesystem::temp_directory_path() / ("kspool-tls-" + std::to_string(gone) + "-test");
+  std::filesystem::create_directories(stale);
+  std::ofstream(stale / "identity.pem") << "a key";
+  StartAgent(/*mtls=*/false);
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  // The running agent's own copies stay while it runs.
+  const std::string own = "kspool-tls-" + std::to_string(agent_->process().pid()) + "-";
+  bool found = false;
+  for (const auto& e :
+       std::filesystem::directory_iterator(std::filesystem::temp_directory_path())) {
+    found = found || e.path().filename().string().rfind(own, 0) == 0;
+  }
+  EXPECT_TRUE(found);
 }
 
 }  // namespace

@@ -36,6 +36,9 @@ absl::StatusOr<SSL_CTX*> HttpTls::MakeContext() const {
   // no point in keeping state for clients that may come back.
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
   SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+  // HttpConnection::Write sends what is left after each partial write, from a buffer
+  // that may differ from the one of a write that wanted to be retried.
+  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   const bool loaded = SSL_CTX_use_certificate_chain_file(ctx, files_.cert.c_str()) == 1 &&
                       SSL_CTX_use_PrivateKey_file(ctx, files_.key.c_str(), SSL_FILETYPE_PEM) == 1 &&
                       SSL_CTX_check_private_key(ctx) == 1;

@@ -5,6 +5,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -117,7 +118,9 @@ TEST_F(Bruce, EveryTransportDeliversBothMessageKindsWithKeyValueTimestampAndPart
       EXPECT_EQ(r.key, s.key) << v;
     }
     EXPECT_EQ(r.timestamp_ms, s.ts) << v;
-    if (s.partition >= 0) EXPECT_EQ(r.partition, s.partition) << v;
+    if (s.partition >= 0) {
+      EXPECT_EQ(r.partition, s.partition) << v;
+    }
     EXPECT_GT(r.seq, 0u) << "kspool.seq header";
     EXPECT_FALSE(r.agent.empty()) << "kspool.agent header";
   }
@@ -222,6 +225,8 @@ TEST_F(Bruce, AfterASigkillDuringADatagramLoadEveryCommittedMessageReachesKafka)
     ASSERT_TRUE(w.ok()) << w.status();
     committed = (*w)->GetStats().topics["crash"].accepted.count;
   }
+  std::cout << "sent " << sent.load() << " datagrams, " << committed
+            << " committed before the SIGKILL\n";
   ASSERT_GE(committed, 5000u);
   ASSERT_LE(committed, static_cast<uint64_t>(sent.load()));
   StartAgent();  // the socket file the killed agent left is replaced

@@ -48,6 +48,11 @@ void BruceIngest::Stop() {
   changed_.SignalAll();
 }
 
+bool BruceIngest::HasRoom() const {
+  MutexLock l(&mu_);
+  return inflight_ < options_.max_inflight_appends && refused_.empty();
+}
+
 uint64_t BruceIngest::appended() const {
   MutexLock l(&mu_);
   return appended_;
@@ -185,17 +190,21 @@ void BruceIngest::Submit(Pending p) {
                        r.status().ToString() +
                        "); reading paused, retrying: clients wait in the socket buffers");
     }
-    MutexLock l(&mu_);
-    if (r.ok()) {
-      appended_ += n;
-    } else {
-      const int64_t delay =
-          options_.retry_after_ms ? options_.retry_after_ms(r.status().code()) : 200;
-      retry_at_mono_ms_ = options_.clock->MonotonicMillis() + std::max<int64_t>(delay, 10);
-      refused_.push_back(std::move(*kept));
+    std::function<void()> on_room = on_room_;
+    {
+      MutexLock l(&mu_);
+      if (r.ok()) {
+        appended_ += n;
+      } else {
+        const int64_t delay =
+            options_.retry_after_ms ? options_.retry_after_ms(r.status().code()) : 200;
+        retry_at_mono_ms_ = options_.clock->MonotonicMillis() + std::max<int64_t>(delay, 10);
+        refused_.push_back(std::move(*kept));
+      }
+      --inflight_;
+      changed_.SignalAll();
     }
-    --inflight_;
-    changed_.SignalAll();
+    if (on_room) on_room();
   });
 }
 

@@ -59,6 +59,14 @@ class BruceIngest {
   // Ends every wait: later Flush() calls append without waiting for room, once.
   void Stop();
 
+  // True when messages wait in the current batch (the listener thread's view).
+  bool has_batch() const { return !batch_.batch.empty(); }
+  // True when Flush() would not wait: an append slot is free and nothing is refused.
+  bool HasRoom() const;
+  // Called (on the WAL's committer thread) whenever an append finishes, so that a
+  // listener waiting for room can flush. Set before the first Accept().
+  void set_on_room(std::function<void()> f) { on_room_ = std::move(f); }
+
   // Messages appended durably so far.
   uint64_t appended() const;
 
@@ -78,6 +86,7 @@ class BruceIngest {
   BruceRejections* const rejections_;
   const BruceIngestOptions options_;
   Pending batch_;  // the listener thread's
+  std::function<void()> on_room_;
   LogRateLimiter log_{1, 10'000};
 
   mutable Mutex mu_;

@@ -33,10 +33,19 @@ absl::StatusOr<std::unique_ptr<BruceListener>> BruceListener::Listen(
   const BruceListenerOptions& o = l->options_;
   l->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   l->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  // Shared with the ingest's callback, which may outlive this listener by an append.
+  l->wake_owner_ = std::shared_ptr<int>(new int(l->wake_fd_), [](int* fd) {
+    if (*fd >= 0) close(*fd);
+    delete fd;
+  });
   if (l->epoll_fd_ < 0 || l->wake_fd_ < 0) {
     return absl::UnavailableError("bruce input: cannot create an epoll or event descriptor");
   }
   l->Watch(l->wake_fd_);
+  ingest->set_on_room([wake = l->wake_owner_] {
+    const uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(*wake, &one, sizeof one);
+  });
   if (!o.datagram_path.empty()) {
     absl::StatusOr<int> fd = BindBruceDatagram(o.datagram_path, o.socket);
     if (!fd.ok()) return fd.status();
@@ -67,7 +76,7 @@ BruceListener::~BruceListener() {
   Stop();
   for (auto& [fd, c] : connections_) close(fd);
   for (int fd : tcp_fds_) close(fd);
-  for (int fd : {datagram_fd_, stream_fd_, wake_fd_, epoll_fd_}) {
+  for (int fd : {datagram_fd_, stream_fd_, epoll_fd_}) {
     if (fd >= 0) close(fd);
   }
   if (datagram_fd_ >= 0) unlink(options_.datagram_path.c_str());
@@ -97,19 +106,21 @@ void BruceListener::Stop() {
 void BruceListener::Run() {
   pthread_setname_np(pthread_self(), "kspool-bruce");
   epoll_event events[64];
-  bool pending = false;  // messages accepted since the last Flush()
   while (!stop_) {
-    const int n = epoll_wait(epoll_fd_, events, 64, pending ? 0 : kIdleFlushMs);
-    if (n <= 0) {
-      // Nothing more to read right now: what was read goes to the WAL.
-      ingest_->Flush();
-      pending = false;
-      continue;
-    }
+    // While appends are in the WAL's hands, messages gather in the batch (group commit
+    // grows with the load); when the sockets are idle and the WAL has room, the batch
+    // goes. An append that finishes wakes this loop (wake_fd_).
+    const bool flush_soon = ingest_->has_batch() && ingest_->HasRoom();
+    const int n = epoll_wait(epoll_fd_, events, 64, flush_soon ? 0 : kIdleFlushMs);
+    bool read = false;
     for (int i = 0; i < n && !stop_; ++i) {
       const int fd = events[i].data.fd;
-      if (fd == wake_fd_) continue;
-      pending = true;
+      if (fd == wake_fd_) {
+        uint64_t count;
+        [[maybe_unused]] ssize_t r = ::read(wake_fd_, &count, sizeof count);
+        continue;
+      }
+      read = true;
       if (fd == datagram_fd_) {
         ReadDatagrams();
       } else if (fd == stream_fd_) {
@@ -120,6 +131,9 @@ void BruceListener::Run() {
         ReadConnection(fd);
       }
     }
+    // Nothing more to read right now: what was read goes to the WAL, if it has room (or
+    // after the idle timeout: then Flush() waits, and retries what the WAL refused).
+    if (!read && (ingest_->HasRoom() || n == 0)) ingest_->Flush();
   }
   ingest_->Flush();  // what was read before the stop is appended too
 }

@@ -70,7 +70,8 @@ class BruceListener {
   BruceRejections* const rejections_;
   Metrics* const metrics_;
   int epoll_fd_ = -1;
-  int wake_fd_ = -1;
+  int wake_fd_ = -1;  // owned by wake_owner_
+  std::shared_ptr<int> wake_owner_;
   int datagram_fd_ = -1;
   int stream_fd_ = -1;
   std::vector<int> tcp_fds_;

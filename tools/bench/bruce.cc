@@ -6,6 +6,7 @@
 #include <cstring>
 #include <thread>
 #include <vector>
+#include <algorithm>
 
 #include "tools/common/bruce_writer.h"
 
@@ -31,6 +32,8 @@ BruceLoadResult RunBruceDatagramLoad(const std::string& path, int senders, int v
       std::string value(static_cast<size_t>(value_bytes), 'x');
       uint64_t n = 0;
       int64_t now_ms = 0;
+      std::vector<std::string> names;
+      for (int t = 0; t < std::max(topics, 1); ++t) names.push_back("bench-" + std::to_string(t));
       while (true) {
         if (n % 256 == 0) {
           if (Clock::now() >= end) break;
@@ -44,7 +47,7 @@ BruceLoadResult RunBruceDatagramLoad(const std::string& path, int senders, int v
           rng ^= rng << 17;
           std::memcpy(value.data() + i, &rng, std::min<size_t>(8, value.size() - i));
         }
-        const std::string topic = "bench-" + std::to_string(n % static_cast<uint64_t>(topics));
+        const std::string& topic = names[n % names.size()];
         if (conn.Send(kspool::tools::EncodeBruceMessage(topic, now_ms, "", value)) != 0) {
           ++errors;
           return;

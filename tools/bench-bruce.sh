@@ -10,6 +10,7 @@ BIN=${BUILD:-build}
 RUNS=${RUNS:-3}
 SECS=${SECONDS_PER_PHASE:-10}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/kspool-bench-bruce.XXXXXX")}
+mkdir -p "$OUT"
 KAFKA_PID="" AGENT_PID=""
 cleanup() {
   [ -n "$AGENT_PID" ] && kill -TERM "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null || true

@@ -78,9 +78,9 @@ std::string_view BruceRejectName(BruceReject reason) {
 absl::Status BruceError(BruceReject reason, std::string_view message) {
   const bool unsupported =
       reason == BruceReject::kUnsupportedApiKey || reason == BruceReject::kUnsupportedVersion;
-  absl::Status s(unsupported ? absl::StatusCode::kUnimplemented
-                             : absl::StatusCode::kInvalidArgument,
-                 Absl(message));
+  absl::Status s(
+      unsupported ? absl::StatusCode::kUnimplemented : absl::StatusCode::kInvalidArgument,
+      Absl(message));
   s.SetPayload(kReasonPayload, absl::Cord(Absl(BruceRejectName(reason))));
   return s;
 }

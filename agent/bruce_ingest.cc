@@ -36,9 +36,10 @@ BruceIngest::~BruceIngest() {
   uint64_t lost = 0;
   for (const Pending& p : refused_) lost += p.batch.size();
   if (lost > 0) {
-    spdlog::error("bruce input: {} messages read from the sockets were refused by the WAL "
-                  "until shutdown and are not kept",
-                  lost);
+    spdlog::error(
+        "bruce input: {} messages read from the sockets were refused by the WAL "
+        "until shutdown and are not kept",
+        lost);
   }
 }
 
@@ -71,14 +72,14 @@ void BruceIngest::Accept(std::string_view bytes, BruceTransport transport, size_
   absl::StatusOr<BruceMessage> m = DecodeBruceMessage(bytes, max_bytes);
   absl::Status bad = m.status();
   if (bad.ok() && m->key.size() + m->value.size() > options_.limits.max_message_bytes) {
-    bad = BruceError(BruceReject::kTooLong,
-                     "key + value are " + std::to_string(m->key.size() + m->value.size()) +
-                         " bytes; --max-message-bytes is " +
-                         std::to_string(options_.limits.max_message_bytes));
+    bad = BruceError(BruceReject::kTooLong, "key + value are " +
+                                                std::to_string(m->key.size() + m->value.size()) +
+                                                " bytes; --max-message-bytes is " +
+                                                std::to_string(options_.limits.max_message_bytes));
   }
   if (bad.ok()) {
-    absl::Status ts = ValidateClientTimestamp(m->timestamp_ms, options_.limits,
-                                              options_.clock->NowMillis());
+    absl::Status ts =
+        ValidateClientTimestamp(m->timestamp_ms, options_.limits, options_.clock->NowMillis());
     if (!ts.ok()) bad = BruceError(BruceReject::kMalformed, std::string(ts.message()));
   }
   int32_t partition = -1;
@@ -117,9 +118,9 @@ absl::StatusOr<int32_t> BruceIngest::PartitionOf(std::string_view topic, int32_t
   while (true) {
     std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(name);
     if (absl::IsNotFound(layout->status)) {
-      return BruceError(BruceReject::kBadTopic,
-                        "topic: \"" + name + "\" does not exist in Kafka (a PartitionKey "
-                        "message needs its partition count)");
+      return BruceError(BruceReject::kBadTopic, "topic: \"" + name +
+                                                    "\" does not exist in Kafka (a PartitionKey "
+                                                    "message needs its partition count)");
     }
     // A known count is kept while Kafka cannot be asked (PartitionCache).
     if (layout->partition_count() > 0) {
@@ -178,16 +179,15 @@ void BruceIngest::Submit(Pending p) {
     if (r.ok()) {
       if (options_.on_appended) options_.on_appended();
       if (options_.metrics) {
-        for (BruceTransport t : {BruceTransport::kDatagram, BruceTransport::kStream,
-                                 BruceTransport::kTcp}) {
+        for (BruceTransport t :
+             {BruceTransport::kDatagram, BruceTransport::kStream, BruceTransport::kTcp}) {
           const uint64_t c = kept->by_transport[static_cast<size_t>(t)];
           if (c) options_.metrics->BruceAppended(BruceTransportName(t), c);
         }
       }
     } else {
       WarnDegraded("bruce_append_refused",
-                   "the WAL refused " + std::to_string(n) + " messages (" +
-                       r.status().ToString() +
+                   "the WAL refused " + std::to_string(n) + " messages (" + r.status().ToString() +
                        "); reading paused, retrying: clients wait in the socket buffers");
     }
     std::function<void()> on_room = on_room_;

@@ -38,7 +38,7 @@ struct BruceIngestOptions {
   size_t max_inflight_appends = 4;
   size_t max_batch_messages = 2048;
   size_t max_batch_bytes = 1 << 20;
-  std::function<void()> on_appended;                       // e.g. wake the drain loop
+  std::function<void()> on_appended;                        // e.g. wake the drain loop
   std::function<int64_t(absl::StatusCode)> retry_after_ms;  // after a refused append
   PartitionCache* partitions = nullptr;                     // required for PartitionKey
   Metrics* metrics = nullptr;                               // optional

@@ -25,9 +25,10 @@ BruceListener::BruceListener(BruceListenerOptions options, BruceIngest* ingest,
                              BruceRejections* rejections, Metrics* metrics)
     : options_(std::move(options)), ingest_(ingest), rejections_(rejections), metrics_(metrics) {}
 
-absl::StatusOr<std::unique_ptr<BruceListener>> BruceListener::Listen(
-    BruceListenerOptions options, BruceIngest* ingest, BruceRejections* rejections,
-    Metrics* metrics) {
+absl::StatusOr<std::unique_ptr<BruceListener>> BruceListener::Listen(BruceListenerOptions options,
+                                                                     BruceIngest* ingest,
+                                                                     BruceRejections* rejections,
+                                                                     Metrics* metrics) {
   std::unique_ptr<BruceListener> l(
       new BruceListener(std::move(options), ingest, rejections, metrics));
   const BruceListenerOptions& o = l->options_;
@@ -52,9 +53,8 @@ absl::StatusOr<std::unique_ptr<BruceListener>> BruceListener::Listen(
     l->datagram_fd_ = *fd;
     l->Watch(*fd);
     // At most 4 MiB of receive buffers, however large the limit.
-    l->datagram_batch_ = static_cast<int>(
-        std::clamp<size_t>((4 << 20) / std::max<size_t>(o.max_datagram_bytes, 1), 1,
-                           kDatagramsPerCall));
+    l->datagram_batch_ = static_cast<int>(std::clamp<size_t>(
+        (4 << 20) / std::max<size_t>(o.max_datagram_bytes, 1), 1, kDatagramsPerCall));
     l->datagrams_.resize(l->datagram_batch_ * o.max_datagram_bytes);
   }
   if (!o.stream_path.empty()) {
@@ -154,9 +154,9 @@ void BruceListener::ReadDatagrams() {
     for (int i = 0; i < got; ++i) {
       std::string_view bytes(datagrams_.data() + i * max, msgs[i].msg_len);
       if (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
-        rejections_->Record(BruceReject::kTooLong, "datagram", bytes,
-                            "datagram larger than --bruce-max-message-bytes " +
-                                std::to_string(max));
+        rejections_->Record(
+            BruceReject::kTooLong, "datagram", bytes,
+            "datagram larger than --bruce-max-message-bytes " + std::to_string(max));
         continue;
       }
       ingest_->Accept(bytes, BruceTransport::kDatagram, max);
@@ -174,9 +174,10 @@ void BruceListener::AcceptConnections(int listen_fd, BruceTransport transport) {
       if (metrics_) metrics_->Degraded("bruce_connection_limit");
       uint64_t suppressed = 0;
       if (log_.Admit(SystemClock::Default()->MonotonicMillis(), &suppressed)) {
-        spdlog::warn("bruce input: {} connections open; closed a new one ({} more since the "
-                     "last warning)",
-                     connections_.size(), suppressed);
+        spdlog::warn(
+            "bruce input: {} connections open; closed a new one ({} more since the "
+            "last warning)",
+            connections_.size(), suppressed);
       }
       continue;
     }
@@ -207,9 +208,9 @@ void BruceListener::ReadConnection(int fd) {
     if (got == 0 || got < 0) {
       const std::string_view rest = std::string_view(c.buffer).substr(c.start);
       if (!rest.empty()) {
-        rejections_->Record(BruceReject::kUncleanDisconnect, tname, rest,
-                            "the connection ended " + std::to_string(rest.size()) +
-                                " bytes into a message");
+        rejections_->Record(
+            BruceReject::kUncleanDisconnect, tname, rest,
+            "the connection ended " + std::to_string(rest.size()) + " bytes into a message");
       }
       CloseConnection(fd);
       return;

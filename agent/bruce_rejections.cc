@@ -6,8 +6,8 @@
 
 namespace kspool::agent {
 
-void BruceRejections::Record(BruceReject reason, std::string_view transport,
-                             std::string_view bytes, std::string_view error) {
+void BruceRejections::Record(BruceReject reason, std::string_view transport, std::string_view bytes,
+                             std::string_view error) {
   const std::string_view name = BruceRejectName(reason);
   if (metrics_) metrics_->BruceRejected(name);
   kspool::v1::BruceRejectedInput kept;
@@ -26,8 +26,8 @@ void BruceRejections::Record(BruceReject reason, std::string_view transport,
   }
   uint64_t suppressed = 0;
   if (!log_.Admit(clock_->MonotonicMillis(), &suppressed)) return;
-  spdlog::warn("bruce input: refused {} bytes from a {} client ({}): {}{}", bytes.size(),
-               transport, name, error,
+  spdlog::warn("bruce input: refused {} bytes from a {} client ({}): {}{}", bytes.size(), transport,
+               name, error,
                suppressed ? " (" + std::to_string(suppressed) + " more refusals not logged)"
                           : std::string());
 }
@@ -48,9 +48,8 @@ void BruceRejections::AddTo(kspool::v1::GetDiscardReportResponse* report) const 
       all.insert(all.end(), recent_[Index(r)].begin(), recent_[Index(r)].end());
     }
   }
-  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
-    return a.time_ms() < b.time_ms();
-  });
+  std::stable_sort(all.begin(), all.end(),
+                   [](const auto& a, const auto& b) { return a.time_ms() < b.time_ms(); });
   for (auto& k : all) *report->add_bruce_recent() = std::move(k);
 }
 

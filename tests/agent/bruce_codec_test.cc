@@ -166,9 +166,9 @@ TEST(BruceCodec, PartitionKeyIsTheKeyAsUnsigned32BitsModuloTheCount) {
 TEST(BruceCodec, EveryReasonHasItsOwnName) {
   std::set<std::string_view> names;
   for (BruceReject r : kAllBruceRejects) names.insert(BruceRejectName(r));
-  EXPECT_EQ(names, (std::set<std::string_view>{"malformed", "unsupported_api_key",
-                                               "unsupported_version", "bad_topic", "too_long",
-                                               "unclean_disconnect"}));
+  EXPECT_EQ(names,
+            (std::set<std::string_view>{"malformed", "unsupported_api_key", "unsupported_version",
+                                        "bad_topic", "too_long", "unclean_disconnect"}));
   for (BruceReject r : kAllBruceRejects) {
     EXPECT_EQ(BruceRejectReason(BruceError(r, "x")), r);
   }

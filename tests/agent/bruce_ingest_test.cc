@@ -84,8 +84,8 @@ TEST_F(BruceIngestTest, PartitionKeyChoosesTheKeyAsUint32ModuloThePartitionCount
   ingest.reset();
   std::vector<wal::Entry> e = Entries();
   ASSERT_EQ(e.size(), 6u);
-  const std::vector<int32_t> want = {0, 1, 2, 1, static_cast<int32_t>(4294967295u % 3),
-                                     static_cast<int32_t>(2147483648u % 3)};
+  const std::vector<int32_t> want = {
+      0, 1, 2, 1, static_cast<int32_t>(4294967295u % 3), static_cast<int32_t>(2147483648u % 3)};
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(e[i].record.partition, want[i]) << i;
   EXPECT_EQ(e[0].record.key, "kk") << "the Kafka key is carried apart from the partition key";
 }
@@ -144,8 +144,9 @@ TEST_F(BruceIngestTest, AWalThatRefusesMakesFlushWaitAndRetryWithoutDroppingAnyt
   std::atomic<bool> flushed{false};
   std::thread reader([&] {
     for (int i = 0; i < 40; ++i) {
-      ingest->Accept(AnyPartition("t", kTs, "", "value-" + std::to_string(i) + std::string(80, 'p')),
-                     BruceTransport::kDatagram, 65536);
+      ingest->Accept(
+          AnyPartition("t", kTs, "", "value-" + std::to_string(i) + std::string(80, 'p')),
+          BruceTransport::kDatagram, 65536);
       ingest->Flush();
     }
     flushed = true;

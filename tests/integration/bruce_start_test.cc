@@ -35,9 +35,9 @@ class BruceStart : public ::testing::Test {
   }
   // Starts an agent expected to refuse to start; returns its exit code and log.
   std::pair<int, std::string> FailedStart(std::vector<std::string> args) {
-    std::vector<std::string> argv = {KSPOOL_AGENT_BIN, "--wal-dir", dir_.sub("wal-fail"),
+    std::vector<std::string> argv = {KSPOOL_AGENT_BIN,  "--wal-dir",         dir_.sub("wal-fail"),
                                      "--kafka-brokers", kafka_->bootstrap(), "--listen",
-                                     "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"};
+                                     "127.0.0.1:0",     "--metrics-listen",  "127.0.0.1:0"};
     argv.insert(argv.end(), args.begin(), args.end());
     ChildProcess p(argv, dir_.sub("fail.log"));
     std::optional<int> status = p.Wait(30s);
@@ -64,8 +64,8 @@ TEST_F(BruceStart, SocketFilesGetMode0660ByDefaultAndTheModeAsked) {
   EXPECT_EQ(st.st_mode & 07777, 0660u);
   ASSERT_EQ(stat(dir_.sub("s.sock").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0660u);
-  auto b = Agent("wal2", {"--bruce-datagram-socket", dir_.sub("d2.sock"), "--bruce-socket-mode",
-                          "0600"});
+  auto b = Agent("wal2",
+                 {"--bruce-datagram-socket", dir_.sub("d2.sock"), "--bruce-socket-mode", "0600"});
   ASSERT_EQ(stat(dir_.sub("d2.sock").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
 }
@@ -87,8 +87,8 @@ TEST_F(BruceStart, TcpIsRefusedOnAnAddressThatIsNotLoopback) {
 }
 
 TEST_F(BruceStart, ABadSocketModeIsAUsageError) {
-  auto [code, log] = FailedStart({"--bruce-datagram-socket", dir_.sub("d.sock"),
-                                  "--bruce-socket-mode", "0698"});
+  auto [code, log] =
+      FailedStart({"--bruce-datagram-socket", dir_.sub("d.sock"), "--bruce-socket-mode", "0698"});
   EXPECT_EQ(code, 2);
   EXPECT_NE(log.find("--bruce-socket-mode"), std::string::npos) << log;
 }

@@ -41,16 +41,16 @@ constexpr int64_t kTs = 1'700'000'000'000;
 class Bruce : public ::testing::Test {
  protected:
   void SetUp() override {
-    kafka_ = std::make_unique<DevKafka>(
-        dir_.path(), 1, std::vector<std::string>{"bruce:4", "good:2", "crash:8"});
+    kafka_ = std::make_unique<DevKafka>(dir_.path(), 1,
+                                        std::vector<std::string>{"bruce:4", "good:2", "crash:8"});
     StartAgent();
   }
   void StartAgent() {
     agent_ = std::make_unique<AgentProcess>(
         dir_.sub("wal"), dir_.sub("agent.log"), kafka_->bootstrap(),
         std::vector<std::string>{"--bruce-datagram-socket", dgram_path(), "--bruce-stream-socket",
-                                 stream_path(), "--bruce-tcp", "127.0.0.1:0",
-                                 "--kafka-option", "reconnect.backoff.max.ms=200"});
+                                 stream_path(), "--bruce-tcp", "127.0.0.1:0", "--kafka-option",
+                                 "reconnect.backoff.max.ms=200"});
     const std::string& line = agent_->ready_line();
     const size_t at = line.find("bruce_tcp=");
     ASSERT_NE(at, std::string::npos) << line;
@@ -137,7 +137,8 @@ TEST_F(Bruce, EachKindOfBadInputIsCountedUnderItsReasonAndTheGoodAroundItIsDeliv
   using kspool::testing::BruceMessageBytes;
   const int d = Connect(0);
   SendAll(d, good_msg());
-  SendAll(d, BruceMessageBytes({256, 0, 1, std::nullopt, "good", kTs, "", "flags", {}}));  // malformed
+  SendAll(d,
+          BruceMessageBytes({256, 0, 1, std::nullopt, "good", kTs, "", "flags", {}}));  // malformed
   SendAll(d, good_msg());
   SendAll(d, BruceMessageBytes({300, 0, 0, std::nullopt, "good", kTs, "", "key", {}}));
   SendAll(d, good_msg());
@@ -165,8 +166,8 @@ TEST_F(Bruce, EachKindOfBadInputIsCountedUnderItsReasonAndTheGoodAroundItIsDeliv
   for (int i = 0; i < good; ++i) EXPECT_EQ(got.count("good-" + std::to_string(i)), 1u) << i;
   EXPECT_EQ(got.size(), static_cast<size_t>(good)) << "nothing bad was delivered";
   const std::map<std::string, double> want = {
-      {"malformed", 1},  {"unsupported_api_key", 1}, {"unsupported_version", 1},
-      {"bad_topic", 1},  {"too_long", 3},            {"unclean_disconnect", 2}};
+      {"malformed", 1}, {"unsupported_api_key", 1}, {"unsupported_version", 1}, {"bad_topic", 1},
+      {"too_long", 3},  {"unclean_disconnect", 2}};
   ASSERT_TRUE(WaitUntil(
       [&] {
         return Metric("kspool_bruce_rejected_total{reason=\"unclean_disconnect\"}") == 2 &&
@@ -199,8 +200,8 @@ TEST_F(Bruce, AfterASigkillDuringADatagramLoadEveryCommittedMessageReachesKafka)
       const int fd = Connect(0);
       for (int i = 0; i < kPerSender && !stop; ++i) {
         const std::string v = "c" + std::to_string(c) + "-" + std::to_string(i);
-        if (send(fd, AnyPartition("crash", kTs, "", v).data(), AnyPartition("crash", kTs, "", v).size(),
-                 MSG_NOSIGNAL) < 0) {
+        if (send(fd, AnyPartition("crash", kTs, "", v).data(),
+                 AnyPartition("crash", kTs, "", v).size(), MSG_NOSIGNAL) < 0) {
           break;  // the agent is gone
         }
         ++sent;
@@ -209,8 +210,8 @@ TEST_F(Bruce, AfterASigkillDuringADatagramLoadEveryCommittedMessageReachesKafka)
     });
   }
   // Kill it in the middle of the load: some committed, more still coming.
-  ASSERT_TRUE(WaitUntil([&] { return Metric("kspool_messages_received_total{topic=\"crash\"}") >= 5000; },
-                        20s, 5ms));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return Metric("kspool_messages_received_total{topic=\"crash\"}") >= 5000; }, 20s, 5ms));
   agent_->process().Signal(SIGKILL);
   agent_->process().Wait(10s);
   stop = true;

@@ -50,8 +50,8 @@ inline std::string BruceMessageBytes(const BruceFields& f) {
   PutBE(&body, static_cast<uint32_t>(f.value.size()), 4);
   body += f.value;
   std::string out;
-  PutBE(&out, static_cast<uint32_t>(f.size_override.value_or(static_cast<int32_t>(body.size() + 4))),
-        4);
+  PutBE(&out,
+        static_cast<uint32_t>(f.size_override.value_or(static_cast<int32_t>(body.size() + 4))), 4);
   return out + body;
 }
 

@@ -1,12 +1,12 @@
 #include "tools/bench/bruce.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <thread>
 #include <vector>
-#include <algorithm>
 
 #include "tools/common/bruce_writer.h"
 

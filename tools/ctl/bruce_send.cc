@@ -10,8 +10,8 @@
 
 namespace kspool::ctl {
 
-int BruceSend(const std::string& target, SendOptions options,
-              std::optional<int32_t> partition_key, const Output& out) {
+int BruceSend(const std::string& target, SendOptions options, std::optional<int32_t> partition_key,
+              const Output& out) {
   if (options.partition || !options.headers.empty() || options.wait_for_kafka) {
     std::cerr << "kspoolctl: the Bruce format has no --partition (use --partition-key), no "
                  "--header and no --wait kafka\n";
@@ -40,13 +40,15 @@ int BruceSend(const std::string& target, SendOptions options,
       return kExitError;
     }
   }
-  const char* transport = target.rfind("tcp:", 0) == 0 ? "tcp" : conn.datagram() ? "datagram" : "stream";
+  const char* transport = target.rfind("tcp:", 0) == 0 ? "tcp"
+                          : conn.datagram()            ? "datagram"
+                                                       : "stream";
   if (out.json) {
     std::cout << "{\"sent\":" << options.values.size() << ",\"transport\":\"" << transport
               << "\"}\n";
   } else {
-    std::cout << "wrote " << options.values.size() << " message(s) in Bruce format ("
-              << transport << "); the agent does not answer: see kspoolctl stats\n";
+    std::cout << "wrote " << options.values.size() << " message(s) in Bruce format (" << transport
+              << "); the agent does not answer: see kspoolctl stats\n";
   }
   return kExitOk;
 }

@@ -54,6 +54,11 @@ bool BruceIngest::HasRoom() const {
   return inflight_ < options_.max_inflight_appends && refused_.empty();
 }
 
+bool BruceIngest::WalIdle() const {
+  MutexLock l(&mu_);
+  return inflight_ == 0 && refused_.empty();
+}
+
 uint64_t BruceIngest::appended() const {
   MutexLock l(&mu_);
   return appended_;
@@ -151,19 +156,23 @@ void BruceIngest::Flush() {
 }
 
 void BruceIngest::RetryRefused() {
-  std::deque<Pending> again;
-  {
-    MutexLock l(&mu_);
-    if (refused_.empty()) return;
-    // Wait out the delay and the appends still in the WAL's hands, so that a refused
-    // batch goes first again.
-    while (!stopping_ && (inflight_ > 0 || options_.clock->MonotonicMillis() < retry_at_mono_ms_)) {
-      changed_.WaitFor(&mu_, std::chrono::milliseconds(kMetadataPollMs));
+  // While the WAL refuses, nothing new is appended (and the listener reads nothing):
+  // the refused batches go again, first, until the WAL takes them.
+  while (true) {
+    std::deque<Pending> again;
+    {
+      MutexLock l(&mu_);
+      if (refused_.empty()) return;
+      // Wait out the delay and the appends still in the WAL's hands (their outcome).
+      while (!stopping_ &&
+             (inflight_ > 0 || options_.clock->MonotonicMillis() < retry_at_mono_ms_)) {
+        changed_.WaitFor(&mu_, std::chrono::milliseconds(kMetadataPollMs));
+      }
+      if (stopping_ || refused_.empty()) return;
+      again.swap(refused_);
     }
-    if (stopping_) return;
-    again.swap(refused_);
+    for (Pending& p : again) Submit(std::move(p));
   }
-  for (Pending& p : again) Submit(std::move(p));
 }
 
 void BruceIngest::Submit(Pending p) {

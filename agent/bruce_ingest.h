@@ -63,6 +63,9 @@ class BruceIngest {
   bool has_batch() const { return !batch_.batch.empty(); }
   // True when Flush() would not wait: an append slot is free and nothing is refused.
   bool HasRoom() const;
+  // True when no append is in the WAL's hands: a batch flushed now starts a group commit
+  // at once instead of waiting for one.
+  bool WalIdle() const;
   // Called (on the WAL's committer thread) whenever an append finishes, so that a
   // listener waiting for room can flush. Set before the first Accept().
   void set_on_room(std::function<void()> f) { on_room_ = std::move(f); }

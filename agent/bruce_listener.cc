@@ -133,7 +133,10 @@ void BruceListener::Run() {
     }
     // Nothing more to read right now: what was read goes to the WAL, if it has room (or
     // after the idle timeout: then Flush() waits, and retries what the WAL refused).
-    if (!read && (ingest_->HasRoom() || n == 0)) ingest_->Flush();
+    // And while the load goes on, the disk is kept busy: an idle WAL gets the batch at once.
+    if ((!read && (ingest_->HasRoom() || n == 0)) || (ingest_->has_batch() && ingest_->WalIdle())) {
+      ingest_->Flush();
+    }
   }
   ingest_->Flush();  // what was read before the stop is appended too
 }

@@ -150,6 +150,12 @@ TEST_F(BruceIngestTest, AWalThatRefusesMakesFlushWaitAndRetryWithoutDroppingAnyt
       ingest->Flush();
     }
     flushed = true;
+    // As the listener does when idle: Flush() now and then retries what was refused.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (ingest->appended() < 40 && std::chrono::steady_clock::now() < until) {
+      ingest->Flush();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_FALSE(flushed.load()) << "the reader must be held while the WAL refuses";

@@ -277,6 +277,7 @@ absl::Status Agent::StartBruce(const Config& config, Clock* clock,
   if (config.bruce_max_message_bytes > 0) {
     lo.max_datagram_bytes = lo.max_stream_bytes = config.bruce_max_message_bytes;
   }
+  lo.max_buffered_bytes = std::max<size_t>(lo.max_buffered_bytes, 2 * lo.max_stream_bytes);
   lo.socket.mode = static_cast<mode_t>(config.bruce_socket_mode);
   lo.socket.group = config.bruce_socket_group;
   absl::StatusOr<std::unique_ptr<BruceListener>> l = BruceListener::Listen(

@@ -184,7 +184,7 @@ void BruceListener::AcceptConnections(int listen_fd, BruceTransport transport) {
       }
       continue;
     }
-    connections_[fd] = Connection{transport, {}, 0};
+    connections_[fd] = Connection{transport, {}, 0, 0};
     Watch(fd);
   }
 }
@@ -192,7 +192,34 @@ void BruceListener::AcceptConnections(int listen_fd, BruceTransport transport) {
 void BruceListener::CloseConnection(int fd) {
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   close(fd);
-  connections_.erase(fd);
+  auto it = connections_.find(fd);
+  if (it == connections_.end()) return;
+  buffered_ -= it->second.counted;
+  connections_.erase(it);
+}
+
+void BruceListener::Account(Connection& c) {
+  if (c.start == c.buffer.size()) {  // nothing unfinished: hold no memory
+    std::string().swap(c.buffer);
+    c.start = 0;
+  }
+  buffered_ = buffered_ - c.counted + c.buffer.capacity();
+  c.counted = c.buffer.capacity();
+  if (buffered_ <= options_.max_buffered_bytes) return;
+  // Over the bound: the connection holding the most unfinished bytes goes.
+  auto largest = std::max_element(
+      connections_.begin(), connections_.end(),
+      [](const auto& a, const auto& b) { return a.second.counted < b.second.counted; });
+  const size_t held = largest->second.counted;
+  if (metrics_) metrics_->Degraded("bruce_stream_memory");
+  uint64_t suppressed = 0;
+  if (log_.Admit(SystemClock::Default()->MonotonicMillis(), &suppressed)) {
+    spdlog::warn(
+        "bruce input: stream clients hold {} bytes of unfinished messages, over {}; "
+        "closed the connection holding {} ({} more since the last warning)",
+        buffered_, options_.max_buffered_bytes, held, suppressed);
+  }
+  CloseConnection(largest->first);
 }
 
 void BruceListener::ReadConnection(int fd) {
@@ -238,6 +265,7 @@ void BruceListener::ReadConnection(int fd) {
       c.start = 0;
     }
   }
+  Account(c);  // may close this connection: `c` is not used after it
 }
 
 }  // namespace kspool::agent

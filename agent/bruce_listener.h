@@ -32,6 +32,9 @@ struct BruceListenerOptions {
   size_t max_stream_bytes = kBruceDefaultMaxStreamBytes;
   BruceSocketOptions socket;
   size_t max_connections = 1024;  // stream + TCP clients at once; beyond, closed at once
+  // Bytes all stream clients together may hold in unfinished messages; beyond it the
+  // connection holding the most is closed (DESIGN.md invariant 7).
+  size_t max_buffered_bytes = 64 << 20;
 };
 
 class BruceListener {
@@ -53,7 +56,8 @@ class BruceListener {
   struct Connection {
     BruceTransport transport;
     std::string buffer;
-    size_t start = 0;  // unparsed bytes begin here
+    size_t start = 0;    // unparsed bytes begin here
+    size_t counted = 0;  // buffer bytes counted in buffered_
   };
   BruceListener(BruceListenerOptions options, BruceIngest* ingest, BruceRejections* rejections,
                 Metrics* metrics);
@@ -63,6 +67,8 @@ class BruceListener {
   // Reads what a connection has (up to a budget); closes it at EOF, error or bad framing.
   void ReadConnection(int fd);
   void CloseConnection(int fd);
+  // Counts `c`'s buffer in buffered_, and enforces max_buffered_bytes.
+  void Account(Connection& c);
   void Watch(int fd);
 
   const BruceListenerOptions options_;
@@ -77,6 +83,7 @@ class BruceListener {
   std::vector<int> tcp_fds_;
   std::string tcp_bound_;
   std::unordered_map<int, Connection> connections_;  // the thread's
+  size_t buffered_ = 0;                              // the thread's
   std::vector<char> datagrams_;                      // receive buffers, the thread's
   int datagram_batch_ = 1;                           // datagrams per recvmmsg
   LogRateLimiter log_{1, 10'000};

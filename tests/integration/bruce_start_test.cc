@@ -117,3 +117,41 @@ TEST_F(BruceStart, PartitionKeyMessagesWaitWhileKafkaCannotNameThePartitionCount
 
 }  // namespace
 }  // namespace kspool
+
+namespace kspool {
+namespace {
+
+TEST_F(BruceStart, StreamClientsHoldingTooMuchUnfinishedAreCutAndTheInputGoesOn) {
+  auto a = Agent("wal", {"--bruce-datagram-socket", dir_.sub("d.sock"), "--bruce-stream-socket",
+                         dir_.sub("s.sock")});
+  // 40 clients each start a 2 MiB message and stop 1.9 MiB into it: 76 MiB unfinished,
+  // over the 64 MiB bound.
+  std::string head;
+  kspool::testing::PutBE(&head, 2u << 20, 4);
+  const std::string part = head + std::string((19u << 20) / 10, 'p');
+  std::vector<int> fds;
+  for (int i = 0; i < 40; ++i) {
+    const int fd = kspool::testing::ConnectUnix(dir_.sub("s.sock"), SOCK_STREAM);
+    fds.push_back(fd);
+    try {
+      kspool::testing::SendAll(fd, part);
+    } catch (const std::exception&) {
+      // this connection was the one cut
+    }
+  }
+  ASSERT_TRUE(kspool::testing::WaitUntil(
+      [&] {
+        return Metric(*a, "kspool_degraded_events_total{event=\"bruce_stream_memory\"}") >= 1;
+      },
+      10s));
+  for (int fd : fds) close(fd);
+  // The input still takes messages.
+  const int d = kspool::testing::ConnectUnix(dir_.sub("d.sock"), SOCK_DGRAM);
+  kspool::testing::SendAll(d, kspool::testing::AnyPartition("keyed", 1, "", "after"));
+  close(d);
+  EXPECT_TRUE(kspool::testing::WaitUntil(
+      [&] { return Metric(*a, "kspool_bruce_messages_total{transport=\"datagram\"}") == 1; }, 10s));
+}
+
+}  // namespace
+}  // namespace kspool

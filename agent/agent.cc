@@ -179,7 +179,12 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   admin_ = std::make_unique<AdminService>(wal_.get(), tracker_.get(), drain, clock);
   if (absl::Status s = StartBruce(config, clock, retry_after_ms); !s.ok()) return s;
 
-  const FdBudget fds = RaiseFdLimitAndBudget(config.max_connections, HttpLimits{}.max_connections);
+  // Bruce stream/TCP clients have their own cap; their descriptors are kept out of what
+  // gRPC clients may take, like the HTTP server's.
+  const bool bruce_streams = !config.bruce_stream_socket.empty() || !config.bruce_tcp.empty();
+  const FdBudget fds = RaiseFdLimitAndBudget(
+      config.max_connections, HttpLimits{}.max_connections +
+                                  (bruce_streams ? BruceListenerOptions{}.max_connections : 0));
   spdlog::info("{}", fds.Describe(config.max_connections));
   Metrics* metrics = metrics_.get();
   meter_ = std::make_unique<ReceptionMeter>(

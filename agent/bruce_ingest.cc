@@ -59,6 +59,11 @@ bool BruceIngest::WalIdle() const {
   return inflight_ == 0 && refused_.empty();
 }
 
+bool BruceIngest::Refused() const {
+  MutexLock l(&mu_);
+  return inflight_ == 0 && !refused_.empty();
+}
+
 uint64_t BruceIngest::appended() const {
   MutexLock l(&mu_);
   return appended_;

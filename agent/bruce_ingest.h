@@ -70,6 +70,10 @@ class BruceIngest {
   // listener waiting for room can flush. Set before the first Accept().
   void set_on_room(std::function<void()> f) { on_room_ = std::move(f); }
 
+  // True while the WAL refuses: a refused batch waits for its retry and no append is in
+  // the WAL's hands.
+  bool Refused() const;
+
   // Messages appended durably so far.
   uint64_t appended() const;
 

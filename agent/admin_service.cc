@@ -51,6 +51,7 @@ grpc::Status AdminService::GetDiscardReport(grpc::ServerContext* context,
                                             kspool::v1::GetDiscardReportResponse* response) {
   Credit(context, request);
   *response = ReportToProto(wal_->GetReport(), clock_->NowMillis());
+  if (bruce_) bruce_->AddTo(response);
   return grpc::Status::OK;
 }
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include "agent/bruce_rejections.h"
 #include "agent/commit_tracker.h"
 #include "agent/drain_loop.h"
 #include "kspool/v1/admin.grpc.pb.h"
@@ -25,6 +26,10 @@ class AdminService final : public kspool::v1::Admin::Service {
   grpc::Status GetDiscardReport(grpc::ServerContext*, const kspool::v1::GetDiscardReportRequest*,
                                 kspool::v1::GetDiscardReportResponse* response) override;
 
+  // The Bruce/Dory-format input's refusals, added to the discard report. Set before
+  // serving; must outlive this service.
+  void set_bruce_rejections(const BruceRejections* r) { bruce_ = r; }
+
   // Told of every request received (peer, serialized size), like SpoolService, so the
   // front door's ReceptionMeter credits Admin calls too. Set before serving.
   void set_on_received(std::function<void(const std::string& peer, size_t bytes)> f) {
@@ -38,6 +43,7 @@ class AdminService final : public kspool::v1::Admin::Service {
   }
 
   std::function<void(const std::string& peer, size_t bytes)> on_received_;
+  const BruceRejections* bruce_ = nullptr;
   wal::Wal* const wal_;
   CommitTracker* const tracker_;
   DrainLoop* const drain_;

@@ -163,23 +163,29 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
 
 absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   DrainLoop* drain = drain_.get();
+  auto retry_after_ms = [drain, clock,
+                         reopen = config.wal_reopen_interval_ms](absl::StatusCode code) {
+    if (code == absl::StatusCode::kUnavailable) return static_cast<int64_t>(reopen);
+    // WAL full: soon if Kafka is taking messages, later if it is not.
+    const int64_t last = drain->last_delivery_mono_ms();
+    return last != 0 && clock->MonotonicMillis() - last < 5000 ? int64_t{200} : int64_t{2000};
+  };
   spool_ = std::make_unique<SpoolService>(
       wal_.get(),
       RequestLimits{config.max_message_bytes, config.max_batch_messages, config.max_headers,
                     config.max_future_timestamp_ms},
-      [drain] { drain->Notify(); },
-      [drain, clock, reopen = config.wal_reopen_interval_ms](absl::StatusCode code) {
-        if (code == absl::StatusCode::kUnavailable) return static_cast<int64_t>(reopen);
-        // WAL full: soon if Kafka is taking messages, later if it is not.
-        const int64_t last = drain->last_delivery_mono_ms();
-        return last != 0 && clock->MonotonicMillis() - last < 5000 ? int64_t{200}
-                                                                    : int64_t{2000};
-      },
+      [drain] { drain->Notify(); }, retry_after_ms,
       metrics_.get(), metadata_.get(), clock, DecodedRequestBudget(config), waiters_.get(),
       feed_.get());
   admin_ = std::make_unique<AdminService>(wal_.get(), tracker_.get(), drain, clock);
+  if (absl::Status s = StartBruce(config, clock, retry_after_ms); !s.ok()) return s;
 
-  const FdBudget fds = RaiseFdLimitAndBudget(config.max_connections, HttpLimits{}.max_connections);
+  // Bruce stream/TCP clients have their own cap; their descriptors are kept out of what
+  // gRPC clients may take, like the HTTP server's.
+  const bool bruce_streams = !config.bruce_stream_socket.empty() || !config.bruce_tcp.empty();
+  const FdBudget fds = RaiseFdLimitAndBudget(
+      config.max_connections, HttpLimits{}.max_connections +
+                                  (bruce_streams ? BruceListenerOptions{}.max_connections : 0));
   spdlog::info("{}", fds.Describe(config.max_connections));
   Metrics* metrics = metrics_.get();
   meter_ = std::make_unique<ReceptionMeter>(
@@ -277,11 +283,51 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   return absl::OkStatus();
 }
 
+absl::Status Agent::StartBruce(const Config& config, Clock* clock,
+                               std::function<int64_t(absl::StatusCode)> retry_after_ms) {
+  if (!config.bruce_enabled()) return absl::OkStatus();
+  metrics_->InitBruce();
+  bruce_rejections_ = std::make_unique<BruceRejections>(metrics_.get(), clock);
+  admin_->set_bruce_rejections(bruce_rejections_.get());
+  BruceIngestOptions io;
+  io.limits = RequestLimits{config.max_message_bytes, config.max_batch_messages,
+                            config.max_headers, config.max_future_timestamp_ms};
+  io.on_appended = [drain = drain_.get()] { drain->Notify(); };
+  io.retry_after_ms = std::move(retry_after_ms);
+  io.partitions = partitions_.get();
+  io.metrics = metrics_.get();
+  io.clock = clock;
+  bruce_ingest_ = std::make_unique<BruceIngest>(wal_.get(), bruce_rejections_.get(), io);
+  BruceListenerOptions lo;
+  lo.datagram_path = config.bruce_datagram_socket;
+  lo.stream_path = config.bruce_stream_socket;
+  lo.tcp_address = config.bruce_tcp;
+  if (config.bruce_max_message_bytes > 0) {
+    lo.max_datagram_bytes = lo.max_stream_bytes = config.bruce_max_message_bytes;
+  }
+  lo.max_buffered_bytes = std::max<size_t>(lo.max_buffered_bytes, 2 * lo.max_stream_bytes);
+  lo.socket.mode = static_cast<mode_t>(config.bruce_socket_mode);
+  lo.socket.group = config.bruce_socket_group;
+  absl::StatusOr<std::unique_ptr<BruceListener>> l = BruceListener::Listen(
+      std::move(lo), bruce_ingest_.get(), bruce_rejections_.get(), metrics_.get());
+  if (!l.ok()) return l.status();
+  bruce_listener_ = std::move(l).value();
+  bruce_listener_->Start();
+  spdlog::info("bruce input: datagram={} stream={} tcp={} (Bruce/Dory format)",
+               config.bruce_datagram_socket.empty() ? "-" : config.bruce_datagram_socket,
+               config.bruce_stream_socket.empty() ? "-" : config.bruce_stream_socket,
+               bruce_listener_->tcp_address().empty() ? "-" : bruce_listener_->tcp_address());
+  return absl::OkStatus();
+}
+
 Agent::~Agent() { Shutdown(); }
 
 void Agent::Shutdown() {
   if (heartbeater_) heartbeater_->Stop();
   maintenance_.reset();
+  // What the Bruce input has read is appended before the WAL goes.
+  bruce_listener_.reset();
+  bruce_ingest_.reset();
   if (listener_) listener_->Stop();
   // Calls that would wait for outcomes end now (UNAVAILABLE, their sequence numbers
   // named), so that the server's shutdown does not wait for them.

@@ -11,6 +11,9 @@
 
 #include "absl/status/statusor.h"
 #include "agent/admin_service.h"
+#include "agent/bruce_ingest.h"
+#include "agent/bruce_listener.h"
+#include "agent/bruce_rejections.h"
 #include "agent/commit_tracker.h"
 #include "agent/config.h"
 #include "agent/drain_loop.h"
@@ -45,6 +48,10 @@ class Agent {
   // The addresses actually bound (port 0 resolved).
   const std::string& grpc_address() const { return grpc_address_; }
   std::string http_address() const { return http_ ? http_->address() : ""; }
+  // The Bruce/Dory-format TCP address bound (port 0 resolved), or "".
+  std::string bruce_tcp_address() const {
+    return bruce_listener_ ? bruce_listener_->tcp_address() : "";
+  }
   const std::string& agent_id() const { return agent_id_; }
   wal::Wal* wal() { return wal_.get(); }
   DrainLoop* drain() { return drain_.get(); }
@@ -57,6 +64,9 @@ class Agent {
  private:
   Agent() = default;
   absl::Status StartServers(const Config& config, Clock* clock);
+  // The Bruce/Dory-format input, when configured (after the gRPC services).
+  absl::Status StartBruce(const Config& config, Clock* clock,
+                          std::function<int64_t(absl::StatusCode)> retry_after_ms);
   std::string StatusJson(Clock* clock) const;          // GET /status
   std::string DiscardsJson(AdminService* admin) const;  // GET /discards
 
@@ -80,6 +90,9 @@ class Agent {
   std::unique_ptr<GrpcListener> listener_;  // hands its connections to server_
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<BruceRejections> bruce_rejections_;  // used by admin_, the two below
+  std::unique_ptr<BruceIngest> bruce_ingest_;          // uses wal_, partitions_, drain_
+  std::unique_ptr<BruceListener> bruce_listener_;      // uses bruce_ingest_
   std::string grpc_address_;
   std::string agent_id_;
 };

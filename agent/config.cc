@@ -134,6 +134,13 @@ absl::StatusOr<ByteSize> ParseByteSize(const std::string& text) {
   return bad("has an unknown unit");
 }
 
+absl::StatusOr<uint32_t> ParseSocketMode(const std::string& text) {
+  if (text.empty() || text.size() > 4 || text.find_first_not_of("01234567") != std::string::npos) {
+    return absl::InvalidArgumentError("'" + text + "' is not an octal file mode such as 0660");
+  }
+  return static_cast<uint32_t>(std::stoul(text, nullptr, 8));
+}
+
 namespace {
 // A size that cannot be a percent of the WAL's capacity.
 absl::StatusOr<ByteSize> ParseAbsoluteByteSize(const std::string& v) {
@@ -335,6 +342,20 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
                }
                return b;
              });
+  add("bruce-datagram-socket", &c.bruce_datagram_socket,
+      "Also accept Bruce/Dory-format messages on this UNIX datagram socket (PATH)");
+  add("bruce-stream-socket", &c.bruce_stream_socket,
+      "Also accept Bruce/Dory-format messages on this UNIX stream socket (PATH)");
+  add("bruce-tcp", &c.bruce_tcp,
+      "Also accept Bruce/Dory-format messages on TCP HOST:PORT (loopback addresses only)");
+  add("bruce-max-message-bytes", &c.bruce_max_message_bytes,
+      "Largest Bruce/Dory-format message, whole (0: 64KiB for datagrams, 2MiB for streams)")
+      ->check(UnsignedAtMost(INT32_MAX, "a message size in bytes"));
+  std::string socket_mode = "0660";
+  add_parsed("bruce-socket-mode", &socket_mode,
+             "File mode of the Bruce/Dory UNIX sockets, octal (e.g. 0660)", ParseSocketMode);
+  add("bruce-socket-group", &c.bruce_socket_group,
+      "Group of the Bruce/Dory UNIX sockets (default: the agent's)");
   add("shutdown-grace-ms", &c.shutdown_grace_ms,
       "At SIGTERM, how long in-flight produce may finish; the rest stays in the WAL");
 
@@ -393,6 +414,7 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   c.delivery_retention_bytes = ParseByteSize(delivery_bytes).value_or(ByteSize{}).bytes;
   c.idle_timeout_ms = ParseDurationMs(idle_timeout).value_or(c.idle_timeout_ms);
   c.max_receive_memory = ParseByteSize(receive_memory).value_or(ByteSize{}).bytes;
+  c.bruce_socket_mode = ParseSocketMode(socket_mode).value_or(0660);
   std::string tls = CheckTlsFlags(c);
   if (tls.empty()) tls = CheckMetricsTlsFlags(c);
   if (!tls.empty()) {

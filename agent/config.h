@@ -80,6 +80,18 @@ struct Config {
   uint64_t max_headers = kHeadersBudgeted;  // per message; the size default assumes it
   uint64_t max_future_timestamp_ms = 3'600'000;  // client timestamps at most this far ahead
 
+  // Bruce/Dory-format input (README, "Bruce and Dory clients"); empty paths: off.
+  std::string bruce_datagram_socket;
+  std::string bruce_stream_socket;
+  std::string bruce_tcp;  // HOST:PORT, loopback only
+  // Largest message; 0: 64 KiB for datagrams, 2 MiB for streams (Bruce's and Dory's).
+  uint64_t bruce_max_message_bytes = 0;
+  uint32_t bruce_socket_mode = 0660;
+  std::string bruce_socket_group;  // empty: the agent's group
+  bool bruce_enabled() const {
+    return !bruce_datagram_socket.empty() || !bruce_stream_socket.empty() || !bruce_tcp.empty();
+  }
+
   // The drain window: what may be in flight to Kafka at once. Memory is bounded by these,
   // not by the backlog.
   uint64_t max_inflight_messages = 100000;
@@ -111,6 +123,9 @@ absl::StatusOr<uint64_t> ParseDurationMs(const std::string& text);
 // "1048576", "64MiB", "1GiB" (KiB, MiB, GiB, TiB), or a percent of the WAL capacity
 // such as "10%" or "2.5%"; "0" is zero. At most INT64_MAX bytes.
 absl::StatusOr<ByteSize> ParseByteSize(const std::string& text);
+
+// "0660" -> 0660 (--bruce-socket-mode); INVALID_ARGUMENT unless 1-4 octal digits.
+absl::StatusOr<uint32_t> ParseSocketMode(const std::string& text);
 
 // `env` is the process environment (`environ`), passed in so tests can supply their own.
 ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* env);

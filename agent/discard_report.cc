@@ -1,5 +1,7 @@
 #include "agent/discard_report.h"
 
+#include "absl/strings/escaping.h"
+
 namespace kspool::agent {
 namespace {
 
@@ -63,6 +65,20 @@ nlohmann::json ReportToJson(const kspool::v1::GetDiscardReportResponse& r) {
           {"discarded", t.discarded()},
           {"pending", t.pending()},
           {"holds", t.accepted() == t.delivered() + t.discarded() + t.pending()}}}};
+  }
+  if (r.bruce_rejected_size() > 0) {
+    nlohmann::json counts = nlohmann::json::object();
+    for (const auto& c : r.bruce_rejected()) counts[c.reason()] = c.count();
+    nlohmann::json recent = nlohmann::json::array();
+    for (const auto& k : r.bruce_recent()) {
+      recent.push_back({{"reason", k.reason()},
+                        {"time_ms", k.time_ms()},
+                        {"transport", k.transport()},
+                        {"size", k.size()},
+                        {"first_bytes_base64", absl::Base64Escape(k.first_bytes())},
+                        {"error", k.error()}});
+    }
+    j["bruce_rejected"] = {{"counts", counts}, {"recent", recent}};
   }
   return j;
 }

@@ -41,7 +41,7 @@ FdBudget RaiseFdLimitAndBudget(uint64_t max_connections, uint64_t http_connectio
 std::string FdBudget::Describe(uint64_t requested_connections) const {
   std::string s = "file descriptors: limit " + std::to_string(soft_limit) + " (hard " +
                   std::to_string(hard_limit) + "), " + std::to_string(reserved) +
-                  " reserved for the WAL, Kafka and HTTP; at most " +
+                  " reserved for the WAL, Kafka, HTTP and Bruce clients; at most " +
                   std::to_string(grpc_connections) + " gRPC connections";
   if (grpc_connections < requested_connections) {
     s += " (--max-connections " + std::to_string(requested_connections) +

@@ -23,7 +23,8 @@ struct FdBudget {
 
 // Descriptors the agent keeps for itself: RocksDB's table cache and logs, Kafka
 // broker sockets, librdkafka's and gRPC's wake-up pipes, stdio, and `http_connections`
-// (the HTTP server's own cap).
+// (the caps of the agent's other listeners: the HTTP server's, and the Bruce input's
+// stream/TCP clients' when it listens for them).
 uint64_t ReservedFds(uint64_t http_connections);
 
 // Raises the soft limit to the hard one (best effort: a failure keeps the old limit)

@@ -324,6 +324,18 @@ Metrics::Metrics(const std::string& version)
                               "head_too_large, write_timeout, evicted (connection cap), "
                               "accept_failed (no connection made)")
                         .Register(*registry_)),
+      bruce_rejected_(prometheus::BuildCounter()
+                          .Name("kspool_bruce_rejected_total")
+                          .Help("Bruce/Dory-format input refused (never in the WAL), by reason: "
+                                "malformed, unsupported_api_key, unsupported_version, bad_topic, "
+                                "too_long, unclean_disconnect; the latest are in the discard "
+                                "report")
+                          .Register(*registry_)),
+      bruce_appended_(prometheus::BuildCounter()
+                          .Name("kspool_bruce_messages_total")
+                          .Help("Bruce/Dory-format messages appended to the WAL (fsynced), by "
+                                "transport: datagram, stream, tcp")
+                          .Register(*registry_)),
       send_ok_seconds_(send_seconds_.Add({{"code", "OK"}}, SecondsBuckets())),
       fsync_seconds_series_(fsync_seconds_.Add({}, SecondsBuckets())),
       group_commit_messages_series_(group_commit_messages_.Add(
@@ -385,6 +397,24 @@ void Metrics::Degraded(const std::string& event) { degraded_.Add({{"event", even
 
 void Metrics::HttpDropped(std::string_view reason) {
   http_dropped_.Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void Metrics::InitBruce() {
+  for (const char* reason : {"malformed", "unsupported_api_key", "unsupported_version",
+                             "bad_topic", "too_long", "unclean_disconnect"}) {
+    bruce_rejected_.Add({{"reason", reason}});
+  }
+  for (const char* transport : {"datagram", "stream", "tcp"}) {
+    bruce_appended_.Add({{"transport", transport}});
+  }
+}
+
+void Metrics::BruceRejected(std::string_view reason) {
+  bruce_rejected_.Add({{"reason", std::string(reason)}}).Increment();
+}
+
+void Metrics::BruceAppended(std::string_view transport, uint64_t n) {
+  bruce_appended_.Add({{"transport", std::string(transport)}}).Increment(static_cast<double>(n));
 }
 
 std::string Metrics::Serialize() const {

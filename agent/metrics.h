@@ -68,6 +68,11 @@ class Metrics {
   void Degraded(const std::string& event);
   // The HTTP server closed a connection to keep serving (reasons in http_server.h).
   void HttpDropped(std::string_view reason);
+  // The Bruce/Dory-format input (bruce_ingest.h): makes its series visible at 0 (called
+  // when it is configured); input refused, by reason; messages appended, by transport.
+  void InitBruce();
+  void BruceRejected(std::string_view reason);
+  void BruceAppended(std::string_view transport, uint64_t n);
 
   // The Prometheus text exposition of every metric.
   std::string Serialize() const;
@@ -86,6 +91,8 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& degraded_;
   prometheus::Family<prometheus::Counter>& connections_refused_;
   prometheus::Family<prometheus::Counter>& http_dropped_;
+  prometheus::Family<prometheus::Counter>& bruce_rejected_;
+  prometheus::Family<prometheus::Counter>& bruce_appended_;
   // Series observed on every Send or group commit, resolved once: Family::Add hashes
   // the labels and takes a lock on each call.
   prometheus::Histogram& send_ok_seconds_;

@@ -36,7 +36,9 @@ std::string Quote(std::string_view s) {
   return out;
 }
 
-absl::Status ValidateTimestamp(int64_t ts, const RequestLimits& limits, int64_t now_ms) {
+}  // namespace
+
+absl::Status ValidateClientTimestamp(int64_t ts, const RequestLimits& limits, int64_t now_ms) {
   if (ts < 0) {
     return Bad("timestamp_ms", std::to_string(ts) + " is before the Unix epoch");
   }
@@ -50,8 +52,6 @@ absl::Status ValidateTimestamp(int64_t ts, const RequestLimits& limits, int64_t 
   }
   return absl::OkStatus();
 }
-
-}  // namespace
 
 absl::Status ValidateTopicName(std::string_view topic) {
   if (topic.empty()) return absl::InvalidArgumentError("topic is empty");
@@ -78,7 +78,7 @@ absl::Status ValidateTopicName(std::string_view topic) {
 
 absl::Status ValidateMessageBody(const Message& m, const RequestLimits& limits, int64_t now_ms) {
   if (m.has_timestamp_ms()) {
-    if (absl::Status s = ValidateTimestamp(m.timestamp_ms(), limits, now_ms); !s.ok()) return s;
+    if (absl::Status s = ValidateClientTimestamp(m.timestamp_ms(), limits, now_ms); !s.ok()) return s;
   }
   if (static_cast<uint64_t>(m.headers_size()) > limits.max_headers) {
     return Bad("headers", std::to_string(m.headers_size()) + " headers; --max-headers is " +

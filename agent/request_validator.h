@@ -31,6 +31,11 @@ inline constexpr std::string_view kReservedHeaderPrefix = "kspool.";
 // Kafka's topic rules: 1-249 characters of [a-zA-Z0-9._-], and not "." or "..".
 absl::Status ValidateTopicName(std::string_view topic);
 
+// A client timestamp: in [0, now_ms + limits.max_future_timestamp_ms]. The error reads
+// "timestamp_ms: <what>".
+absl::Status ValidateClientTimestamp(int64_t timestamp_ms, const RequestLimits& limits,
+                                     int64_t now_ms);
+
 // One message, all fields but the topic and the partition (which a Broadcast
 // replaces). The error reads "<field>: <what>". `now_ms`: the agent's wall clock.
 absl::Status ValidateMessageBody(const kspool::v1::wire::Message& m, const RequestLimits& limits,

@@ -3,10 +3,11 @@
 #   build/       all tests (unit, integration, crash);
 #   build-asan/  AddressSanitizer + UBSan: unit and integration tests;
 #   build-tsan/  clang, ThreadSanitizer and -Wthread-safety: the unit tests of wal/ and
-#                agent/ (concurrent group commit and settling; Debian's librdkafka
+#                agent/ and the Bruce input (concurrent group commit, settling, the
+#                Bruce ingest's flow control; Debian's librdkafka
 #                crashes under TSan at start, so nothing that starts it runs there);
-#   build-fuzz/  clang + libFuzzer: the WAL record decoder, the Send request validator and
-#                the agent's config parser
+#   build-fuzz/  clang + libFuzzer: the WAL record decoder, the Send request validator,
+#                the agent's config parser and the Bruce input's decoder
 #                fuzzed for FUZZ_SECONDS (default 60) each, plus their regression inputs
 #                (tests/fuzz/run.sh).
 # Usage: tools/test.sh [plain|asan|tsan|fuzz]...   (default: all four)
@@ -38,7 +39,7 @@ for pass in "${passes[@]}"; do
       ;;
     tsan)
       CC=clang CXX=clang++ configure build-tsan -DKSPOOL_SANITIZE=thread -DKSPOOL_THREAD_SAFETY=ON
-      ninja -C build-tsan -j"$JOBS" wal_tests wal_admin_tests agent_tests
+      ninja -C build-tsan -j"$JOBS" wal_tests wal_admin_tests agent_tests bruce_tests
       (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$ROOT/tests/tsan.supp" \
         ctest --no-tests=error --output-on-failure -j"$JOBS" --timeout 600 -L unit)
       ;;

@@ -471,5 +471,35 @@ TEST(MetricsTlsFlags, KeyOfAnotherCertificateExitsTwoNamingTheMetricsFlag) {
       << p.output;
 }
 
+TEST(Config, BruceInputIsOffByDefault) {
+  ParseOutcome p = Parse({});
+  ASSERT_FALSE(p.exit) << p.output;
+  EXPECT_FALSE(p.config.bruce_enabled());
+  EXPECT_EQ(p.config.bruce_max_message_bytes, 0u);  // per-transport defaults
+  EXPECT_EQ(p.config.bruce_socket_mode, 0660u);
+}
+
+TEST(Config, BruceFlagsAndTheirEnvironmentVariables) {
+  ParseOutcome p = Parse({"--bruce-datagram-socket", "/run/k/d.sock", "--bruce-socket-mode", "640",
+                          "--bruce-max-message-bytes", "4096"},
+                         {"KSPOOL_BRUCE_TCP=127.0.0.1:9090", "KSPOOL_BRUCE_SOCKET_GROUP=kspool"});
+  ASSERT_FALSE(p.exit) << p.output;
+  EXPECT_TRUE(p.config.bruce_enabled());
+  EXPECT_EQ(p.config.bruce_datagram_socket, "/run/k/d.sock");
+  EXPECT_EQ(p.config.bruce_tcp, "127.0.0.1:9090");
+  EXPECT_EQ(p.config.bruce_socket_group, "kspool");
+  EXPECT_EQ(p.config.bruce_socket_mode, 0640u);
+  EXPECT_EQ(p.config.bruce_max_message_bytes, 4096u);
+}
+
+TEST(Config, BruceSocketModeMustBeOctal) {
+  for (const char* bad : {"0698", "rw-rw----", "", "12345"}) {
+    ParseOutcome p = Parse({"--bruce-socket-mode", bad});
+    EXPECT_TRUE(p.exit) << bad;
+    EXPECT_EQ(p.exit_code, 2) << bad;
+    EXPECT_NE(p.output.find("--bruce-socket-mode"), std::string::npos) << p.output;
+  }
+}
+
 }  // namespace
 }  // namespace kspool::agent

@@ -27,6 +27,7 @@ AgentProcess::AgentProcess(const std::string& wal_dir, const std::string& log_pa
   proc_ = std::make_unique<ChildProcess>(argv, log_path, std::move(extra_env));
   auto ready = proc_->WaitForLine("kspool-agent ready: grpc=", std::chrono::seconds(30));
   if (!ready) throw std::runtime_error("kspool-agent did not start; see " + log_path);
+  ready_line_ = *ready;
   address_ = ready->substr(0, ready->find(' '));
   if (size_t h = ready->find(" http="); h != std::string::npos) {
     http_address_ = ready->substr(h + 6, ready->find(' ', h + 6) - (h + 6));

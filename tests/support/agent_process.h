@@ -21,6 +21,8 @@ class AgentProcess {
                std::vector<std::string> extra_env = {}, std::vector<std::string> launcher = {});
   const std::string& address() const { return address_; }
   const std::string& http_address() const { return http_address_; }
+  // The rest of the agent's "kspool-agent ready: grpc=" line (e.g. for bruce_tcp=).
+  const std::string& ready_line() const { return ready_line_; }
   ChildProcess& process() { return *proc_; }
 
   kspool::v1::Spool::Stub& spool() { return *spool_; }
@@ -37,6 +39,7 @@ class AgentProcess {
   std::unique_ptr<ChildProcess> proc_;
   std::string address_;
   std::string http_address_;
+  std::string ready_line_;
   std::unique_ptr<kspool::v1::Spool::Stub> spool_;
   std::unique_ptr<kspool::v1::Admin::Stub> admin_;
 };

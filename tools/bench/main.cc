@@ -14,6 +14,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "kspool/v1/admin.grpc.pb.h"
+#include "tools/bench/bruce.h"
 #include "tools/bench/ceiling.h"
 #include "tools/bench/cpu.h"
 #include "tools/bench/load.h"
@@ -30,6 +31,56 @@ kspool::v1::GetWalStatsResponse Stats(kspool::v1::Admin::Stub& admin) {
     std::exit(1);
   }
   return r;
+}
+
+// --bruce-datagram: the Bruce/Dory datagram load, then, in the same run, the same
+// number of clients doing single-message unary gRPC Sends for the same time.
+int RunBruce(const std::string& path, kspool::bench::LoadOptions o, kspool::v1::Admin::Stub& admin,
+             bool json) {
+  const auto before = Stats(admin);
+  const kspool::bench::BruceLoadResult b =
+      kspool::bench::RunBruceDatagramLoad(path, o.clients, o.size, o.topics, o.duration_s);
+  const auto after = Stats(admin);
+  // What the agent appended (fsynced) and delivered during the load.
+  const double durable = (after.appended_messages() - before.appended_messages()) / b.seconds;
+  const double delivered = (after.delivered() - before.delivered()) / b.seconds;
+  // Let the backlog of the Bruce load drain before the unary load, so that one does not
+  // slow the other.
+  for (int i = 0; i < 600 && Stats(admin).entries() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  o.batch = 1;
+  const kspool::bench::LoadResult u = kspool::bench::RunLoad(o, nullptr);
+  const double unary = u.acked / u.seconds;
+  uint64_t unary_failures = 0;
+  for (const auto& [_, n] : u.failures) unary_failures += n;
+  nlohmann::json j = {{"mode", "bruce_datagram"},
+                      {"senders", o.clients},
+                      {"size", o.size},
+                      {"seconds", b.seconds},
+                      {"sent", b.sent},
+                      {"sent_per_s", b.sent / b.seconds},
+                      {"send_errors", b.errors},
+                      {"durable_per_s", durable},
+                      {"delivered_per_s", delivered},
+                      {"backlog_after", after.entries()},
+                      {"unary_clients", o.clients},
+                      {"unary_acked_per_s", unary},
+                      {"unary_failures", unary_failures},
+                      {"ratio_to_unary", unary > 0 ? durable / unary : 0}};
+  if (json) {
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("bruce datagram  %d senders x %d B: sent %.0f msg/s, durable %.0f msg/s, "
+                "delivered %.0f msg/s (backlog %llu at the end), %llu send errors\n",
+                o.clients, o.size, b.sent / b.seconds, durable, delivered,
+                static_cast<unsigned long long>(after.entries()),
+                static_cast<unsigned long long>(b.errors));
+    std::printf("unary gRPC      %d clients x 1 message per Send: %.0f msg/s (%llu failures)\n",
+                o.clients, unary, static_cast<unsigned long long>(unary_failures));
+    std::printf("ratio           %.1f x\n", j["ratio_to_unary"].get<double>());
+  }
+  return b.errors == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -71,6 +122,11 @@ int main(int argc, char** argv) {
                  "When a Send answers: wal (fsynced), or kafka (every message has its Kafka "
                  "outcome; each is checked to be DELIVERED with a partition and offset)")
       ->capture_default_str()->check(CLI::IsMember({"wal", "kafka"}));
+  std::string bruce_datagram;
+  app.add_option("--bruce-datagram", bruce_datagram,
+                 "Bruce/Dory format: write datagrams to this UNIX socket of the agent (default "
+                 "--clients 4 --size 100) for --duration, then run as many clients doing "
+                 "single-message unary Sends for as long, and report both rates");
   int agent_pid = 0;
   app.add_option("--agent-pid", agent_pid,
                  "The agent's process id (same machine): report its CPU time by thread");
@@ -87,6 +143,10 @@ int main(int argc, char** argv) {
 
   auto admin = kspool::v1::Admin::NewStub(
       grpc::CreateChannel(o.agent, grpc::InsecureChannelCredentials()));
+  if (!bruce_datagram.empty()) {
+    if (!app.count("--clients")) o.clients = 4;
+    return RunBruce(bruce_datagram, o, *admin, json);
+  }
   const auto before = Stats(*admin);
   const bool tty = isatty(2);
   std::vector<std::pair<double, uint64_t>> series;  // (seconds since start, acked)

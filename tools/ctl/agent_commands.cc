@@ -1,6 +1,8 @@
 // `send`, `status`, `report`, `commit-point`: a running agent, over its gRPC services.
 #include <iostream>
 
+#include "absl/strings/escaping.h"
+
 #include "tools/ctl/agent_client.h"
 #include "tools/ctl/commands.h"
 #include "tools/ctl/delivery_view.h"
@@ -51,6 +53,33 @@ int NotConfirmed(const absl::Status& s, const std::string& sequences, const Outp
               << sequences << "\n";
   }
   return kExitNotConfirmed;
+}
+
+// The Bruce/Dory input's refusals, when the agent has that input: JSON as on /discards.
+Json BruceRejectedJson(const kspool::v1::GetDiscardReportResponse& r) {
+  Json counts = Json::object();
+  for (const auto& c : r.bruce_rejected()) counts[c.reason()] = c.count();
+  Json recent = Json::array();
+  for (const auto& k : r.bruce_recent()) {
+    recent.push_back({{"reason", k.reason()},
+                      {"time_ms", k.time_ms()},
+                      {"transport", k.transport()},
+                      {"size", k.size()},
+                      {"first_bytes_base64", absl::Base64Escape(k.first_bytes())},
+                      {"error", k.error()}});
+  }
+  return {{"counts", counts}, {"recent", recent}};
+}
+
+void PrintBruceRejected(const kspool::v1::GetDiscardReportResponse& r) {
+  if (r.bruce_rejected_size() == 0) return;
+  std::cout << "\nbruce input refused since the agent started:";
+  for (const auto& c : r.bruce_rejected()) std::cout << " " << c.reason() << "=" << c.count();
+  std::cout << "\n";
+  for (const auto& k : r.bruce_recent()) {
+    std::cout << "  " << FormatTime(k.time_ms()) << " " << k.reason() << " (" << k.transport()
+              << ", " << k.size() << " bytes): " << k.error() << "\n";
+  }
 }
 
 }  // namespace
@@ -170,10 +199,12 @@ int AgentReport(const AgentTarget& agent, const Output& out) {
             {"pending", t.pending()},
             {"holds", t.accepted() == t.delivered() + t.discarded() + t.pending()}}}};
     }
+    if (r->bruce_rejected_size() > 0) j["bruce_rejected"] = BruceRejectedJson(*r);
     std::cout << JsonLine(j) << "\n";
     return kExitOk;
   }
   std::cout << "commit point   " << Lag(r->now_ms(), r->commit_point_ms()) << "\n";
+  PrintBruceRejected(*r);
   if (r->topics().empty()) return kExitOk;
   Table outcomes({"TOPIC", "OUTCOME", "RECEIVED", ">COUNT", ">BYTES", "EARLIEST", "LATEST"});
   Table ledger({"TOPIC", ">ACCEPTED", ">DELIVERED", ">DISCARDED", ">PENDING", "HOLDS"});

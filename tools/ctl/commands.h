@@ -81,6 +81,10 @@ struct WatchOptions {
 };
 
 int AgentSend(const AgentTarget& agent, SendOptions options, const Output& out);
+// The same messages in Bruce's format to `target`: a UNIX socket path, or tcp:HOST:PORT;
+// PartitionKey messages when `partition_key` is set, else AnyPartition.
+int BruceSend(const std::string& target, SendOptions options,
+              std::optional<int32_t> partition_key, const Output& out);
 int AgentStatus(const AgentTarget& agent, const Output& out);
 int AgentReport(const AgentTarget& agent, const Output& out);
 int AgentCommitPoint(const AgentTarget& agent, const Output& out);

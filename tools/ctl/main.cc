@@ -202,6 +202,16 @@ int main(int argc, char** argv) {
   send->add_option("--header", headers, "Header KEY=VALUE of every message (repeatable)")
       ->allow_extra_args(false);
   send->add_option("VALUE", send_options.values, "Values; without any, one message per stdin line");
+  std::string bruce_socket, bruce_tcp;
+  std::optional<int32_t> partition_key;
+  send->add_option("--bruce-socket", bruce_socket,
+                   "Write the messages in Bruce/Dory format to this UNIX socket of the agent "
+                   "(datagram or stream) instead of gRPC; nothing is answered");
+  send->add_option("--bruce-tcp", bruce_tcp,
+                   "Write them in Bruce/Dory format to this HOST:PORT of the agent");
+  send->add_option("--partition-key", partition_key,
+                   "With --bruce-*: PartitionKey messages with this 32-bit key (partition = "
+                   "key mod partition count); without it, AnyPartition");
   std::string wait_for = "wal";
   send->add_option("--wait", wait_for,
                    "Answer once the messages are in the WAL (wal), or also in Kafka or "
@@ -256,6 +266,18 @@ int main(int argc, char** argv) {
       send_options.headers.emplace_back(h.substr(0, eq), h.substr(eq + 1));
     }
     send_options.wait_for_kafka = wait_for == "kafka";
+    if (!bruce_socket.empty() && !bruce_tcp.empty()) {
+      std::cerr << "kspoolctl: --bruce-socket or --bruce-tcp, not both\n";
+      return kExitUsage;
+    }
+    if (!bruce_socket.empty() || !bruce_tcp.empty()) {
+      return BruceSend(bruce_socket.empty() ? "tcp:" + bruce_tcp : bruce_socket,
+                       std::move(send_options), partition_key, out);
+    }
+    if (partition_key) {
+      std::cerr << "kspoolctl: --partition-key goes with --bruce-socket or --bruce-tcp\n";
+      return kExitUsage;
+    }
     return AgentSend(agent, std::move(send_options), out);
   }
   if (*delivery) {

@@ -10,7 +10,7 @@
 
 #include "agent/kafka_limits.h"
 #include "agent/kafka_options.h"
-#include "agent/tls_credentials.h"
+#include "agent/tls_files.h"
 
 namespace kspool::agent {
 namespace {

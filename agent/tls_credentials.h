@@ -1,6 +1,6 @@
-// TLS for the gRPC listener: checks the PEM files given by --tls-cert, --tls-key and
-// --tls-client-ca, and builds gRPC server credentials that re-read them when they change
-// (rotation without restart: cert-manager and SPIFFE replace them hourly).
+// TLS for the gRPC listener: gRPC server credentials that re-read the PEM files of
+// --tls-cert, --tls-key and --tls-client-ca when they change (rotation without restart:
+// cert-manager and SPIFFE replace them hourly); the files are checked by tls_files.h.
 // The files given to MakeTlsServerCredentials are re-read by gRPC's own
 // FileWatcherCertificateProvider; the agent gives it checked copies (agent/tls_reloader.h).
 // Thread safety: stateless functions.
@@ -13,52 +13,18 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "agent/tls_files.h"
 
 namespace kspool::agent {
-
-struct TlsFiles {
-  std::string cert;       // --tls-cert: PEM certificate chain, leaf first
-  std::string key;        // --tls-key: PEM private key of the leaf
-  std::string client_ca;  // --tls-client-ca: PEM CA(s); set = mTLS (client cert required)
-  bool enabled() const { return !cert.empty(); }
-};
 
 // How often the files are re-read: a replaced certificate reaches new connections
 // within this (plus the handshake), well inside the 2 s the README promises.
 inline constexpr unsigned kTlsRefreshSeconds = 1;
-
-// OK when the files hold what a TLS server can use: a certificate chain, a private key
-// that matches its leaf, and (if given) at least one CA certificate. The error names
-// the flag and the file, e.g. "--tls-key /x/key.pem: the private key does not match
-// the certificate of --tls-cert".
-// `flags` names them in errors (the metrics listener has flags of its own).
-struct TlsFlagNames {
-  const char* cert = "--tls-cert";
-  const char* key = "--tls-key";
-  const char* client_ca = "--tls-client-ca";
-};
-[[nodiscard]] absl::Status CheckTlsFiles(const TlsFiles& files, const TlsFlagNames& flags = {});
-
-// The contents of the files, as read once: what is checked is then exactly what is used.
-struct TlsPem {
-  std::string cert, key, client_ca;
-};
-// Reads and checks the files as CheckTlsFiles does, and returns what it checked.
-[[nodiscard]] absl::StatusOr<TlsPem> ReadTlsFiles(const TlsFiles& files,
-                                                  const TlsFlagNames& flags = {});
-
-// What identifies a version of the files (inode, size, modification time of each; a
-// missing file is a version too): watchers compare it to see a replacement.
-std::string TlsFilesFingerprint(const TlsFiles& files);
 
 // Credentials for grpc::ServerBuilder (also its external connection acceptor): TLS 1.2+
 // with the files re-read every `refresh_seconds`; with a client CA, a client must show a
 // certificate signed by it, or the handshake fails. `files.enabled()` must be true.
 std::shared_ptr<grpc::ServerCredentials> MakeTlsServerCredentials(
     const TlsFiles& files, unsigned refresh_seconds = kTlsRefreshSeconds);
-
-// True for addresses only this host can reach: 127.0.0.0/8, ::1, localhost, unix:PATH.
-// The agent warns at start when it listens elsewhere without TLS.
-bool IsLoopbackAddress(const std::string& listen_address);
 
 }  // namespace kspool::agent

@@ -185,6 +185,8 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
                "kspool-agent"};
   app.option_defaults()->always_capture_default();
   app.set_config("--config", "", "Config file (TOML or INI: `wal-dir = \"/data/wal\"`)");
+  app.set_version_flag("--version", std::string("kspool-agent ") + KSPOOL_VERSION,
+                       "Print the version and exit");
   std::map<std::string, CLI::Option*> opts;
   auto add = [&](const std::string& name, auto* target, const std::string& help) {
     opts[name] = app.add_option("--" + name, *target, help);

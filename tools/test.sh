@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Builds kspool and runs every test suite:
-#   build/       all tests (unit, integration, crash);
+#   build/       all tests (unit, integration, crash, and deploy: the files of deploy/
+#                checked against the code, promtool, systemd-analyze);
+#   package      the Debian package made from build/ (tools/package.sh), installed
+#                with apt-get, run as user kspool, purged (tests/deploy/
+#                package_install_test.sh; needs root or passwordless sudo);
 #   build-asan/  AddressSanitizer + UBSan: unit and integration tests;
 #   build-tsan/  clang, ThreadSanitizer and -Wthread-safety: the unit tests of wal/ and
 #                agent/ and the Bruce input (concurrent group commit, settling, the
@@ -10,13 +14,13 @@
 #                the agent's config parser and the Bruce input's decoder
 #                fuzzed for FUZZ_SECONDS (default 60) each, plus their regression inputs
 #                (tests/fuzz/run.sh).
-# Usage: tools/test.sh [plain|asan|tsan|fuzz]...   (default: all four)
+# Usage: tools/test.sh [plain|package|asan|tsan|fuzz]...   (default: all five)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 JOBS=${JOBS:-2}
 passes=("$@")
-[ ${#passes[@]} -eq 0 ] && passes=(plain asan tsan fuzz)
+[ ${#passes[@]} -eq 0 ] && passes=(plain package asan tsan fuzz)
 
 configure() {  # dir, extra cmake args...
   local dir=$1; shift
@@ -31,6 +35,10 @@ for pass in "${passes[@]}"; do
       ninja -C build -j"$JOBS"
       (cd build && ctest --no-tests=error --output-on-failure -j"$JOBS" --timeout 600)
       ;;
+    package)
+      deb=$(tools/package.sh | tail -1)
+      tests/deploy/package_install_test.sh "$deb"
+      ;;
     asan)
       configure build-asan -DKSPOOL_SANITIZE=address
       ninja -C build-asan -j"$JOBS"
@@ -44,6 +52,6 @@ for pass in "${passes[@]}"; do
         ctest --no-tests=error --output-on-failure -j"$JOBS" --timeout 600 -L unit)
       ;;
     fuzz) tests/fuzz/run.sh ;;
-    *) echo "unknown pass $pass (plain, asan, tsan, fuzz)"; exit 2 ;;
+    *) echo "unknown pass $pass (plain, package, asan, tsan, fuzz)"; exit 2 ;;
   esac
 done

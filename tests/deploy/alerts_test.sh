@@ -11,7 +11,7 @@ command -v promtool >/dev/null || { echo "FAIL: promtool not found (Debian: apt-
 promtool check rules "$RULES"
 (cd "$(dirname "$TESTS")" && promtool test rules "$(basename "$TESTS")")
 # Each alert: some eval expects it firing, and a later eval expects it resolved.
-python3 - "$RULES" "$TESTS" <<'PY'
+"${PYTHON3:-python3}" - "$RULES" "$TESTS" <<'PY'
 import sys, yaml
 rules, tests = (yaml.safe_load(open(p)) for p in sys.argv[1:3])
 alerts = [r["alert"] for g in rules["groups"] for r in g["rules"] if "alert" in r]

@@ -3,6 +3,7 @@
 
 Checks: every COPY source exists in the build context (the repository root) or, with
 --from, is made by that stage's scripts (tools/package.sh makes build/kspool_*.deb);
+`COPY . .` leaves the host's build directories out (.dockerignore);
 every tools/ script a RUN names exists and is executable; the runtime stage installs
 the package and runs as a non-root user it creates; ENTRYPOINT is a program the
 package installs; every KSPOOL_* ENV and --flag is a flag of `kspool-agent --help`;
@@ -74,6 +75,12 @@ def main():
                     elif not any(rel.split("*")[0] in open(os.path.join(root, s)).read()
                                  for s in scripts_run if os.path.isfile(os.path.join(root, s))):
                         problem(f"COPY --from={frm[0]} {src}: no script the build stage runs makes {rel}")
+    copies_all = any(i == "COPY" and shlex.split(t) == [".", "."] for st in stages for i, t in st)
+    ignore = os.path.join(root, ".dockerignore")
+    ignored = open(ignore).read().split() if os.path.exists(ignore) else []
+    if copies_all and "build*/" not in ignored:
+        problem("COPY . . without build*/ in .dockerignore: a host build/ (its CMake cache names "
+                "host paths) would break tools/package.sh in the image")
     if "tools/install-deps.sh" not in scripts_run or "tools/package.sh" not in scripts_run:
         problem("the build stage does not run tools/install-deps.sh and tools/package.sh, as CI does")
 

@@ -66,6 +66,12 @@ for p in /etc/kspool /var/lib/kspool /usr/bin/kspool-agent; do
 done
 getent passwd kspool >/dev/null && fail "a user kspool exists before the install"
 
+# Dependencies come from dpkg-shlibdeps (cmake/Packaging.cmake), not a hand-kept list.
+depends=$(dpkg-deb -f "$DEB" Depends)
+for lib in libc6 librdkafka1 librocksdb libgrpc++ adduser; do
+  [[ "$depends" == *"$lib"* ]] || fail "Depends lacks $lib: $depends"
+done
+
 step "apt-get install $DEB"
 OWN_SPOOL=1
 $SUDO apt-get install -y -qq "$DEB" >"$RUN/apt.log" 2>&1 || { cat "$RUN/apt.log"; fail "apt-get install"; }

@@ -68,7 +68,7 @@ getent passwd kspool >/dev/null && fail "a user kspool exists before the install
 
 # Dependencies come from dpkg-shlibdeps (cmake/Packaging.cmake), not a hand-kept list.
 depends=$(dpkg-deb -f "$DEB" Depends)
-for lib in libc6 librdkafka1 librocksdb libgrpc++ adduser; do
+for lib in libc6 librdkafka1 libgrpc++ libprotobuf adduser; do  # RocksDB: linked statically
   [[ "$depends" == *"$lib"* ]] || fail "Depends lacks $lib: $depends"
 done
 

@@ -5,6 +5,8 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
+# The last line is for the package and its tests: dpkg-shlibdeps (dpkg-dev, file) computes
+# its dependencies, systemd-analyze verifies the unit, python3-yaml reads the manifests.
 $SUDO apt-get install -y -qq --no-install-recommends \
   build-essential cmake ninja-build pkg-config ccache clang libclang-rt-14-dev \
   librdkafka-dev librocksdb-dev \

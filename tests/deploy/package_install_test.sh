@@ -16,12 +16,12 @@
 # Usage: tests/deploy/package_install_test.sh build/kspool_VERSION_ARCH.deb
 set -euo pipefail
 DEB=$(realpath "$1")
-SUDO=""
-if [ "$(id -u)" != 0 ]; then
+if [ "$(id -u)" != 0 ]; then  # the whole test as root: it installs, and signals user kspool
   sudo -n true 2>/dev/null || { echo "FAIL: needs root or passwordless sudo"; exit 1; }
-  SUDO="sudo -n"
+  exec sudo -n "$0" "$DEB"
 fi
 export DEBIAN_FRONTEND=noninteractive
+APT="apt-get -y -qq -o DPkg::Lock::Timeout=120"  # waits for another apt/dpkg to finish
 VERSION=$(dpkg-deb -f "$DEB" Version)
 RUN=$(mktemp -d /tmp/kspool-package-test.XXXXXX)
 chmod 755 "$RUN"  # the agent (user kspool) writes its stdout/stderr here via the shell
@@ -32,23 +32,23 @@ step() { echo "--- $*"; }
 stop_pid() {  # pid: SIGTERM, then SIGKILL after 15 s; only processes this test started
   local pid=$1
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-  $SUDO kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null; return 0; }; sleep 0.1; done
   echo "pid $pid ignored SIGTERM for 15 s; killing it"
-  $SUDO kill -KILL "$pid" 2>/dev/null || true
+  kill -KILL "$pid" 2>/dev/null || true
 }
 cleanup() {
   local rc=$?
   stop_pid "$AGENT_PID"
   stop_pid "$KAFKA_PID"
-  if dpkg-query -W -f='${Status}' kspool 2>/dev/null | grep -q 'ok installed\|config-files'; then
+  if dpkg-query -W kspool >/dev/null 2>&1; then  # installed, half-installed or config-files
     echo "cleanup: purging kspool"
-    $SUDO apt-get purge -y -qq kspool >>"$RUN/apt.log" 2>&1 || true
+    $APT purge kspool >>"$RUN/apt.log" 2>&1 || true
   fi
   if [ "${OWN_SPOOL:-0}" = 1 ]; then  # the WAL this test made; purge keeps it
-    $SUDO rm -rf /var/lib/kspool
-    getent passwd kspool >/dev/null && $SUDO deluser --system --quiet kspool >>"$RUN/apt.log" 2>&1
-    getent group kspool >/dev/null && $SUDO delgroup --system --quiet kspool >>"$RUN/apt.log" 2>&1
+    rm -rf /var/lib/kspool
+    getent passwd kspool >/dev/null && deluser --system --quiet kspool >>"$RUN/apt.log" 2>&1
+    getent group kspool >/dev/null && delgroup --system --quiet kspool >>"$RUN/apt.log" 2>&1
     true
   fi
   [ $rc = 0 ] && rm -rf "$RUN" || echo "logs in $RUN"
@@ -74,7 +74,7 @@ done
 
 step "apt-get install $DEB"
 OWN_SPOOL=1
-$SUDO apt-get install -y -qq "$DEB" >"$RUN/apt.log" 2>&1 || { cat "$RUN/apt.log"; fail "apt-get install"; }
+$APT install "$DEB" >"$RUN/apt.log" 2>&1 || { cat "$RUN/apt.log"; fail "apt-get install"; }
 for f in /usr/bin/kspool-agent /usr/bin/kspoolctl /usr/bin/kspool-devkafka /usr/bin/kspool-bench; do
   [ -x "$f" ] || fail "$f is not installed"
 done
@@ -103,7 +103,7 @@ KAFKA_PID=$!
 wait_for "$RUN/devkafka.out" READY
 BROKERS=$(sed -n 's/^BOOTSTRAP //p' "$RUN/devkafka.out")
 # setpriv execs the agent (no process in between): $! is the agent's PID.
-$SUDO setpriv --reuid=kspool --regid=kspool --init-groups --inh-caps=-all -- \
+setpriv --reuid=kspool --regid=kspool --init-groups --inh-caps=-all -- \
   /usr/bin/kspool-agent --config /etc/kspool/kspool.toml --wal-dir /var/lib/kspool/wal \
   --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --kafka-brokers "$BROKERS" \
   >"$RUN/agent.out" 2>"$RUN/agent.log" &
@@ -123,7 +123,7 @@ curl -s "http://$HTTP/metrics" | grep -q "^kspool_build_info{version=\"$VERSION\
   fail "/metrics has no kspool_build_info{version=\"$VERSION\"}"
 [ -n "$(ls /var/lib/kspool/wal)" ] || fail "the WAL in /var/lib/kspool/wal is empty"
 [ "$(stat -c %U /var/lib/kspool/wal)" = kspool ] || fail "the WAL is not the kspool user's"
-$SUDO kill -TERM "$AGENT_PID"
+kill -TERM "$AGENT_PID"
 rc=0; wait "$AGENT_PID" || rc=$?
 AGENT_PID=""
 [ $rc = 0 ] || fail "the agent exited $rc after SIGTERM: $(tail -3 "$RUN/agent.log")"
@@ -143,23 +143,23 @@ list_leftovers() {  # every file of the package, and the package's own state, st
 }
 
 step "apt-get purge kspool (with a WAL in /var/lib/kspool)"
-$SUDO apt-get purge -y -qq kspool >>"$RUN/apt.log" 2>&1 || fail "apt-get purge"
+$APT purge kspool >>"$RUN/apt.log" 2>&1 || fail "apt-get purge"
 left=$(list_leftovers)
 [ -z "$left" ] || fail "purge left: $left"
 [ -n "$(ls -A /var/lib/kspool/wal)" ] || fail "purge removed the WAL's files"
 getent passwd kspool >/dev/null || fail "purge removed user kspool, who owns the WAL it kept"
 echo "left, as documented: /var/lib/kspool ($(du -sh /var/lib/kspool | cut -f1)) and user kspool"
-$SUDO rm -rf /var/lib/kspool
-$SUDO deluser --system --quiet kspool >>"$RUN/apt.log" 2>&1
-if getent group kspool >/dev/null; then $SUDO delgroup --system --quiet kspool >>"$RUN/apt.log" 2>&1; fi
+rm -rf /var/lib/kspool
+deluser --system --quiet kspool >>"$RUN/apt.log" 2>&1
+if getent group kspool >/dev/null; then delgroup --system --quiet kspool >>"$RUN/apt.log" 2>&1; fi
 OWN_SPOOL=0
 
 step "install, systemctl enable, purge (no WAL): nothing is left"
 OWN_SPOOL=1
-$SUDO apt-get install -y -qq "$DEB" >>"$RUN/apt.log" 2>&1 || fail "apt-get install (again)"
-$SUDO systemctl enable kspool.service >>"$RUN/apt.log" 2>&1 || fail "systemctl enable"
+$APT install "$DEB" >>"$RUN/apt.log" 2>&1 || fail "apt-get install (again)"
+systemctl enable kspool.service >>"$RUN/apt.log" 2>&1 || fail "systemctl enable"
 [ -L /etc/systemd/system/multi-user.target.wants/kspool.service ] || fail "enable made no symlink"
-$SUDO apt-get purge -y -qq kspool >>"$RUN/apt.log" 2>&1 || fail "apt-get purge (again)"
+$APT purge kspool >>"$RUN/apt.log" 2>&1 || fail "apt-get purge (again)"
 left=$(list_leftovers)
 for p in /var/lib/kspool /etc/kspool; do [ -e "$p" ] && left="$left $p"; done
 getent passwd kspool >/dev/null && left="$left user:kspool"

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "agent/commit_tracker.h"
+#include "agent/process_stats.h"
 #include "wal/mutex.h"
 
 namespace kspool::agent {
@@ -158,6 +159,29 @@ void AddBounds(const wal::Stats& st, std::vector<MetricFamily>* out) {
                   &buckets, &coarsened, &tracked, &forgotten}) {
     out->push_back(std::move(*f));
   }
+}
+
+// The standard process metrics, named as the Prometheus client libraries name them (no
+// kspool_ prefix, so dashboards made for any process work). Read at scrape time; a
+// /proc read that fails leaves them out of that scrape.
+void AddProcess(std::vector<MetricFamily>* out) {
+  absl::StatusOr<ProcessStats> p = ReadProcessStats();
+  if (!p.ok()) return;
+  auto cpu = Family("process_cpu_seconds_total", "Total user and system CPU time spent in seconds",
+                    MetricType::Counter);
+  auto rss =
+      Family("process_resident_memory_bytes", "Resident memory size in bytes", MetricType::Gauge);
+  auto fds = Family("process_open_fds", "Number of open file descriptors", MetricType::Gauge);
+  auto max_fds =
+      Family("process_max_fds", "Maximum number of open file descriptors", MetricType::Gauge);
+  auto start = Family("process_start_time_seconds",
+                      "Start time of the process since unix epoch in seconds", MetricType::Gauge);
+  Add(&cpu, p->cpu_seconds);
+  Add(&rss, static_cast<double>(p->resident_bytes));
+  Add(&fds, static_cast<double>(p->open_fds));
+  Add(&max_fds, static_cast<double>(p->max_fds));
+  Add(&start, p->start_time_seconds);
+  for (auto* f : {&cpu, &rss, &fds, &max_fds, &start}) out->push_back(std::move(*f));
 }
 
 // State read from the WAL, the commit tracker and the drain loop at scrape time.
@@ -421,6 +445,7 @@ std::string Metrics::Serialize() const {
   std::vector<MetricFamily> families = registry_->Collect();
   std::vector<MetricFamily> state = state_->Collect();
   families.insert(families.end(), state.begin(), state.end());
+  AddProcess(&families);
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, families);
   return out.str();

@@ -173,6 +173,11 @@ int main(int argc, char** argv) {
       drain_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
   }
+  // CPU per delivered message: the agent's CPU from the start of the load until the WAL
+  // was drained (or the drain wait ran out), over the messages Kafka acknowledged in that
+  // span, so drain work that trails the load is counted too.
+  const auto cpu_drained = kspool::bench::TakeCpuSnapshot(agent_pid);
+  const uint64_t delivered_total = last.delivered() - before.delivered();
   const uint64_t commits = after.group_commits() - before.group_commits();
   const double group = commits ? double(after.appended_messages() - before.appended_messages()) / commits : 0;
 
@@ -213,6 +218,11 @@ int main(int argc, char** argv) {
     j["streams_failed"] = r.streams_failed;
   }
   j["cpu"] = kspool::bench::CpuReport(cpu_before, cpu_after, agent_pid, double(r.acked));
+  if (agent_pid > 0) {
+    j["cpu"]["delivered"] = delivered_total;
+    j["cpu"]["agent_us_per_delivered"] =
+        delivered_total ? (cpu_drained.agent_s - cpu_before.agent_s) / delivered_total * 1e6 : 0;
+  }
   // Throughput over the first and the last tenth of the run (flatness over long runs).
   if (series.size() >= 10) {
     size_t tenth = series.size() / 10;
@@ -277,6 +287,10 @@ int main(int argc, char** argv) {
     for (const auto& [name, sec] : cpu["agent_threads"].items()) {
       if (sec.get<double>() >= 0.05) std::printf(" %s %.1f", name.c_str(), sec.get<double>());
     }
+  }
+  if (cpu.contains("agent_us_per_delivered")) {
+    std::printf("; until drained %.2f us per delivered message",
+                cpu["agent_us_per_delivered"].get<double>());
   }
   std::printf("\n");
   if (j.contains("ceiling")) {

@@ -9,6 +9,8 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/numbers.h"
+
 namespace kspool::agent {
 namespace {
 
@@ -48,18 +50,19 @@ absl::StatusOr<ProcessStats> ReadProcessStats() {
   if (close == std::string::npos) return absl::UnavailableError("unparsable /proc/self/stat");
   std::istringstream rest(stat->substr(close + 1));
   std::string field;
-  unsigned long long utime = 0, stime = 0, start = 0;
-  long long rss_pages = 0;
+  uint64_t utime = 0, stime = 0, start = 0;
+  int64_t rss_pages = 0;
   int i = 3;
+  bool parsed = true;
   for (; i <= 24 && rest >> field; ++i) {
-    if (i == 14) utime = std::stoull(field);
-    if (i == 15) stime = std::stoull(field);
-    if (i == 22) start = std::stoull(field);
-    if (i == 24) rss_pages = std::stoll(field);
+    if (i == 14) parsed &= absl::SimpleAtoi(field, &utime);
+    if (i == 15) parsed &= absl::SimpleAtoi(field, &stime);
+    if (i == 22) parsed &= absl::SimpleAtoi(field, &start);
+    if (i == 24) parsed &= absl::SimpleAtoi(field, &rss_pages);
   }
-  if (i <= 24) return absl::UnavailableError("short /proc/self/stat");
+  if (i <= 24 || !parsed) return absl::UnavailableError("unparsable /proc/self/stat");
   s.cpu_seconds = static_cast<double>(utime + stime) / tick;
-  s.resident_bytes = static_cast<uint64_t>(std::max(0LL, rss_pages)) *
+  s.resident_bytes = static_cast<uint64_t>(std::max<int64_t>(0, rss_pages)) *
                      static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   absl::StatusOr<double> boot = BootTime();
   if (!boot.ok()) return boot.status();

@@ -7,6 +7,7 @@
 #include "wal/rocks_wal.h"
 #include "wal/rocks_wal_meta.h"
 #include "wal/status.h"
+#include "wal/wal_dir.h"
 
 namespace kspool::wal {
 namespace {
@@ -52,6 +53,8 @@ absl::StatusOr<std::unique_ptr<Wal>> RocksWal::Open(Options options) {
   if (options.max_group_requests == 0 || options.max_group_bytes == 0) {
     return absl::InvalidArgumentError("group commit limits must be positive");
   }
+  // At the first open only: a reopen after an I/O error must not turn into a refusal.
+  if (!options.read_only) RETURN_IF_ERROR(PrepareWalDir(options.dir));
   std::unique_ptr<RocksWal> wal(new RocksWal(std::move(options)));
   MutexLock settle(&wal->settle_mu_);
   WriterLock l(&wal->db_mu_);
@@ -120,9 +123,9 @@ absl::Status RocksWal::LoadState(bool reopen) {
   ASSIGN_OR_RETURN(bool has_version, get(keys::kFormatVersion, &v));
   if (has_version) {
     if (std::atoi(v.c_str()) > kFormatVersion) {
-      return absl::FailedPreconditionError(
-          "WAL " + options_.dir + " has format version " + v + "; this build reads up to " +
-          std::to_string(kFormatVersion));
+      return absl::FailedPreconditionError("WAL " + options_.dir + " has format version " + v +
+                                           "; this build reads up to " +
+                                           std::to_string(kFormatVersion));
     }
   } else {
     if (options_.read_only) return NotAKspoolWal(options_.dir, "no format_version in its meta");
@@ -216,8 +219,8 @@ absl::Status RocksWal::LoadState(bool reopen) {
       ceiling_ms_ = m.ceiling;
       report_point_ms_ = m.report_point;
     }
-    receive_floor_ms_ = std::max({receive_floor_ms_, last_receive_ms_,
-                                  HighestPoint(saved_points_) + 1, m.receive_floor});
+    receive_floor_ms_ = std::max(
+        {receive_floor_ms_, last_receive_ms_, HighestPoint(saved_points_) + 1, m.receive_floor});
     write_error_ = absl::OkStatus();
     if (!FoldsAt(saved_points_.global_ms)) {
       report_point_ms_ = ReportPointAt(saved_points_.global_ms);

@@ -234,8 +234,16 @@ void GrpcListener::AcceptReady(int listen_fd) {
 grpc::experimental::ExternalConnectionAcceptor* GrpcListener::AcceptorFor(
     int fd, std::optional<size_t>* slot) {
   if (!slots_) return acceptor_.get();
-  absl::StatusOr<UnixPeer> peer = ReadUnixPeer(fd);
+  absl::StatusOr<UnixPeer> peer = options_.peer_of(fd);
   if (peer.ok()) *slot = slots_->Acquire(*peer);
+  // All held: maybe by peers whose connections gRPC has closed since the last look (at
+  // most 10 looks a second, as at the connection limit).
+  if (peer.ok() && !*slot &&
+      std::chrono::steady_clock::now() - tracked_->last_refresh >= std::chrono::milliseconds(100)) {
+    tracked_->Refresh();
+    open_.store(tracked_->open.size(), std::memory_order_relaxed);
+    *slot = slots_->Acquire(*peer);
+  }
   if (*slot) return slot_acceptors_[**slot].get();
   // A connection nobody can be told apart from: refused, never served under another
   // peer's identity nor under none.

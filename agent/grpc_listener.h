@@ -51,6 +51,8 @@ struct GrpcListenerOptions {
   SocketFileOptions socket_file;
   SocketFileFlags socket_file_flags{"--listen", "--listen-group"};
   size_t unix_peer_slots = kDefaultUnixPeerSlots;
+  // Reads a unix connection's peer; tests replace it to play several users.
+  std::function<absl::StatusOr<UnixPeer>(int fd)> peer_of = ReadUnixPeer;
 };
 
 class GrpcListener {

@@ -2,8 +2,8 @@
 // call knows its unix-socket peer (README, "TLS", Identities). Each acceptor has its own
 // credentials, LocalServerCredentials(UDS): plaintext (its handshake exchanges no bytes,
 // so every plaintext client connects as before), with an AuthMetadataProcessor that
-// gives each call through slot i the identities of the peer holding i, read when the
-// call starts (a slot changes hands only after its peer's connections are closed).
+// gives each connection through slot i the identities of the peer holding i, read at
+// its first call (a slot changes hands only after its peer's connections are closed).
 // Thread safety: AddUnixPeerAcceptors once, before the server is built; the processors
 // run on gRPC's threads and only read the slots.
 #pragma once

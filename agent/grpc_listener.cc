@@ -64,8 +64,8 @@ struct GrpcListener::Tracked {
   void Refresh() {
     for (auto it = open.begin(); it != open.end();) {
       struct stat st {};
-      const bool same =
-          fstat(it->first, &st) == 0 && st.st_dev == it->second.dev && st.st_ino == it->second.ino;
+      const bool same = fstat(it->first, &st) == 0 && st.st_dev == it->second.dev &&
+                        st.st_ino == it->second.ino;
       if (same) {
         ++it;
         continue;
@@ -101,8 +101,7 @@ absl::StatusOr<std::unique_ptr<GrpcListener>> GrpcListener::Listen(GrpcListenerO
   l->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   l->spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (l->wake_fd_ < 0) {
-    return absl::InternalError(std::string("eventfd for the gRPC listener: ") +
-                               std::strerror(errno));
+    return absl::InternalError(std::string("eventfd for the gRPC listener: ") + std::strerror(errno));
   }
   return l;
 }
@@ -178,8 +177,7 @@ void GrpcListener::AcceptLoop() {
     for (size_t i = 0; i + 1 < fds.size(); ++i) {
       if (fds[i].revents != 0) AcceptReady(fds[i].fd);
     }
-    if (metering &&
-        std::chrono::steady_clock::now() - last_sweep >= std::chrono::milliseconds(kSweepMs)) {
+    if (metering && std::chrono::steady_clock::now() - last_sweep >= std::chrono::milliseconds(kSweepMs)) {
       options_.meter->Sweep();
       last_sweep = std::chrono::steady_clock::now();
     }
@@ -205,8 +203,7 @@ void GrpcListener::AcceptReady(int listen_fd) {
     // At the limit, look again whether gRPC has closed some (at most 10 times a second:
     // a flood of connections must not turn into a flood of fstat calls).
     if (tracked_->open.size() >= options_.max_connections &&
-        std::chrono::steady_clock::now() - tracked_->last_refresh >=
-            std::chrono::milliseconds(100)) {
+        std::chrono::steady_clock::now() - tracked_->last_refresh >= std::chrono::milliseconds(100)) {
       tracked_->Refresh();
     }
     if (tracked_->open.size() >= options_.max_connections) {
@@ -256,9 +253,7 @@ grpc::experimental::ExternalConnectionAcceptor* GrpcListener::AcceptorFor(
 
 void GrpcListener::Refuse(int fd, std::string_view reason, std::string_view detail) {
   // RST rather than FIN: the client fails fast instead of reading an orderly close.
-  struct linger lg {
-    1, 0
-  };
+  struct linger lg {1, 0};
   setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
   close(fd);
   if (options_.on_refused) options_.on_refused(reason);

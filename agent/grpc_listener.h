@@ -87,8 +87,8 @@ class GrpcListener {
   std::string address_;
   std::string unix_path_;  // removed at Stop()
   std::vector<int> listen_fds_;
-  int wake_fd_ = -1;   // eventfd: Stop() wakes the accept thread
-  int spare_fd_ = -1;  // released to accept-and-close when out of descriptors
+  int wake_fd_ = -1;    // eventfd: Stop() wakes the accept thread
+  int spare_fd_ = -1;   // released to accept-and-close when out of descriptors
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;  // TCP, TLS
   std::shared_ptr<UnixPeerSlots> slots_;  // plaintext unix:PATH; shared with gRPC's processors
   std::vector<std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor>> slot_acceptors_;

@@ -123,9 +123,9 @@ absl::Status RocksWal::LoadState(bool reopen) {
   ASSIGN_OR_RETURN(bool has_version, get(keys::kFormatVersion, &v));
   if (has_version) {
     if (std::atoi(v.c_str()) > kFormatVersion) {
-      return absl::FailedPreconditionError("WAL " + options_.dir + " has format version " + v +
-                                           "; this build reads up to " +
-                                           std::to_string(kFormatVersion));
+      return absl::FailedPreconditionError(
+          "WAL " + options_.dir + " has format version " + v + "; this build reads up to " +
+          std::to_string(kFormatVersion));
     }
   } else {
     if (options_.read_only) return NotAKspoolWal(options_.dir, "no format_version in its meta");
@@ -219,8 +219,8 @@ absl::Status RocksWal::LoadState(bool reopen) {
       ceiling_ms_ = m.ceiling;
       report_point_ms_ = m.report_point;
     }
-    receive_floor_ms_ = std::max(
-        {receive_floor_ms_, last_receive_ms_, HighestPoint(saved_points_) + 1, m.receive_floor});
+    receive_floor_ms_ = std::max({receive_floor_ms_, last_receive_ms_,
+                                  HighestPoint(saved_points_) + 1, m.receive_floor});
     write_error_ = absl::OkStatus();
     if (!FoldsAt(saved_points_.global_ms)) {
       report_point_ms_ = ReportPointAt(saved_points_.global_ms);

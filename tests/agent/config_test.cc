@@ -57,7 +57,8 @@ TEST(Config, ConfigFileCanComeFromTheEnvironment) {
 TEST(Config, KafkaOptionsRepeat) {
   ParseOutcome p = Parse({"--kafka-option", "linger.ms=10", "--kafka-option=batch.size=1000"});
   ASSERT_FALSE(p.exit) << p.output;
-  EXPECT_EQ(p.config.kafka_options, (std::vector<std::string>{"linger.ms=10", "batch.size=1000"}));
+  EXPECT_EQ(p.config.kafka_options,
+            (std::vector<std::string>{"linger.ms=10", "batch.size=1000"}));
 }
 
 TEST(Config, UnknownFlagIsAnErrorNamingIt) {
@@ -100,9 +101,9 @@ TEST(Config, BoundsHaveSaneDefaults) {
 }
 
 TEST(Config, SizesTakeBytesUnitsOrAPercentOfTheWal) {
-  ParseOutcome p = Parse(
-      {"--topic-max-bytes=10%", "--dead-letter-max-bytes", "2GiB", "--max-append-queue-bytes=1KiB"},
-      {"KSPOOL_DEAD_LETTER_MAX_AGE=36h", "KSPOOL_TOPIC_IDLE_FORGET=0"});
+  ParseOutcome p = Parse({"--topic-max-bytes=10%", "--dead-letter-max-bytes", "2GiB",
+                          "--max-append-queue-bytes=1KiB"},
+                         {"KSPOOL_DEAD_LETTER_MAX_AGE=36h", "KSPOOL_TOPIC_IDLE_FORGET=0"});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.topic_max_bytes.Of(1'000'000), 100'000u);
   EXPECT_EQ(p.config.topic_max_bytes.Of(0), 0u) << "a share of an unlimited WAL: no limit";
@@ -153,10 +154,17 @@ TEST(Config, HelpExitsZeroAndListsFlags) {
   EXPECT_NE(p.output.find("--kafka-brokers"), std::string::npos);
 }
 
+TEST(Config, VersionExitsZeroAndPrintsTheBuildVersion) {
+  ParseOutcome p = Parse({"--version"});
+  EXPECT_TRUE(p.exit);
+  EXPECT_EQ(p.exit_code, 0);
+  EXPECT_EQ(p.output, std::string("kspool-agent ") + KSPOOL_VERSION + "\n");
+}
+
 TEST(Config, DurationsTooLargeOrNegativeAreErrorsNamingTheFlag) {
   for (const std::string flag : {"--max-message-age", "--heartbeat-interval"}) {
-    for (const std::string bad : {"999999999999d", "99999999999999999999", "-5s", "-1", "106752d",
-                                  "9223372036854775807ms"}) {
+    for (const std::string bad : {"999999999999d", "99999999999999999999", "-5s", "-1",
+                                  "106752d", "9223372036854775807ms"}) {
       ParseOutcome p = Parse({flag, bad});
       EXPECT_TRUE(p.exit) << flag << " " << bad;
       EXPECT_NE(p.exit_code, 0) << flag << " " << bad;
@@ -180,11 +188,11 @@ TEST(Config, LargestDurationIsAHundredYears) {
 
 // Millisecond flags are added to int64 times: a value that would overflow is refused.
 TEST(Config, MillisecondFlagsBeyondAHundredYearsOrNegativeAreErrorsNamingTheFlag) {
-  for (const std::string flag :
-       {"--retry-backoff-ms", "--retry-backoff-max-ms", "--commit-point-interval-ms",
-        "--wal-reopen-interval-ms", "--shutdown-grace-ms"}) {
-    for (const std::string bad : {"18446744073709551615", "9223372036854775808", "3153600000001",
-                                  "99999999999999999999", "-1"}) {
+  for (const std::string flag : {"--retry-backoff-ms", "--retry-backoff-max-ms",
+                                 "--commit-point-interval-ms", "--wal-reopen-interval-ms",
+                                 "--shutdown-grace-ms"}) {
+    for (const std::string bad : {"18446744073709551615", "9223372036854775808",
+                                  "3153600000001", "99999999999999999999", "-1"}) {
       ParseOutcome p = Parse({flag, bad});
       EXPECT_TRUE(p.exit) << flag << " " << bad;
       EXPECT_NE(p.exit_code, 0) << flag << " " << bad;
@@ -197,11 +205,11 @@ TEST(Config, MillisecondFlagsBeyondAHundredYearsOrNegativeAreErrorsNamingTheFlag
 
 // Byte and count flags are compared with int64 sizes: at most INT64_MAX.
 TEST(Config, SizeFlagsBeyondInt64OrNegativeAreErrorsNamingTheFlag) {
-  for (const std::string flag :
-       {"--wal-max-bytes", "--max-inflight-bytes", "--max-message-bytes", "--max-inflight-messages",
-        "--max-batch-messages", "--unknown-topic-checks"}) {
-    for (const std::string bad :
-         {"18446744073709551615", "9223372036854775808", "99999999999999999999", "-1"}) {
+  for (const std::string flag : {"--wal-max-bytes", "--max-inflight-bytes",
+                                 "--max-message-bytes", "--max-inflight-messages",
+                                 "--max-batch-messages", "--unknown-topic-checks"}) {
+    for (const std::string bad : {"18446744073709551615", "9223372036854775808",
+                                  "99999999999999999999", "-1"}) {
       ParseOutcome p = Parse({flag, bad});
       EXPECT_TRUE(p.exit) << flag << " " << bad;
       EXPECT_NE(p.exit_code, 0) << flag << " " << bad;
@@ -250,9 +258,8 @@ TEST(Config, ReceiveMemoryTooSmallForTheLargestMessageIsAnErrorNamingBoth) {
   ParseOutcome p = Parse({"--max-message-bytes", "9000000", "--max-receive-memory", "32MiB"});
   EXPECT_TRUE(p.exit);
   EXPECT_EQ(p.exit_code, 2);
-  EXPECT_NE(
-      p.output.find("--max-receive-memory 33554432 is too small for --max-message-bytes 9000000"),
-      std::string::npos)
+  EXPECT_NE(p.output.find("--max-receive-memory 33554432 is too small for --max-message-bytes 9000000"),
+            std::string::npos)
       << p.output;
   EXPECT_FALSE(Parse({"--max-message-bytes", "9000000", "--max-receive-memory", "64MiB"}).exit);
 }
@@ -284,27 +291,25 @@ TEST(Config, FrontDoorFlagsRefuseValuesOutsideTheirRange) {
 // (it would wrap, or remove the limit) and the error names the flag.
 TEST(Config, OutOfRangeNumbersAreUsageErrorsFromFlagsEnvironmentAndFile) {
   const std::vector<std::string> flags = {
-      "max-message-bytes",        "max-batch-messages",     "max-inflight-messages",
-      "max-inflight-bytes",       "retry-backoff-ms",       "retry-backoff-max-ms",
-      "commit-point-interval-ms", "wal-max-bytes",          "unknown-topic-checks",
-      "wal-reopen-interval-ms",   "max-tracked-topics",     "shutdown-grace-ms",
-      "max-message-age",          "heartbeat-interval",     "dead-letter-max-age",
-      "topic-idle-forget",        "max-append-queue-bytes", "topic-max-bytes",
-      "dead-letter-max-bytes"};
+      "max-message-bytes", "max-batch-messages", "max-inflight-messages",
+      "max-inflight-bytes", "retry-backoff-ms", "retry-backoff-max-ms",
+      "commit-point-interval-ms", "wal-max-bytes", "unknown-topic-checks",
+      "wal-reopen-interval-ms", "max-tracked-topics", "shutdown-grace-ms",
+      "max-message-age", "heartbeat-interval", "dead-letter-max-age", "topic-idle-forget",
+      "max-append-queue-bytes", "topic-max-bytes", "dead-letter-max-bytes"};
   kspool::testing::TempDir dir;
   for (const std::string& flag : flags) {
-    for (const std::string bad :
-         {"99999999999999999999", "-1", "18446744073709551616", "1e30", "0x10", " 5", "5 ", "+5"}) {
+    for (const std::string bad : {"99999999999999999999", "-1", "18446744073709551616", "1e30",
+                                  "0x10", " 5", "5 ", "+5"}) {
       std::string env = "KSPOOL_";
       for (char ch : flag) env.push_back(ch == '-' ? '_' : static_cast<char>(std::toupper(ch)));
       const std::string file = dir.sub(flag + ".toml");
       std::ofstream(file) << flag << " = \"" << bad << "\"\n";
-      for (const ParseOutcome& p :
-           {Parse({"--" + flag, bad}), Parse({}, {env + "=" + bad}), Parse({"--config", file})}) {
+      for (const ParseOutcome& p : {Parse({"--" + flag, bad}), Parse({}, {env + "=" + bad}),
+                                    Parse({"--config", file})}) {
         EXPECT_TRUE(p.exit) << flag << " '" << bad << "'";
         EXPECT_EQ(p.exit_code, 2) << flag << " '" << bad << "'";
-        EXPECT_NE(p.output.find(flag), std::string::npos)
-            << flag << " '" << bad << "': " << p.output;
+        EXPECT_NE(p.output.find(flag), std::string::npos) << flag << " '" << bad << "': " << p.output;
       }
     }
   }
@@ -314,8 +319,9 @@ TEST(Config, EmptyWalDirIsAUsageErrorFromFlagEnvironmentOrFile) {
   kspool::testing::TempDir dir;
   const std::string file = dir.sub("k.toml");
   std::ofstream(file) << "wal-dir = \"\"\n";
-  for (const ParseOutcome& p : {Parse({"--wal-dir", ""}), Parse({"--wal-dir="}),
-                                Parse({}, {"KSPOOL_WAL_DIR="}), Parse({"--config", file})}) {
+  for (const ParseOutcome& p :
+       {Parse({"--wal-dir", ""}), Parse({"--wal-dir="}), Parse({}, {"KSPOOL_WAL_DIR="}),
+        Parse({"--config", file})}) {
     EXPECT_TRUE(p.exit);
     EXPECT_EQ(p.exit_code, 2);
     EXPECT_NE(p.output.find("--wal-dir"), std::string::npos) << p.output;
@@ -358,9 +364,9 @@ TEST(Config, KafkaOptionWithoutAKeyOrEqualsIsAUsageError) {
 }
 
 TEST(Config, AcksAllOrMinusOneIsAcceptedUnderEitherName) {
-  for (const std::string ok :
-       {"acks=all", "acks=-1", "acks=ALL", "request.required.acks=all", "request.required.acks=-1",
-        "enable.idempotence=true", "enable.idempotence=1"}) {
+  for (const std::string ok : {"acks=all", "acks=-1", "acks=ALL", "request.required.acks=all",
+                               "request.required.acks=-1", "enable.idempotence=true",
+                               "enable.idempotence=1"}) {
     ParseOutcome p = Parse({"--kafka-option", ok});
     EXPECT_FALSE(p.exit) << ok << ": " << p.output;
   }
@@ -368,7 +374,8 @@ TEST(Config, AcksAllOrMinusOneIsAcceptedUnderEitherName) {
 
 TEST(Config, AcksBelowAllOrIdempotenceOffIsAUsageErrorUnderEitherName) {
   for (const std::string bad : {"acks=0", "acks=1", "acks=2", "request.required.acks=0",
-                                "request.required.acks=1", "enable.idempotence=false", "acks="}) {
+                                "request.required.acks=1", "enable.idempotence=false",
+                                "acks="}) {
     for (const ParseOutcome& p :
          {Parse({"--kafka-option", bad}), Parse({}, {"KSPOOL_KAFKA_OPTION=" + bad})}) {
       EXPECT_TRUE(p.exit) << bad;
@@ -394,8 +401,8 @@ class TlsFlags : public ::testing::Test {
 };
 
 TEST_F(TlsFlags, CertificateKeyAndClientCaAreTaken) {
-  ParseOutcome p = Parse(
-      {"--tls-cert", server_.cert, "--tls-key", server_.key, "--tls-client-ca", pki_.ca_cert()});
+  ParseOutcome p = Parse({"--tls-cert", server_.cert, "--tls-key", server_.key,
+                          "--tls-client-ca", pki_.ca_cert()});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.tls_cert, server_.cert);
   EXPECT_EQ(p.config.tls_client_ca, pki_.ca_cert());
@@ -428,8 +435,8 @@ TEST_F(TlsFlags, KeyOfAnotherCertificateExitsTwo) {
 }
 
 TEST_F(TlsFlags, ClientCaThatIsNoCertificateExitsTwo) {
-  ParseOutcome p =
-      Parse({"--tls-cert", server_.cert, "--tls-key", server_.key, "--tls-client-ca", server_.key});
+  ParseOutcome p = Parse(
+      {"--tls-cert", server_.cert, "--tls-key", server_.key, "--tls-client-ca", server_.key});
   EXPECT_EQ(p.exit_code, 2);
   EXPECT_NE(p.output.find("--tls-client-ca " + server_.key + ": holds no PEM certificate"),
             std::string::npos)
@@ -465,8 +472,8 @@ TEST(MetricsTlsFlags, CertificateWithoutKeyExitsTwoNamingTheFlag) {
 TEST(MetricsTlsFlags, KeyOfAnotherCertificateExitsTwoNamingTheMetricsFlag) {
   kspool::testing::TempDir dir;
   kspool::testing::TestPki pki(dir.sub("pki"), "a");
-  ParseOutcome p = Parse({"--metrics-tls-cert", pki.IssueLocalServer("s").cert, "--metrics-tls-key",
-                          pki.IssueLocalServer("t").key});
+  ParseOutcome p = Parse({"--metrics-tls-cert", pki.IssueLocalServer("s").cert,
+                          "--metrics-tls-key", pki.IssueLocalServer("t").key});
   EXPECT_EQ(p.exit_code, 2);
   EXPECT_NE(p.output.find("--metrics-tls-key"), std::string::npos) << p.output;
   EXPECT_NE(p.output.find("does not match the certificate of --metrics-tls-cert"),

@@ -154,13 +154,6 @@ TEST(Config, HelpExitsZeroAndListsFlags) {
   EXPECT_NE(p.output.find("--kafka-brokers"), std::string::npos);
 }
 
-TEST(Config, VersionExitsZeroAndPrintsTheBuildVersion) {
-  ParseOutcome p = Parse({"--version"});
-  EXPECT_TRUE(p.exit);
-  EXPECT_EQ(p.exit_code, 0);
-  EXPECT_EQ(p.output, std::string("kspool-agent ") + KSPOOL_VERSION + "\n");
-}
-
 TEST(Config, DurationsTooLargeOrNegativeAreErrorsNamingTheFlag) {
   for (const std::string flag : {"--max-message-age", "--heartbeat-interval"}) {
     for (const std::string bad : {"999999999999d", "99999999999999999999", "-5s", "-1",

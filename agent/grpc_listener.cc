@@ -241,7 +241,11 @@ grpc::experimental::ExternalConnectionAcceptor* GrpcListener::AcceptorFor(
     open_.store(tracked_->open.size(), std::memory_order_relaxed);
     *slot = slots_->Acquire(*peer);
   }
-  if (*slot) return slot_acceptors_[**slot].get();
+  if (*slot) {
+    spdlog::debug("grpc listener: unix connection from uid {} gid {} (peer slot {})", peer->uid,
+                  peer->gid, **slot);
+    return slot_acceptors_[**slot].get();
+  }
   // A connection nobody can be told apart from: refused, never served under another
   // peer's identity nor under none.
   Refuse(fd, peer.ok() ? "unix_peer_slots" : "unix_peer_unknown",

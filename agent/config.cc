@@ -208,8 +208,7 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   };
   add("wal-dir", &c.wal_dir, "WAL directory (a persistent volume); created 0700 if missing")
       ->check([](const std::string& v) {
-        if (v.empty()) return std::string("the WAL directory must not be empty");
-        return std::string(wal::CheckWalDirNotWorldWritable(v).message());
+        return v.empty() ? std::string("the WAL directory must not be empty") : std::string();
       });
   add("listen", &c.listen, "gRPC address: HOST:PORT or unix:PATH (port 0 picks a free one)");
   std::string listen_mode = "0660";
@@ -427,6 +426,13 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   c.max_receive_memory = ParseByteSize(receive_memory).value_or(ByteSize{}).bytes;
   c.bruce_socket_mode = ParseSocketMode(socket_mode).value_or(0660);
   c.listen_mode = ParseSocketMode(listen_mode).value_or(0660);
+  // Here, not as a CLI11 check: the default directory is checked too.
+  if (absl::Status s = wal::CheckWalDirNotWorldWritable(c.wal_dir); !s.ok()) {
+    out.exit = true;
+    out.exit_code = 2;
+    out.output = "--wal-dir: " + std::string(s.message()) + "\n";
+    return out;
+  }
   std::string tls = CheckTlsFlags(c);
   if (tls.empty()) tls = CheckMetricsTlsFlags(c);
   if (!tls.empty()) {

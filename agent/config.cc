@@ -216,8 +216,8 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
              ParseSocketMode);
   add("listen-group", &c.listen_group,
       "Group of the --listen unix:PATH socket (default: the agent's)")
-      ->check([](const std::string& v) {
-        return std::string(LookupGroup(v).status().message());
+      ->check([](const std::string& v) {  // empty: the agent's group
+        return v.empty() ? std::string() : std::string(LookupGroup(v).status().message());
       });
   add("metrics-listen", &c.metrics_listen, "Prometheus /metrics address HOST:PORT");
   add("kafka-brokers", &c.kafka_brokers, "Kafka bootstrap servers, comma-separated");

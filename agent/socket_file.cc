@@ -25,9 +25,10 @@ absl::Status ApplySocketFileOptions(const std::string& path, const SocketFileOpt
                                     const SocketFileFlags& flags) {
   if (!o.group.empty()) {
     absl::StatusOr<gid_t> gid = LookupGroup(o.group);
-    if (!gid.ok())
+    if (!gid.ok()) {
       return absl::InvalidArgumentError(flags.group_flag + ": " +
                                         std::string(gid.status().message()));
+    }
     if (chown(path.c_str(), static_cast<uid_t>(-1), *gid) != 0) {
       return absl::UnavailableError(flags.socket_flag + " " + path + ": cannot give it group " +
                                     o.group + ": " + std::strerror(errno));

@@ -513,7 +513,7 @@ TEST(Config, ListenSocketModeAndGroup) {
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.listen_mode, 0600u);
   EXPECT_EQ(p.config.listen_group, own->gr_name);
-  EXPECT_FALSE(Parse({}, {"KSPOOL_LISTEN_GROUP="}).exit);  // empty: the agent's group
+  EXPECT_FALSE(Parse({"--listen-group", ""}).exit) << "empty: the agent's group";
 }
 
 TEST(Config, BadListenModeOrUnknownListenGroupIsAUsageError) {

@@ -52,6 +52,7 @@ class UnixPeerIdentity : public ::testing::Test {
     };
     if (fake_peers) {
       o.peer_of = [this](int) -> absl::StatusOr<UnixPeer> {
+        if (next_uid_ == kNoCredentials) return absl::InternalError("SO_PEERCRED: test");
         return UnixPeer{next_uid_.load(), 100};
       };
     }
@@ -97,6 +98,7 @@ class UnixPeerIdentity : public ::testing::Test {
   Recorder recorder_;
   std::unique_ptr<GrpcListener> listener_;
   std::unique_ptr<grpc::Server> server_;
+  static constexpr uid_t kNoCredentials = 0xffffffff;  // peer_of fails
   std::atomic<uid_t> next_uid_{1000};
   std::mutex refused_mu_;
   std::vector<std::string> refused_;
@@ -151,6 +153,15 @@ TEST_F(UnixPeerIdentity, MorePeersThanSlotsAreRefusedUntilASlotIsFree) {
         return Call(Channel()) == std::vector<std::string>{"uid:1001", "gid:100"};
       },
       5s, 100ms));
+}
+
+TEST_F(UnixPeerIdentity, AConnectionWhosePeerCannotBeReadIsRefused) {
+  Serve(nullptr, kDefaultUnixPeerSlots, /*fake_peers=*/true);
+  next_uid_ = kNoCredentials;
+  EXPECT_THAT(Call(Channel())[0], ::testing::StartsWith("<call failed"));
+  EXPECT_THAT(Refused(), ::testing::Contains("unix_peer_unknown"));
+  next_uid_ = 1000;
+  EXPECT_THAT(Call(Channel()), ElementsAre("uid:1000", "gid:100"));
 }
 
 TEST_F(UnixPeerIdentity, TlsOnAUnixSocketIdentifiesByCertificateOnly) {

@@ -142,7 +142,8 @@ TEST_F(UnixPeerIdentity, MorePeersThanSlotsAreRefusedUntilASlotIsFree) {
   next_uid_ = 1001;  // another user while uid 1000 is connected: no slot for it
   auto second = Channel();
   EXPECT_THAT(Call(second)[0], ::testing::StartsWith("<call failed"));
-  EXPECT_THAT(Refused(), ::testing::Contains("unix_peer_slots"));
+  EXPECT_TRUE(kspool::testing::WaitUntil(  // counted right after the reset
+      [&] { return ::testing::Value(Refused(), ::testing::Contains("unix_peer_slots")); }, 2s));
   EXPECT_THAT(Call(first), ElementsAre("uid:1000", "gid:100"));  // the first is untouched
 
   // uid 1000 leaves: once gRPC has closed its connection, its slot is uid 1001's.
@@ -159,7 +160,8 @@ TEST_F(UnixPeerIdentity, AConnectionWhosePeerCannotBeReadIsRefused) {
   Serve(nullptr, kDefaultUnixPeerSlots, /*fake_peers=*/true);
   next_uid_ = kNoCredentials;
   EXPECT_THAT(Call(Channel())[0], ::testing::StartsWith("<call failed"));
-  EXPECT_THAT(Refused(), ::testing::Contains("unix_peer_unknown"));
+  EXPECT_TRUE(kspool::testing::WaitUntil(  // counted right after the reset
+      [&] { return ::testing::Value(Refused(), ::testing::Contains("unix_peer_unknown")); }, 2s));
   next_uid_ = 1000;
   EXPECT_THAT(Call(Channel()), ElementsAre("uid:1000", "gid:100"));
 }

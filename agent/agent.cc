@@ -210,6 +210,7 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   lo.max_connections = fds.grpc_connections;
   lo.on_refused = [metrics](std::string_view reason) { metrics->ConnectionRefused(reason); };
   lo.meter = meter_.get();
+  lo.socket_file = {static_cast<mode_t>(config.listen_mode), config.listen_group};
   absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Listen(std::move(lo));
   if (!listener.ok()) return listener.status();
   listener_ = std::move(listener).value();
@@ -219,7 +220,7 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   ConfigureFrontDoor(config, &builder);
-  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  std::shared_ptr<grpc::ServerCredentials> credentials;  // null: plaintext
   const TlsFiles tls{config.tls_cert, config.tls_key, config.tls_client_ca};
   if (tls.enabled()) {
     absl::StatusOr<std::unique_ptr<TlsReloader>> reloader =
@@ -234,13 +235,12 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
                  "can connect can send to any topic (set --tls-cert and --tls-key)",
                  grpc_address_);
   }
-  auto acceptor = builder.experimental().AddExternalConnectionAcceptor(
-      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, credentials);
+  listener_->AddAcceptors(&builder, credentials);
   builder.RegisterService(spool_.get());
   builder.RegisterService(admin_.get());
   server_ = builder.BuildAndStart();
   if (!server_) return absl::InternalError("the gRPC server did not start");
-  listener_->Start(std::move(acceptor));
+  listener_->Start();
 
   MetricSources sources;
   sources.wal = wal_.get();

@@ -10,7 +10,9 @@
 
 #include "agent/kafka_limits.h"
 #include "agent/kafka_options.h"
+#include "agent/socket_file.h"
 #include "agent/tls_files.h"
+#include "wal/wal_dir.h"
 
 namespace kspool::agent {
 namespace {
@@ -206,11 +208,19 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
       return r.ok() ? std::string() : std::string(r.status().message());
     });
   };
-  add("wal-dir", &c.wal_dir, "WAL directory (a persistent volume)")
+  add("wal-dir", &c.wal_dir, "WAL directory (a persistent volume); created 0700 if missing")
       ->check([](const std::string& v) {
         return v.empty() ? std::string("the WAL directory must not be empty") : std::string();
       });
   add("listen", &c.listen, "gRPC address: HOST:PORT or unix:PATH (port 0 picks a free one)");
+  std::string listen_mode = "0660";
+  add_parsed("listen-mode", &listen_mode, "File mode of the --listen unix:PATH socket, octal",
+             ParseSocketMode);
+  add("listen-group", &c.listen_group,
+      "Group of the --listen unix:PATH socket (default: the agent's)")
+      ->check([](const std::string& v) {  // empty: the agent's group
+        return v.empty() ? std::string() : std::string(LookupGroup(v).status().message());
+      });
   add("metrics-listen", &c.metrics_listen, "Prometheus /metrics address HOST:PORT");
   add("kafka-brokers", &c.kafka_brokers, "Kafka bootstrap servers, comma-separated");
   // No delimiter: a value may hold commas (debug=conf,msg). Several options are several
@@ -417,6 +427,14 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   c.idle_timeout_ms = ParseDurationMs(idle_timeout).value_or(c.idle_timeout_ms);
   c.max_receive_memory = ParseByteSize(receive_memory).value_or(ByteSize{}).bytes;
   c.bruce_socket_mode = ParseSocketMode(socket_mode).value_or(0660);
+  c.listen_mode = ParseSocketMode(listen_mode).value_or(0660);
+  // Here, not as a CLI11 check: the default directory is checked too.
+  if (absl::Status s = wal::CheckWalDirNotWorldWritable(c.wal_dir); !s.ok()) {
+    out.exit = true;
+    out.exit_code = 2;
+    out.output = "--wal-dir: " + std::string(s.message()) + "\n";
+    return out;
+  }
   std::string tls = CheckTlsFlags(c);
   if (tls.empty()) tls = CheckMetricsTlsFlags(c);
   if (!tls.empty()) {

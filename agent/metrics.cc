@@ -314,7 +314,8 @@ Metrics::Metrics(const std::string& version)
       connections_refused_(prometheus::BuildCounter()
                                .Name("kspool_grpc_connections_refused_total")
                                .Help("gRPC client connections the agent closed at once "
-                                     "(connection_limit, out_of_descriptors) or shut down "
+                                     "(connection_limit, out_of_descriptors, "
+                                     "unix_peer_slots) or shut down "
                                      "for holding too much in unfinished requests "
                                      "(receive_memory), by reason")
                                .Register(*registry_)),
@@ -348,7 +349,8 @@ Metrics::Metrics(const std::string& version)
       .Add({{"version", version}})
       .Set(1);
   wal_reopens_.Add({});
-  for (const char* reason : {"connection_limit", "out_of_descriptors", "receive_memory"}) {
+  for (const char* reason :
+       {"connection_limit", "out_of_descriptors", "receive_memory", "unix_peer_slots"}) {
     connections_refused_.Add({{"reason", reason}});
   }
   registry_->Collect();  // validates the families once

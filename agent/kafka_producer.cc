@@ -45,12 +45,12 @@ absl::StatusOr<std::unique_ptr<KafkaProducer>> KafkaProducer::Make(const Produce
   p->scrubber_ = SecretScrubber(cfg.options);
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char err[512];
-  // Errors name the option; a secret's value is neither echoed by us nor, scrubbed, by
-  // librdkafka's message.
+  // Errors name the option; a secret's value is shown nowhere in them, not even where
+  // librdkafka's message quotes it or another option was given the same value.
   auto set = [&](const std::string& k, const std::string& v) -> absl::Status {
     if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof(err)) != RD_KAFKA_CONF_OK) {
-      return absl::InvalidArgumentError("kafka option " + RedactKafkaOption(k + "=" + v) + ": " +
-                                        p->scrubber_.Scrub(err));
+      return absl::InvalidArgumentError(
+          p->scrubber_.Scrub("kafka option " + RedactKafkaOption(k + "=" + v) + ": " + err));
     }
     return absl::OkStatus();
   };

@@ -23,7 +23,9 @@ bool IsSecretKafkaProperty(std::string_view key) {
   const std::string k = Lower(key);
   // Named: these hold a secret without saying so by their suffix (the OAUTHBEARER
   // config holds a principal and may hold a signing key; a PEM key is the key itself).
-  static const std::string_view kNamed[] = {"sasl.oauthbearer.config", "ssl.key.pem"};
+  // sasl.jaas.config is Java's (librdkafka refuses it), but may hold a password.
+  static const std::string_view kNamed[] = {"sasl.oauthbearer.config", "ssl.key.pem",
+                                            "sasl.jaas.config"};
   for (std::string_view n : kNamed) {
     if (k == n) return true;
   }

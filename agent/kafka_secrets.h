@@ -13,8 +13,8 @@ namespace kspool::agent {
 
 inline constexpr std::string_view kRedacted = "[redacted]";
 
-// sasl.oauthbearer.config and ssl.key.pem (a private key), and every property whose
-// name ends in "password", "secret", "token" or "credentials", case-blind: sasl.password,
+// sasl.oauthbearer.config, sasl.jaas.config and ssl.key.pem (a private key), and every property
+// whose name ends in "password", "secret", "token" or "credentials", case-blind: sasl.password,
 // ssl.key.password, ssl.keystore.password, sasl.oauthbearer.client.secret, ... Not
 // secret: names and paths (sasl.username, ssl.key.location, ssl.ca.location).
 bool IsSecretKafkaProperty(std::string_view key);

@@ -30,10 +30,18 @@ std::string EffectiveConfigText(const CLI::App& app) {
   for (const CLI::Option* opt : app.get_options()) {
     if (opt->get_lnames().empty()) continue;
     const std::string& name = opt->get_lnames().front();
-    if (name == "help" || name == "config" || name == "print-config") continue;
+    // Actions, not settings (and --config: the output is a whole config itself).
+    if (name == "help" || name == "version" || name == "config" || name == "print-config") {
+      continue;
+    }
     const bool list = opt->get_items_expected_max() > 1;
+    const bool flag = opt->get_items_expected_max() == 0;  // e.g. add_flag: true or false
     std::vector<std::string> values = opt->results();
-    if (!list) values = {values.empty() ? opt->get_default_str() : values.back()};
+    if (flag) {
+      values = {values.empty() ? "false" : values.back()};
+    } else if (!list) {
+      values = {values.empty() ? opt->get_default_str() : values.back()};
+    }
     if (name == "kafka-option") {
       for (std::string& v : values) v = RedactKafkaOption(v);
     }

@@ -14,7 +14,8 @@ class App;
 namespace kspool::agent {
 
 // After app.parse(): each option's value from the command line, the environment or the
-// config file, else its default. --help, --config and --print-config are left out.
+// config file, else its default ("true"/"false" for a flag). The actions --help,
+// --version, --print-config, and --config, are left out.
 std::string EffectiveConfigText(const CLI::App& app);
 
 }  // namespace kspool::agent

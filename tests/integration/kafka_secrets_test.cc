@@ -87,14 +87,16 @@ class KafkaSecretLeak : public ::testing::TestWithParam<std::tuple<Source, Kafka
 TEST_P(KafkaSecretLeak, PasswordAppearsInNoOutput) {
   // --print-config, the way an operator checks a deployment.
   {
-    std::vector<std::string> argv = {KSPOOL_AGENT_BIN, "--print-config", "--kafka-brokers",
-                                     kafka_->bootstrap()};
+    std::vector<std::string> argv = {KSPOOL_AGENT_BIN,    "--print-config", "--kafka-brokers",
+                                     kafka_->bootstrap(), "--wal-dir",      dir_.sub("print-wal"),
+                                     "--listen",          "127.0.0.1:0"};
     argv.insert(argv.end(), args_.begin(), args_.end());
     ChildProcess print(argv, dir_.sub("print.err"), env_);
     const std::string printed = RestOfStdout(print);
     ASSERT_EQ(print.Wait(10s), 0);
     EXPECT_NE(printed.find("sasl.password"), std::string::npos) << printed;
     ExpectNoSecret("--print-config", printed);
+    EXPECT_FALSE(std::filesystem::exists(dir_.sub("print-wal"))) << "--print-config opened the WAL";
     ExpectNoSecret("--print-config stderr", kspool::testing::ReadWholeFile(dir_.sub("print.err")));
   }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "agent/config_print.h"
 #include "agent/kafka_limits.h"
 #include "agent/kafka_options.h"
 #include "agent/socket_file.h"
@@ -229,6 +230,14 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
       "librdkafka property KEY=VALUE, repeatable (e.g. linger.ms=10); acks and "
       "enable.idempotence stay all and true")
       ->check([](const std::string& v) { return std::string(CheckKafkaOption(v).message()); });
+  add("kafka-option-file", &c.kafka_option_files,
+      "librdkafka property KEY=PATH, repeatable: the value is read from the file at start "
+      "(one trailing newline removed), e.g. sasl.password=/run/secrets/kafka-password; "
+      "secret values are never shown (README, Kafka security)");
+  bool print_config = false;
+  app.add_flag("--print-config", print_config,
+               "Print the effective configuration as a --config file (secrets redacted) and "
+               "exit");
   add("tls-cert", &c.tls_cert,
       "PEM certificate chain for TLS on the gRPC listener (needs --tls-key); re-read when "
       "the file changes");
@@ -385,7 +394,7 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
       if (EnvName(flag) != name) continue;
       known = true;
       if (GivenOnCommandLine(args, flag)) continue;
-      if (flag == "kafka-option") {  // one KEY=VALUE a line: values may hold commas
+      if (flag == "kafka-option" || flag == "kafka-option-file") {  // one a line: may hold commas
         for (const std::string& line : SplitLines(value)) extra.push_back("--" + flag + "=" + line);
       } else {
         extra.push_back("--" + flag + "=" + value);
@@ -435,12 +444,15 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
     out.output = "--wal-dir: " + std::string(s.message()) + "\n";
     return out;
   }
-  std::string tls = CheckTlsFlags(c);
-  if (tls.empty()) tls = CheckMetricsTlsFlags(c);
-  if (!tls.empty()) {
+  std::string bad = CheckTlsFlags(c);
+  if (bad.empty()) bad = CheckMetricsTlsFlags(c);
+  if (bad.empty()) {
+    bad = std::string(AddKafkaOptionFiles(c.kafka_option_files, &c.kafka_options).message());
+  }
+  if (!bad.empty()) {
     out.exit = true;
     out.exit_code = 2;
-    out.output = tls + "\n";
+    out.output = bad + "\n";
     return out;
   }
   // A quarter of it is the most one request may take (agent.cc, DecodedRequestBudget):
@@ -451,6 +463,9 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
     out.output = "--max-receive-memory " + std::to_string(c.max_receive_memory) +
                  " is too small for --max-message-bytes " + std::to_string(c.max_message_bytes) +
                  ": it must be at least 4 x (that + 64KiB)\n";
+  } else if (print_config) {
+    out.exit = true;
+    out.output = EffectiveConfigText(app);
   }
   return out;
 }

@@ -28,6 +28,8 @@ struct Config {
   std::string metrics_listen = "127.0.0.1:9411";  // host:port
   std::string kafka_brokers = "127.0.0.1:9092";
   std::vector<std::string> kafka_options;          // librdkafka KEY=VALUE pass-through
+  // --kafka-option-file KEY=PATH as given; parsing appends KEY=<content> to kafka_options.
+  std::vector<std::string> kafka_option_files;
   std::string log_level = "info";
 
   // TLS on the gRPC listener (README, "TLS"): PEM files, re-read when they change. A

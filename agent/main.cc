@@ -9,6 +9,7 @@
 #include "absl/synchronization/mutex.h"
 #include "agent/agent.h"
 #include "agent/config.h"
+#include "agent/kafka_producer.h"
 #include "agent/protobuf_log.h"
 
 extern char** environ;
@@ -26,6 +27,11 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("kspool"));
   spdlog::set_level(spdlog::level::from_str(config.log_level));
   kspool::agent::RouteProtobufLogsToSpdlog();  // before other threads: not thread-safe
+  // librdkafka's verdict on the Kafka options, before anything is opened: a usage error.
+  if (absl::Status s = kspool::agent::KafkaProducer::CheckOptions(config.kafka_options); !s.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+    return 2;
+  }
 
   // Signals are taken synchronously by this thread; every other thread inherits the mask.
   sigset_t signals;

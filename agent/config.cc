@@ -8,6 +8,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "agent/acl_rules.h"
 #include "agent/kafka_limits.h"
 #include "agent/kafka_options.h"
 #include "agent/tls_files.h"
@@ -228,6 +229,9 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
       "PEM certificate chain: serve --metrics-listen over HTTPS (needs --metrics-tls-key; "
       "may be the files of --tls-cert); re-read when the file changes");
   add("metrics-tls-key", &c.metrics_tls_key, "PEM private key of --metrics-tls-cert");
+  add("acl", &c.acl_file,
+      "Access rules (TOML: [[allow]] identity, send, admin, quotas) for the gRPC services; "
+      "re-read when the file changes and on SIGHUP; none: every caller may do everything");
   add("log-level", &c.log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   add("max-message-bytes", &c.max_message_bytes,
@@ -417,6 +421,10 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   c.bruce_socket_mode = ParseSocketMode(socket_mode).value_or(0660);
   std::string tls = CheckTlsFlags(c);
   if (tls.empty()) tls = CheckMetricsTlsFlags(c);
+  if (tls.empty() && !c.acl_file.empty()) {  // a bad file is caught at start
+    absl::StatusOr<AclRules> acl = LoadAclFile(c.acl_file);
+    if (!acl.ok()) tls = "--acl " + std::string(acl.status().message());
+  }
   if (!tls.empty()) {
     out.exit = true;
     out.exit_code = 2;

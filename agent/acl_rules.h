@@ -1,7 +1,8 @@
 // AclRules: the access rules of an --acl file (README, "Access control"), parsed and
 // checked, with the lookups a call needs. Pure: no I/O but LoadAclFile, no clock.
 //
-// File format (TOML): any number of [[allow]] tables with the keys
+// File format (TOML, ASCII: other characters as \uXXXX escapes in strings): any number
+// of [[allow]] tables with the keys
 //   identity             string, required: "cn:…", "dns:…", a SAN URI, "uid:N", "gid:N",
 //                        "anonymous", or "*" (every caller)
 //   send                 array of topic patterns: a topic name, or a prefix ending in "*"

@@ -167,6 +167,14 @@ TEST(AclRules, RejectsOtherTopLevelKeysAndBadToml) {
   EXPECT_EQ(bad.rfind("line 2: ", 0), 0u) << bad;
 }
 
+TEST(AclRules, RejectsNonAsciiButTakesEscapes) {
+  // toml++ 3.3 has undefined behaviour on some of these outside strings (fuzzer).
+  EXPECT_EQ(ParseError("[[allow]]\nidentity = \"cn:a\"\n\xef\xbb\x9b\n"),
+            "line 3: a non-ASCII character (the file is ASCII; in a string, write \\uXXXX)");
+  AclRules rules = ParseOk("[[allow]]\nidentity = \"cn:Z\\u00FCrich\"\nsend = [\"t\"]\n");
+  EXPECT_TRUE(Allows(rules, {"cn:Z\xc3\xbcrich"}, "t")) << "the escape is the UTF-8 name";
+}
+
 TEST(AclRules, LoadAclFileNamesTheFile) {
   kspool::testing::TempDir dir;
   const std::string path = dir.sub("acl.toml");

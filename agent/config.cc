@@ -8,6 +8,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "agent/acl_rules.h"
 #include "agent/config_print.h"
 #include "agent/kafka_limits.h"
 #include "agent/kafka_options.h"
@@ -249,6 +250,9 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
       "PEM certificate chain: serve --metrics-listen over HTTPS (needs --metrics-tls-key; "
       "may be the files of --tls-cert); re-read when the file changes");
   add("metrics-tls-key", &c.metrics_tls_key, "PEM private key of --metrics-tls-cert");
+  add("acl", &c.acl_file,
+      "Access rules (TOML: [[allow]] identity, send, admin, quotas) for the gRPC services; "
+      "re-read when the file changes and on SIGHUP; none: every caller may do everything");
   add("log-level", &c.log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   add("max-message-bytes", &c.max_message_bytes,
@@ -448,6 +452,10 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   if (bad.empty()) bad = CheckMetricsTlsFlags(c);
   if (bad.empty()) {
     bad = std::string(AddKafkaOptionFiles(c.kafka_option_files, &c.kafka_options).message());
+  }
+  if (bad.empty() && !c.acl_file.empty()) {  // a bad file is caught at start
+    absl::StatusOr<AclRules> acl = LoadAclFile(c.acl_file);
+    if (!acl.ok()) bad = "--acl " + std::string(acl.status().message());
   }
   if (!bad.empty()) {
     out.exit = true;

@@ -40,6 +40,9 @@ struct Config {
   // TLS on the metrics/HTTP listener: its own pair (may be the same files), or none.
   std::string metrics_tls_cert;
   std::string metrics_tls_key;
+  // Access rules (README, "Access control"): a TOML file, re-read when it changes and on
+  // SIGHUP; empty: every caller may do everything.
+  std::string acl_file;
 
   // WAL capacity in bytes of live entries; Sends beyond it get RESOURCE_EXHAUSTED.
   // 0: half of the size of the file system that holds --wal-dir.

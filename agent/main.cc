@@ -1,4 +1,5 @@
-// kspool-agent: parses flags, wires the parts, waits for SIGTERM/SIGINT.
+// kspool-agent: parses flags, wires the parts, waits for SIGTERM/SIGINT (SIGHUP: re-read
+// the --acl file).
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);  // re-reads the --acl file
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -56,7 +58,7 @@ int main(int argc, char** argv) {
                config.kafka_brokers);
 
   int sig = 0;
-  sigwait(&signals, &sig);
+  while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) (*agent)->ReloadAcl();
   spdlog::info("received {}, shutting down", strsignal(sig));
   (*agent)->Shutdown();
   return 0;

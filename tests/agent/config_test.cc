@@ -545,5 +545,27 @@ TEST(Config, AWorldWritableWalDirIsAUsageErrorNamingItsMode) {
   EXPECT_FALSE(Parse({"--wal-dir", tmp.sub("not-yet")}).exit);  // created 0700 at start
 }
 
+TEST(AclFlag, ReadableRulesAreTakenAlsoFromTheEnvironment) {
+  kspool::testing::TempDir dir;
+  std::ofstream(dir.sub("acl.toml")) << "[[allow]]\nidentity = \"*\"\nsend = [\"*\"]\n";
+  ParseOutcome p = Parse({}, {"KSPOOL_ACL=" + dir.sub("acl.toml")});
+  ASSERT_FALSE(p.exit) << p.output;
+  EXPECT_EQ(p.config.acl_file, dir.sub("acl.toml"));
+  EXPECT_TRUE(Parse({}).config.acl_file.empty()) << "off by default";
+}
+
+TEST(AclFlag, InvalidOrMissingFileExitsTwoNamingTheFlagTheFileAndTheProblem) {
+  kspool::testing::TempDir dir;
+  const std::string acl = dir.sub("acl.toml");
+  ParseOutcome missing = Parse({"--acl", acl});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.output, "--acl " + acl + ": cannot be read\n");
+  std::ofstream(acl) << "[[allow]]\nidentity = \"cn:a\"\nadmin = 1\n";
+  ParseOutcome bad = Parse({"--acl", acl});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.output,
+            "--acl " + acl + ": rule 1 (line 3): admin: true or false, not an integer\n");
+}
+
 }  // namespace
 }  // namespace kspool::agent

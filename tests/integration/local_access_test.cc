@@ -1,6 +1,7 @@
 // Local access to a real agent process: the gRPC unix socket's file mode and group
 // (--listen-mode, --listen-group), a client served over it, and the WAL directory's
-// permissions (created 0700; a world-writable one refused at start, exit 2).
+// permissions (created 0700; a world-writable one refused at start, exit 2), and the
+// caller's uid (SO_PEERCRED) as the identity --acl rules name.
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -9,6 +10,7 @@
 
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "tests/support/agent_process.h"
 #include "tests/support/dev_kafka.h"
@@ -78,6 +80,30 @@ TEST_F(LocalAccess, AWorldWritableWalDirectoryIsRefusedAtStart) {
   log << in.rdbuf();
   EXPECT_NE(log.str().find(wal + " is world-writable (mode 0777)"), std::string::npos) << log.str();
   EXPECT_EQ(ModeOf(wal), 0777u);  // left as it was
+}
+
+TEST_F(LocalAccess, AUnixSocketClientIsIdentifiedByItsUidInTheAclRules) {
+  const std::string uid = "uid:" + std::to_string(geteuid());
+  const std::string acl = dir_.sub("acl.toml");
+  std::ofstream(acl) << "[[allow]]\nidentity = \"" << uid << "\"\nsend = [\"mine\"]\nadmin = true\n"
+                     << "[[allow]]\nidentity = \"uid:" << geteuid() + 1
+                     << "\"\nsend = [\"other\"]\n";
+  auto a = Agent(dir_.sub("wal"), {"--listen", "unix:" + dir_.sub("grpc.sock"), "--acl", acl});
+  auto send = [&](const std::string& topic) {
+    kspool::v1::SendRequest req;
+    auto* m = req.add_messages();
+    m->set_topic(topic);
+    m->set_value("v");
+    kspool::v1::SendResponse resp;
+    return a->Send(req, &resp);
+  };
+  grpc::Status mine = send("mine");
+  EXPECT_TRUE(mine.ok()) << mine.error_message();
+  grpc::Status other = send("other");  // another uid's topic
+  EXPECT_EQ(other.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(other.error_message().find(uid), std::string::npos) << other.error_message();
+  EXPECT_NE(other.error_message().find("other"), std::string::npos) << other.error_message();
+  EXPECT_EQ(a->WalStats().appended_messages(), 1u);  // the admin right of this uid's rule
 }
 
 }  // namespace

@@ -1,13 +1,25 @@
 #include "agent/admin_service.h"
 
 #include "agent/discard_report.h"
+#include "agent/peer_identity.h"
 
 namespace kspool::agent {
+
+grpc::Status AdminService::Authorize(grpc::ServerContext* context,
+                                     const google::protobuf::MessageLite* request,
+                                     std::string_view method) {
+  if (access_ == nullptr || request == nullptr) return grpc::Status::OK;
+  const std::vector<std::string> ids = PeerIdentities(*context);
+  absl::Status s = access_->CheckAdmin(access_->For(ids), ids, method);
+  return s.ok() ? grpc::Status::OK
+                : grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(s.message()));
+}
 
 grpc::Status AdminService::GetCommitPoint(grpc::ServerContext* context,
                                           const kspool::v1::GetCommitPointRequest* request,
                                           kspool::v1::GetCommitPointResponse* response) {
   Credit(context, request);
+  if (grpc::Status s = Authorize(context, request, "GetCommitPoint"); !s.ok()) return s;
   wal::CommitPoints p = tracker_->Current();
   response->set_commit_point_ms(p.global_ms);
   for (const auto& [topic, ms] : p.topics_ms) {
@@ -23,6 +35,7 @@ grpc::Status AdminService::GetWalStats(grpc::ServerContext* context,
                                        const kspool::v1::GetWalStatsRequest* request,
                                        kspool::v1::GetWalStatsResponse* response) {
   Credit(context, request);
+  if (grpc::Status s = Authorize(context, request, "GetWalStats"); !s.ok()) return s;
   wal::Stats s = wal_->GetStats();
   response->set_entries(s.entries);
   response->set_bytes(s.bytes);
@@ -50,6 +63,7 @@ grpc::Status AdminService::GetDiscardReport(grpc::ServerContext* context,
                                             const kspool::v1::GetDiscardReportRequest* request,
                                             kspool::v1::GetDiscardReportResponse* response) {
   Credit(context, request);
+  if (grpc::Status s = Authorize(context, request, "GetDiscardReport"); !s.ok()) return s;
   *response = ReportToProto(wal_->GetReport(), clock_->NowMillis());
   if (bruce_) bruce_->AddTo(response);
   return grpc::Status::OK;

@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include "agent/access_control.h"
 #include "agent/bruce_rejections.h"
 #include "agent/commit_tracker.h"
 #include "agent/drain_loop.h"
@@ -30,6 +31,9 @@ class AdminService final : public kspool::v1::Admin::Service {
   // serving; must outlive this service.
   void set_bruce_rejections(const BruceRejections* r) { bruce_ = r; }
 
+  // With --acl: every call needs the admin right. Set before serving; must outlive this.
+  void set_access_control(AccessControl* access) { access_ = access; }
+
   // Told of every request received (peer, serialized size), like SpoolService, so the
   // front door's ReceptionMeter credits Admin calls too. Set before serving.
   void set_on_received(std::function<void(const std::string& peer, size_t bytes)> f) {
@@ -42,8 +46,14 @@ class AdminService final : public kspool::v1::Admin::Service {
     if (on_received_ && request) on_received_(context->peer(), request->ByteSizeLong());
   }
 
+  // OK without --acl, for the agent's own calls (`request` null), and for callers with
+  // the admin right; else PERMISSION_DENIED.
+  grpc::Status Authorize(grpc::ServerContext* context, const google::protobuf::MessageLite* request,
+                         std::string_view method);
+
   std::function<void(const std::string& peer, size_t bytes)> on_received_;
   const BruceRejections* bruce_ = nullptr;
+  AccessControl* access_ = nullptr;
   wal::Wal* const wal_;
   CommitTracker* const tracker_;
   DrainLoop* const drain_;

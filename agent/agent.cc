@@ -178,6 +178,7 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
       metrics_.get(), metadata_.get(), clock, DecodedRequestBudget(config), waiters_.get(),
       feed_.get());
   admin_ = std::make_unique<AdminService>(wal_.get(), tracker_.get(), drain, clock);
+  if (absl::Status s = StartAccessControl(config, clock); !s.ok()) return s;
   if (absl::Status s = StartBruce(config, clock, retry_after_ms); !s.ok()) return s;
 
   // Bruce stream/TCP clients have their own cap; their descriptors are kept out of what
@@ -210,6 +211,7 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   lo.max_connections = fds.grpc_connections;
   lo.on_refused = [metrics](std::string_view reason) { metrics->ConnectionRefused(reason); };
   lo.meter = meter_.get();
+  lo.socket_file = {static_cast<mode_t>(config.listen_mode), config.listen_group};
   absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Listen(std::move(lo));
   if (!listener.ok()) return listener.status();
   listener_ = std::move(listener).value();
@@ -219,7 +221,7 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   ConfigureFrontDoor(config, &builder);
-  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  std::shared_ptr<grpc::ServerCredentials> credentials;  // null: plaintext
   const TlsFiles tls{config.tls_cert, config.tls_key, config.tls_client_ca};
   if (tls.enabled()) {
     absl::StatusOr<std::unique_ptr<TlsReloader>> reloader =
@@ -234,13 +236,18 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
                  "can connect can send to any topic (set --tls-cert and --tls-key)",
                  grpc_address_);
   }
-  auto acceptor = builder.experimental().AddExternalConnectionAcceptor(
-      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, credentials);
+  if (!access_ && !IsLoopbackAddress(grpc_address_)) {
+    spdlog::warn(
+        "gRPC listener on {} is reachable from other hosts without --acl: every "
+        "caller may send to any topic and call the admin service",
+        grpc_address_);
+  }
+  listener_->AddAcceptors(&builder, credentials);
   builder.RegisterService(spool_.get());
   builder.RegisterService(admin_.get());
   server_ = builder.BuildAndStart();
   if (!server_) return absl::InternalError("the gRPC server did not start");
-  listener_->Start(std::move(acceptor));
+  listener_->Start();
 
   MetricSources sources;
   sources.wal = wal_.get();
@@ -281,6 +288,31 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   if (!http.ok()) return http.status();
   http_ = std::move(http).value();
   return absl::OkStatus();
+}
+
+absl::Status Agent::StartAccessControl(const Config& config, Clock* clock) {
+  if (config.acl_file.empty()) return absl::OkStatus();
+  // Taken before the read: a change in between is seen by the reloader.
+  std::string seen = AclFileFingerprint(config.acl_file);
+  absl::StatusOr<AclRules> rules = LoadAclFile(config.acl_file);
+  if (!rules.ok()) {
+    return absl::InvalidArgumentError("--acl " + std::string(rules.status().message()));
+  }
+  spdlog::info("access control: {} rules from {}", rules->rules().size(), config.acl_file);
+  access_ = std::make_unique<AccessControl>(std::move(rules).value(), config.acl_file,
+                                            metrics_.get(), clock);
+  spool_->set_access_control(access_.get());
+  admin_->set_access_control(access_.get());
+  acl_reloader_ = std::make_unique<AclReloader>(access_.get(), std::move(seen));
+  return absl::OkStatus();
+}
+
+void Agent::ReloadAcl() {
+  if (!access_) {
+    spdlog::info("SIGHUP: no --acl file to re-read");
+    return;
+  }
+  (void)access_->Reload();  // a failure is logged and counted by Reload
 }
 
 absl::Status Agent::StartBruce(const Config& config, Clock* clock,
@@ -339,6 +371,7 @@ void Agent::Shutdown() {
     server_.reset();
   }
   tls_.reset();  // removes the staged copies of the TLS files
+  acl_reloader_.reset();
   http_.reset();
   if (drain_) {
     drain_->Stop();

@@ -10,6 +10,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "agent/access_control.h"
+#include "agent/acl_reloader.h"
 #include "agent/admin_service.h"
 #include "agent/bruce_ingest.h"
 #include "agent/bruce_listener.h"
@@ -57,6 +59,9 @@ class Agent {
   DrainLoop* drain() { return drain_.get(); }
   Heartbeater* heartbeater() { return heartbeater_.get(); }
 
+  // SIGHUP: re-reads the --acl file (if any) at once; a bad file keeps the old rules.
+  void ReloadAcl();
+
   // Stops accepting Sends (in-flight calls finish), gives in-flight produce the grace
   // period, persists the commit point, closes the WAL. Idempotent.
   void Shutdown();
@@ -64,6 +69,8 @@ class Agent {
  private:
   Agent() = default;
   absl::Status StartServers(const Config& config, Clock* clock);
+  // --acl: loads the rules, hands them to the services, starts following the file.
+  absl::Status StartAccessControl(const Config& config, Clock* clock);
   // The Bruce/Dory-format input, when configured (after the gRPC services).
   absl::Status StartBruce(const Config& config, Clock* clock,
                           std::function<int64_t(absl::StatusCode)> retry_after_ms);
@@ -83,6 +90,8 @@ class Agent {
   // Told by drain_ of settled outcomes, so they outlive it.
   std::unique_ptr<DeliveryWaiters> waiters_;
   std::unique_ptr<DeliveryFeed> feed_;
+  std::unique_ptr<AccessControl> access_;      // --acl; used by spool_ and admin_
+  std::unique_ptr<AclReloader> acl_reloader_;  // re-reads access_'s file
   std::unique_ptr<SpoolService> spool_;
   std::unique_ptr<AdminService> admin_;
   std::unique_ptr<ReceptionMeter> meter_;   // used by listener_ and spool_

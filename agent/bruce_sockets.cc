@@ -1,7 +1,6 @@
 #include "agent/bruce_sockets.h"
 
 #include <arpa/inet.h>
-#include <grp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -12,6 +11,7 @@
 #include <cstring>
 
 #include "agent/listen_socket.h"
+#include "agent/socket_file.h"
 
 namespace kspool::agent {
 namespace {
@@ -23,21 +23,7 @@ absl::Status Errno(const std::string& what, int err) {
 // Mode and group of a freshly bound socket file.
 absl::Status SetOwnership(const std::string& flag, const std::string& path,
                           const BruceSocketOptions& o) {
-  if (!o.group.empty()) {
-    struct group gr {};
-    struct group* found = nullptr;
-    std::vector<char> buf(16384);
-    if (getgrnam_r(o.group.c_str(), &gr, buf.data(), buf.size(), &found) != 0 || !found) {
-      return absl::InvalidArgumentError("--bruce-socket-group: no group named '" + o.group + "'");
-    }
-    if (chown(path.c_str(), static_cast<uid_t>(-1), found->gr_gid) != 0) {
-      return Errno(flag + " " + path + ": cannot give it group " + o.group, errno);
-    }
-  }
-  if (chmod(path.c_str(), o.mode) != 0) {
-    return Errno(flag + " " + path + ": cannot set its mode", errno);
-  }
-  return absl::OkStatus();
+  return ApplySocketFileOptions(path, o, SocketFileFlags{flag, "--bruce-socket-group"});
 }
 
 bool IsLoopback(const sockaddr_storage& sa) {

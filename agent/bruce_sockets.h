@@ -14,13 +14,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/socket_file.h"
 
 namespace kspool::agent {
 
-struct BruceSocketOptions {
-  mode_t mode = 0660;
-  std::string group;  // empty: the agent's own
-};
+using BruceSocketOptions = SocketFileOptions;
 
 // A non-blocking, close-on-exec UNIX datagram socket bound to `path`.
 [[nodiscard]] absl::StatusOr<int> BindBruceDatagram(const std::string& path,

@@ -8,9 +8,13 @@
 #include <string_view>
 #include <type_traits>
 
+#include "agent/acl_rules.h"
+#include "agent/config_print.h"
 #include "agent/kafka_limits.h"
 #include "agent/kafka_options.h"
+#include "agent/socket_file.h"
 #include "agent/tls_files.h"
+#include "wal/wal_dir.h"
 
 namespace kspool::agent {
 namespace {
@@ -206,11 +210,19 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
       return r.ok() ? std::string() : std::string(r.status().message());
     });
   };
-  add("wal-dir", &c.wal_dir, "WAL directory (a persistent volume)")
+  add("wal-dir", &c.wal_dir, "WAL directory (a persistent volume); created 0700 if missing")
       ->check([](const std::string& v) {
         return v.empty() ? std::string("the WAL directory must not be empty") : std::string();
       });
   add("listen", &c.listen, "gRPC address: HOST:PORT or unix:PATH (port 0 picks a free one)");
+  std::string listen_mode = "0660";
+  add_parsed("listen-mode", &listen_mode, "File mode of the --listen unix:PATH socket, octal",
+             ParseSocketMode);
+  add("listen-group", &c.listen_group,
+      "Group of the --listen unix:PATH socket (default: the agent's)")
+      ->check([](const std::string& v) {  // empty: the agent's group
+        return v.empty() ? std::string() : std::string(LookupGroup(v).status().message());
+      });
   add("metrics-listen", &c.metrics_listen, "Prometheus /metrics address HOST:PORT");
   add("kafka-brokers", &c.kafka_brokers, "Kafka bootstrap servers, comma-separated");
   // No delimiter: a value may hold commas (debug=conf,msg). Several options are several
@@ -219,6 +231,14 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
       "librdkafka property KEY=VALUE, repeatable (e.g. linger.ms=10); acks and "
       "enable.idempotence stay all and true")
       ->check([](const std::string& v) { return std::string(CheckKafkaOption(v).message()); });
+  add("kafka-option-file", &c.kafka_option_files,
+      "librdkafka property KEY=PATH, repeatable: the value is read from the file at start "
+      "(one trailing newline removed), e.g. sasl.password=/run/secrets/kafka-password; "
+      "secret values are never shown (README, Kafka security)");
+  bool print_config = false;
+  app.add_flag("--print-config", print_config,
+               "Print the effective configuration as a --config file (secrets redacted) and "
+               "exit");
   add("tls-cert", &c.tls_cert,
       "PEM certificate chain for TLS on the gRPC listener (needs --tls-key); re-read when "
       "the file changes");
@@ -230,6 +250,9 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
       "PEM certificate chain: serve --metrics-listen over HTTPS (needs --metrics-tls-key; "
       "may be the files of --tls-cert); re-read when the file changes");
   add("metrics-tls-key", &c.metrics_tls_key, "PEM private key of --metrics-tls-cert");
+  add("acl", &c.acl_file,
+      "Access rules (TOML: [[allow]] identity, send, admin, quotas) for the gRPC services; "
+      "re-read when the file changes and on SIGHUP; none: every caller may do everything");
   add("log-level", &c.log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   add("max-message-bytes", &c.max_message_bytes,
@@ -375,7 +398,7 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
       if (EnvName(flag) != name) continue;
       known = true;
       if (GivenOnCommandLine(args, flag)) continue;
-      if (flag == "kafka-option") {  // one KEY=VALUE a line: values may hold commas
+      if (flag == "kafka-option" || flag == "kafka-option-file") {  // one a line: may hold commas
         for (const std::string& line : SplitLines(value)) extra.push_back("--" + flag + "=" + line);
       } else {
         extra.push_back("--" + flag + "=" + value);
@@ -417,12 +440,27 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   c.idle_timeout_ms = ParseDurationMs(idle_timeout).value_or(c.idle_timeout_ms);
   c.max_receive_memory = ParseByteSize(receive_memory).value_or(ByteSize{}).bytes;
   c.bruce_socket_mode = ParseSocketMode(socket_mode).value_or(0660);
-  std::string tls = CheckTlsFlags(c);
-  if (tls.empty()) tls = CheckMetricsTlsFlags(c);
-  if (!tls.empty()) {
+  c.listen_mode = ParseSocketMode(listen_mode).value_or(0660);
+  // Here, not as a CLI11 check: the default directory is checked too.
+  if (absl::Status s = wal::CheckWalDirNotWorldWritable(c.wal_dir); !s.ok()) {
     out.exit = true;
     out.exit_code = 2;
-    out.output = tls + "\n";
+    out.output = "--wal-dir: " + std::string(s.message()) + "\n";
+    return out;
+  }
+  std::string bad = CheckTlsFlags(c);
+  if (bad.empty()) bad = CheckMetricsTlsFlags(c);
+  if (bad.empty()) {
+    bad = std::string(AddKafkaOptionFiles(c.kafka_option_files, &c.kafka_options).message());
+  }
+  if (bad.empty() && !c.acl_file.empty()) {  // a bad file is caught at start
+    absl::StatusOr<AclRules> acl = LoadAclFile(c.acl_file);
+    if (!acl.ok()) bad = "--acl " + std::string(acl.status().message());
+  }
+  if (!bad.empty()) {
+    out.exit = true;
+    out.exit_code = 2;
+    out.output = bad + "\n";
     return out;
   }
   // A quarter of it is the most one request may take (agent.cc, DecodedRequestBudget):
@@ -433,6 +471,9 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
     out.output = "--max-receive-memory " + std::to_string(c.max_receive_memory) +
                  " is too small for --max-message-bytes " + std::to_string(c.max_message_bytes) +
                  ": it must be at least 4 x (that + 64KiB)\n";
+  } else if (print_config) {
+    out.exit = true;
+    out.output = EffectiveConfigText(app);
   }
   return out;
 }

@@ -23,9 +23,13 @@ struct ByteSize {
 struct Config {
   std::string wal_dir = "/var/lib/kspool/wal";
   std::string listen = "127.0.0.1:7411";          // host:port or unix:PATH
+  uint32_t listen_mode = 0660;                    // unix:PATH: the socket file's mode
+  std::string listen_group;                       // and group (empty: the agent's)
   std::string metrics_listen = "127.0.0.1:9411";  // host:port
   std::string kafka_brokers = "127.0.0.1:9092";
   std::vector<std::string> kafka_options;          // librdkafka KEY=VALUE pass-through
+  // --kafka-option-file KEY=PATH as given; parsing appends KEY=<content> to kafka_options.
+  std::vector<std::string> kafka_option_files;
   std::string log_level = "info";
 
   // TLS on the gRPC listener (README, "TLS"): PEM files, re-read when they change. A
@@ -36,6 +40,9 @@ struct Config {
   // TLS on the metrics/HTTP listener: its own pair (may be the same files), or none.
   std::string metrics_tls_cert;
   std::string metrics_tls_key;
+  // Access rules (README, "Access control"): a TOML file, re-read when it changes and on
+  // SIGHUP; empty: every caller may do everything.
+  std::string acl_file;
 
   // WAL capacity in bytes of live entries; Sends beyond it get RESOURCE_EXHAUSTED.
   // 0: half of the size of the file system that holds --wal-dir.
@@ -124,7 +131,7 @@ absl::StatusOr<uint64_t> ParseDurationMs(const std::string& text);
 // such as "10%" or "2.5%"; "0" is zero. At most INT64_MAX bytes.
 absl::StatusOr<ByteSize> ParseByteSize(const std::string& text);
 
-// "0660" -> 0660 (--bruce-socket-mode); INVALID_ARGUMENT unless 1-4 octal digits.
+// "0660" -> 0660 (--listen-mode, --bruce-socket-mode); INVALID_ARGUMENT unless 1-4 octal digits.
 absl::StatusOr<uint32_t> ParseSocketMode(const std::string& text);
 
 // `env` is the process environment (`environ`), passed in so tests can supply their own.

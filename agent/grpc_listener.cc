@@ -16,7 +16,9 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "absl/strings/str_cat.h"
 #include "agent/listen_socket.h"
+#include "agent/unix_peer_acceptors.h"
 
 namespace kspool::agent {
 namespace {
@@ -27,25 +29,36 @@ constexpr int kSweepMs = 50;
 
 // The connections handed to gRPC, by descriptor. gRPC closes them without telling us,
 // so an entry counts while its descriptor still names the same socket (same inode; a
-// socket's inode is not reused while any descriptor refers to it).
+// socket's inode is not reused while any descriptor refers to it). An entry goes only
+// once its socket is closed, so its unix peer slot is released only then.
 struct GrpcListener::Tracked {
   struct Id {
     dev_t dev;
     ino_t ino;
+    std::optional<size_t> slot;
   };
-  explicit Tracked(ReceptionMeter* m) : meter(m) {}
+  Tracked(ReceptionMeter* m, UnixPeerSlots* s) : meter(m), slots(s) {}
   ReceptionMeter* meter;
+  UnixPeerSlots* slots;
   std::unordered_map<int, Id> open;
   std::chrono::steady_clock::time_point last_refresh;
 
-  void Add(int fd) {
+  // False when the socket cannot be identified (fstat failed): it must not be handed on.
+  bool Add(int fd, std::optional<size_t> slot) {
     struct stat st {};
-    if (fstat(fd, &st) != 0) return;
-    open[fd] = Id{st.st_dev, st.st_ino};
+    if (fstat(fd, &st) != 0) return false;
+    open[fd] = Id{st.st_dev, st.st_ino, slot};
     if (meter) meter->Track(fd);
+    return true;
+  }
+  void Closed(const Id& id) {
+    if (slots && id.slot) slots->Release(*id.slot);
   }
   void Forget(int fd) {
-    open.erase(fd);
+    auto it = open.find(fd);
+    if (it == open.end()) return;
+    Closed(it->second);
+    open.erase(it);
     if (meter) meter->Untrack(fd);
   }
   void Refresh() {
@@ -58,14 +71,14 @@ struct GrpcListener::Tracked {
         continue;
       }
       if (meter) meter->Untrack(it->first);
+      Closed(it->second);
       it = open.erase(it);
     }
     last_refresh = std::chrono::steady_clock::now();
   }
 };
 
-GrpcListener::GrpcListener(GrpcListenerOptions options)
-    : options_(std::move(options)), tracked_(std::make_unique<Tracked>(options_.meter)) {}
+GrpcListener::GrpcListener(GrpcListenerOptions options) : options_(std::move(options)) {}
 
 absl::StatusOr<std::unique_ptr<GrpcListener>> GrpcListener::Listen(GrpcListenerOptions options) {
   absl::StatusOr<ListeningSockets> sockets = BindListeningSockets(options.address);
@@ -74,6 +87,17 @@ absl::StatusOr<std::unique_ptr<GrpcListener>> GrpcListener::Listen(GrpcListenerO
   l->listen_fds_ = std::move(sockets->fds);
   l->address_ = std::move(sockets->address);
   l->unix_path_ = std::move(sockets->unix_path);
+  if (!l->unix_path_.empty()) {
+    if (absl::Status s = ApplySocketFileOptions(l->unix_path_, l->options_.socket_file,
+                                                l->options_.socket_file_flags);
+        !s.ok()) {
+      return s;  // the destructor closes the socket and removes its file
+    }
+    if (l->options_.unix_peer_slots > 0) {
+      l->slots_ = std::make_shared<UnixPeerSlots>(l->options_.unix_peer_slots);
+    }
+  }
+  l->tracked_ = std::make_unique<Tracked>(l->options_.meter, l->slots_.get());
   l->wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   l->spare_fd_ = open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (l->wake_fd_ < 0) {
@@ -82,8 +106,26 @@ absl::StatusOr<std::unique_ptr<GrpcListener>> GrpcListener::Listen(GrpcListenerO
   return l;
 }
 
-void GrpcListener::Start(std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor) {
-  acceptor_ = std::move(acceptor);
+void GrpcListener::AddAcceptors(grpc::ServerBuilder* builder,
+                                std::shared_ptr<grpc::ServerCredentials> tls) {
+  if (slots_ && tls) {
+    spdlog::info(
+        "gRPC listener: TLS on {}: callers are identified by their client "
+        "certificates only, not by uid/gid",
+        address_);
+    slots_.reset();
+  }
+  tracked_->slots = slots_.get();
+  if (slots_) {
+    slot_acceptors_ = AddUnixPeerAcceptors(builder, slots_);
+    return;
+  }
+  acceptor_ = builder->experimental().AddExternalConnectionAcceptor(
+      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
+      tls ? tls : grpc::InsecureServerCredentials());
+}
+
+void GrpcListener::Start() {
   thread_ = std::thread([this] { AcceptLoop(); });
 }
 
@@ -168,18 +210,52 @@ void GrpcListener::AcceptReady(int listen_fd) {
       Refuse(fd, "connection_limit");
       continue;
     }
+    std::optional<size_t> slot;
+    grpc::experimental::ExternalConnectionAcceptor* acceptor = AcceptorFor(fd, &slot);
+    if (acceptor == nullptr) continue;  // refused
+    if (!tracked_->Add(fd, slot)) {     // never seen: fstat of a socket just accepted
+      if (slot) slots_->Release(*slot);
+      Refuse(fd, "untrackable");
+      continue;
+    }
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // fails harmlessly on unix
-    tracked_->Add(fd);
     open_.store(tracked_->open.size(), std::memory_order_relaxed);
     grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters p;
     p.listener_fd = listen_fd;
     p.fd = fd;
-    acceptor_->HandleNewConnection(&p);
+    acceptor->HandleNewConnection(&p);
   }
 }
 
-void GrpcListener::Refuse(int fd, std::string_view reason) {
+grpc::experimental::ExternalConnectionAcceptor* GrpcListener::AcceptorFor(
+    int fd, std::optional<size_t>* slot) {
+  if (!slots_) return acceptor_.get();
+  absl::StatusOr<UnixPeer> peer = options_.peer_of(fd);
+  if (peer.ok()) *slot = slots_->Acquire(*peer);
+  // All held: maybe by peers whose connections gRPC has closed since the last look (at
+  // most 10 looks a second, as at the connection limit).
+  if (peer.ok() && !*slot &&
+      std::chrono::steady_clock::now() - tracked_->last_refresh >= std::chrono::milliseconds(100)) {
+    tracked_->Refresh();
+    open_.store(tracked_->open.size(), std::memory_order_relaxed);
+    *slot = slots_->Acquire(*peer);
+  }
+  if (*slot) {
+    spdlog::debug("grpc listener: unix connection from uid {} gid {} (peer slot {})", peer->uid,
+                  peer->gid, **slot);
+    return slot_acceptors_[**slot].get();
+  }
+  // A connection nobody can be told apart from: refused, never served under another
+  // peer's identity nor under none.
+  Refuse(fd, peer.ok() ? "unix_peer_slots" : "unix_peer_unknown",
+         peer.ok() ? absl::StrCat(" (uid ", peer->uid, " gid ", peer->gid, ": all ", slots_->size(),
+                                  " peer slots are held by other uid/gid)")
+                   : " (" + std::string(peer.status().message()) + ")");
+  return nullptr;
+}
+
+void GrpcListener::Refuse(int fd, std::string_view reason, std::string_view detail) {
   // RST rather than FIN: the client fails fast instead of reading an orderly close.
   struct linger lg {1, 0};
   setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
@@ -190,9 +266,10 @@ void GrpcListener::Refuse(int fd, std::string_view reason) {
                              .count();
   uint64_t suppressed = 0;
   if (refusal_log_.Admit(now_ms, &suppressed)) {
-    spdlog::warn("grpc listener: refusing new connections ({}): {} open, at most {} ({} more "
-                 "refused since the last warning)",
-                 reason, tracked_->open.size(), options_.max_connections, suppressed);
+    spdlog::warn(
+        "grpc listener: refusing new connections ({}{}): {} open, at most {} ({} more "
+        "refused since the last warning)",
+        reason, detail, tracked_->open.size(), options_.max_connections, suppressed);
   }
 }
 

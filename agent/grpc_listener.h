@@ -8,9 +8,14 @@
 //  - At most `max_connections` client connections are open at once. Beyond it, and when
 //    the process is out of file descriptors, a new connection is accepted and closed at
 //    once (the client sees a reset and retries with backoff), never queued; counted
-//    through `on_refused` with the reason ("connection_limit", "out_of_descriptors").
+//    through `on_refused` with the reason ("connection_limit", "out_of_descriptors";
+//    "unix_peer_slots", "unix_peer_unknown" below).
 //  - Connections already accepted are never closed by the listener; gRPC owns them
 //    (closed when idle past --idle-timeout, or when the server shuts down).
+//  - unix:PATH: the socket file gets `socket_file`'s mode and group; without TLS, every
+//    call learns its peer's uid and gid (SO_PEERCRED) through UnixPeerSlots. A peer
+//    beyond `unix_peer_slots` distinct (uid, gid) with open connections is refused
+//    (reason "unix_peer_slots") until one of them has closed all of its connections.
 // Thread safety: connections() may be called from any thread; the rest from one.
 #pragma once
 
@@ -19,6 +24,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -27,6 +33,8 @@
 #include "absl/status/statusor.h"
 #include "agent/log_rate_limiter.h"
 #include "agent/reception_meter.h"
+#include "agent/socket_file.h"
+#include "agent/unix_peer_slots.h"
 
 namespace kspool::agent {
 
@@ -39,6 +47,12 @@ struct GrpcListenerOptions {
   // Optional: meters what each TCP connection holds in partial requests (not owned;
   // must outlive the listener).
   ReceptionMeter* meter = nullptr;
+  // unix:PATH only (see above); the flags are named in errors.
+  SocketFileOptions socket_file;
+  SocketFileFlags socket_file_flags{"--listen", "--listen-group"};
+  size_t unix_peer_slots = kDefaultUnixPeerSlots;
+  // Reads a unix connection's peer; tests replace it to play several users.
+  std::function<absl::StatusOr<UnixPeer>(int fd)> peer_of = ReadUnixPeer;
 };
 
 class GrpcListener {
@@ -46,9 +60,11 @@ class GrpcListener {
   // Binds and listens; nothing is accepted before Start().
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<GrpcListener>> Listen(
       GrpcListenerOptions options);
-  // Accepts on a thread of its own and hands every connection to `acceptor`, which
-  // must belong to a started server.
-  void Start(std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor);
+  // Adds the acceptors connections are handed to, once, before builder->BuildAndStart().
+  // `tls`: TLS credentials, or null for plaintext (on unix:PATH: peers identified).
+  void AddAcceptors(grpc::ServerBuilder* builder, std::shared_ptr<grpc::ServerCredentials> tls);
+  // Accepts on a thread of its own; the server must have been built and started.
+  void Start();
   // Stops accepting and closes the listening sockets (not the connections). Idempotent.
   void Stop();
   ~GrpcListener();
@@ -63,7 +79,9 @@ class GrpcListener {
   explicit GrpcListener(GrpcListenerOptions options);
   void AcceptLoop();
   void AcceptReady(int listen_fd);
-  void Refuse(int fd, std::string_view reason);
+  void Refuse(int fd, std::string_view reason, std::string_view detail = "");
+  // The acceptor for a new connection; null (and the connection refused) when there is none.
+  grpc::experimental::ExternalConnectionAcceptor* AcceptorFor(int fd, std::optional<size_t>* slot);
 
   GrpcListenerOptions options_;
   std::string address_;
@@ -71,7 +89,9 @@ class GrpcListener {
   std::vector<int> listen_fds_;
   int wake_fd_ = -1;    // eventfd: Stop() wakes the accept thread
   int spare_fd_ = -1;   // released to accept-and-close when out of descriptors
-  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;  // TCP, TLS
+  std::shared_ptr<UnixPeerSlots> slots_;  // plaintext unix:PATH; shared with gRPC's processors
+  std::vector<std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor>> slot_acceptors_;
   struct Tracked;
   std::unique_ptr<Tracked> tracked_;  // accept thread only
   std::atomic<uint64_t> open_{0};

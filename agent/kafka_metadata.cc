@@ -1,5 +1,7 @@
 #include "agent/kafka_metadata.h"
 
+#include "agent/kafka_producer.h"
+
 namespace kspool::agent {
 
 absl::StatusOr<std::unique_ptr<KafkaMetadata>> KafkaMetadata::Create(
@@ -16,8 +18,19 @@ absl::StatusOr<std::unique_ptr<KafkaMetadata>> KafkaMetadata::Create(
     rd_kafka_conf_set(conf, kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), err, sizeof(err));
   }
   rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
+  // Its log (debug output with --kafka-option debug=...) goes where the producer's does,
+  // with secret values scrubbed.
+  m->scrubber_ = SecretScrubber(options);
+  rd_kafka_conf_set_opaque(conf, &m->scrubber_);
+  rd_kafka_conf_set_log_cb(conf, [](const rd_kafka_t* rk, int level, const char* fac,
+                                    const char* buf) {
+    LogLibrdkafkaLine(*static_cast<const SecretScrubber*>(rd_kafka_opaque(rk)), level, fac, buf);
+  });
   m->rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
-  if (!m->rk_) return absl::InvalidArgumentError(std::string("kafka metadata client: ") + err);
+  if (!m->rk_) {
+    rd_kafka_conf_destroy(conf);
+    return absl::InvalidArgumentError("kafka metadata client: " + m->scrubber_.Scrub(err));
+  }
   return m;
 }
 
@@ -40,7 +53,8 @@ absl::StatusOr<std::vector<bool>> FreshPartitionLeaders(rd_kafka_t* rk, rd_kafka
     if (t.err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
       result = absl::NotFoundError("topic " + topic + " does not exist");
     } else if (t.err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      result = absl::UnavailableError("metadata for topic " + topic + ": " + rd_kafka_err2str(t.err));
+      result =
+          absl::UnavailableError("metadata for topic " + topic + ": " + rd_kafka_err2str(t.err));
     } else if (t.partition_cnt <= 0) {
       result = absl::UnavailableError("topic " + topic + " has no partitions yet");
     } else {
@@ -48,7 +62,8 @@ absl::StatusOr<std::vector<bool>> FreshPartitionLeaders(rd_kafka_t* rk, rd_kafka
       for (int p = 0; p < t.partition_cnt; ++p) {
         const rd_kafka_metadata_partition_t& mp = t.partitions[p];
         if (mp.id >= 0 && mp.id < t.partition_cnt) {
-          leaders[static_cast<size_t>(mp.id)] = mp.leader >= 0 && mp.err == RD_KAFKA_RESP_ERR_NO_ERROR;
+          leaders[static_cast<size_t>(mp.id)] =
+              mp.leader >= 0 && mp.err == RD_KAFKA_RESP_ERR_NO_ERROR;
         }
       }
       result = std::move(leaders);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/kafka_secrets.h"
 #include "wal/mutex.h"
 
 namespace kspool::agent {
@@ -35,6 +36,7 @@ class KafkaMetadata {
 
  private:
   KafkaMetadata() = default;
+  SecretScrubber scrubber_;  // librdkafka's log callback reads it; set before the handle
   rd_kafka_t* rk_ = nullptr;
   Mutex mu_;  // serializes topic-handle creation
 };

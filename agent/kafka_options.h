@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -16,5 +17,14 @@ namespace kspool::agent {
 // its alias request.required.acks, enable.idempotence), a value librdkafka reads as the
 // fixed one ("all" or "-1"; "true", "t" or "1"); INVALID_ARGUMENT saying why otherwise.
 absl::Status CheckKafkaOption(const std::string& option);
+
+// --kafka-option-file KEY=PATH, each: appends KEY=<the file's content> to `options`, the
+// content read once, now, with one trailing line break removed (a Kubernetes secret file
+// or `echo` output). INVALID_ARGUMENT naming the flag, KEY and PATH (never the content)
+// if an entry is not KEY=PATH, the file cannot be read or is empty, the result fails
+// CheckKafkaOption, or KEY is also given with --kafka-option (which value wins would be
+// a guess).
+absl::Status AddKafkaOptionFiles(const std::vector<std::string>& key_paths,
+                                 std::vector<std::string>* options);
 
 }  // namespace kspool::agent

@@ -2,9 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cstring>
+#include <nlohmann/json.hpp>
 
 #include "agent/kafka_options.h"
 
@@ -15,8 +14,8 @@ namespace {
 // values for them). linger.ms is 1, not librdkafka's 5: a WAIT_FOR_KAFKA Send waits for
 // it, and under load batches fill while requests are in flight anyway (README,
 // Performance: T6 p50 9.9 -> 5.6 ms, T1 unchanged within the machine's noise).
-const std::vector<std::pair<std::string, std::string>> kFixed = {
-    {"acks", "all"}, {"enable.idempotence", "true"}};
+const std::vector<std::pair<std::string, std::string>> kFixed = {{"acks", "all"},
+                                                                 {"enable.idempotence", "true"}};
 const std::vector<std::pair<std::string, std::string>> kDefaults = {
     {"linger.ms", "1"},
     {"compression.codec", "lz4"},
@@ -29,17 +28,33 @@ const std::vector<std::pair<std::string, std::string>> kDefaults = {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<KafkaProducer>> KafkaProducer::Create(const ProducerConfig& cfg) {
+  return Make(cfg, /*quiet=*/false);
+}
+
+absl::Status KafkaProducer::CheckOptions(const std::vector<std::string>& options) {
+  ProducerConfig pc;
+  pc.options = options;
+  pc.agent_id = "0000000000000000";
+  return Make(pc, /*quiet=*/true).status();
+}
+
+absl::StatusOr<std::unique_ptr<KafkaProducer>> KafkaProducer::Make(const ProducerConfig& cfg,
+                                                                   bool quiet) {
   std::unique_ptr<KafkaProducer> p(new KafkaProducer());
   p->agent_id_ = cfg.agent_id;
+  p->scrubber_ = SecretScrubber(cfg.options);
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   char err[512];
+  // Errors name the option; a secret's value is shown nowhere in them, not even where
+  // librdkafka's message quotes it or another option was given the same value.
   auto set = [&](const std::string& k, const std::string& v) -> absl::Status {
     if (rd_kafka_conf_set(conf, k.c_str(), v.c_str(), err, sizeof(err)) != RD_KAFKA_CONF_OK) {
-      return absl::InvalidArgumentError("kafka option " + k + "=" + v + ": " + err);
+      return absl::InvalidArgumentError(
+          p->scrubber_.Scrub("kafka option " + RedactKafkaOption(k + "=" + v) + ": " + err));
     }
     return absl::OkStatus();
   };
-  absl::Status s = set("bootstrap.servers", cfg.brokers);
+  absl::Status s = cfg.brokers.empty() ? absl::OkStatus() : set("bootstrap.servers", cfg.brokers);
   for (const auto& [k, v] : kDefaults) {
     if (s.ok()) s = set(k, v);
   }
@@ -66,11 +81,19 @@ absl::StatusOr<std::unique_ptr<KafkaProducer>> KafkaProducer::Create(const Produ
   }
   rd_kafka_conf_set_opaque(conf, p.get());
   rd_kafka_conf_set_dr_msg_cb(conf, &KafkaProducer::OnDelivery);
-  rd_kafka_conf_set_error_cb(conf, &KafkaProducer::OnError);
-  rd_kafka_conf_set_log_cb(conf, &KafkaProducer::OnLog);
-  rd_kafka_conf_set_stats_cb(conf, &KafkaProducer::OnStats);
+  if (quiet) {
+    rd_kafka_conf_set_log_cb(conf, [](const rd_kafka_t*, int, const char*, const char*) {});
+  } else {
+    rd_kafka_conf_set_error_cb(conf, &KafkaProducer::OnError);
+    rd_kafka_conf_set_log_cb(conf, &KafkaProducer::OnLog);
+    rd_kafka_conf_set_stats_cb(conf, &KafkaProducer::OnStats);
+  }
   p->rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
-  if (!p->rk_) return absl::InvalidArgumentError(std::string("kafka producer: ") + err);
+  if (!p->rk_) {
+    rd_kafka_conf_destroy(conf);  // still ours when rd_kafka_new fails
+    return absl::InvalidArgumentError("kafka options: librdkafka refuses them: " +
+                                      p->scrubber_.Scrub(err));
+  }
   if (cfg.on_reports) {
     p->on_reports_ = cfg.on_reports;
     rd_kafka_queue_t* main_queue = rd_kafka_queue_get_main(p->rk_);
@@ -111,11 +134,12 @@ rd_kafka_resp_err_t KafkaProducer::Produce(const wal::Entry& e, int32_t partitio
   const size_t value_len = r.value.size();
   void* opaque = reinterpret_cast<void*>(static_cast<uintptr_t>(e.seq));
   // No copy flag: the payload lives in the drain window until the report arrives.
-  rd_kafka_resp_err_t err = rd_kafka_producev(
-      rk_, RD_KAFKA_V_RKT(topic), RD_KAFKA_V_PARTITION(partition < 0 ? RD_KAFKA_PARTITION_UA : partition), RD_KAFKA_V_MSGFLAGS(0),
-      RD_KAFKA_V_VALUE(value, value_len), RD_KAFKA_V_KEY(key, key_len),
-      RD_KAFKA_V_TIMESTAMP(ts), RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(opaque),
-      RD_KAFKA_V_END);
+  rd_kafka_resp_err_t err =
+      rd_kafka_producev(rk_, RD_KAFKA_V_RKT(topic),
+                        RD_KAFKA_V_PARTITION(partition < 0 ? RD_KAFKA_PARTITION_UA : partition),
+                        RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_VALUE(value, value_len),
+                        RD_KAFKA_V_KEY(key, key_len), RD_KAFKA_V_TIMESTAMP(ts),
+                        RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_headers_destroy(hdrs);
   return err;
 }
@@ -141,7 +165,7 @@ void KafkaProducer::PurgeAll() {
 std::string KafkaProducer::FatalError() const {
   char buf[512];
   if (rd_kafka_fatal_error(rk_, buf, sizeof(buf)) == RD_KAFKA_RESP_ERR_NO_ERROR) return "";
-  return buf;
+  return scrubber_.Scrub(buf);
 }
 
 void KafkaProducer::OnDelivery(rd_kafka_t*, const rd_kafka_message_t* msg, void* opaque) {
@@ -159,14 +183,15 @@ void KafkaProducer::OnQueueEvent(rd_kafka_t*, void* opaque) {
   static_cast<KafkaProducer*>(opaque)->on_reports_();
 }
 
-void KafkaProducer::OnError(rd_kafka_t* rk, int err, const char* reason, void*) {
+void KafkaProducer::OnError(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
+  const SecretScrubber& scrubber = static_cast<KafkaProducer*>(opaque)->scrubber_;
   auto e = static_cast<rd_kafka_resp_err_t>(err);
   if (e == RD_KAFKA_RESP_ERR__FATAL) {
     char buf[512];
     rd_kafka_fatal_error(rk, buf, sizeof(buf));
-    spdlog::error("kafka: fatal producer error: {}", buf);
+    spdlog::error("kafka: fatal producer error: {}", scrubber.Scrub(buf));
   } else {
-    spdlog::warn("kafka: {} ({})", reason, rd_kafka_err2name(e));
+    spdlog::warn("kafka: {} ({})", scrubber.Scrub(reason), rd_kafka_err2name(e));
   }
 }
 
@@ -182,13 +207,19 @@ int KafkaProducer::OnStats(rd_kafka_t*, char* json, size_t len, void* opaque) {
   return 0;  // librdkafka frees the JSON
 }
 
-void KafkaProducer::OnLog(const rd_kafka_t*, int level, const char* fac, const char* buf) {
+void KafkaProducer::OnLog(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
+  LogLibrdkafkaLine(static_cast<KafkaProducer*>(rd_kafka_opaque(rk))->scrubber_, level, fac, buf);
+}
+
+void LogLibrdkafkaLine(const SecretScrubber& scrubber, int level, const char* fac,
+                       const char* buf) {
+  const std::string line = scrubber.Scrub(buf);
   if (level <= 3) {
-    spdlog::error("librdkafka {}: {}", fac, buf);
+    spdlog::error("librdkafka {}: {}", fac, line);
   } else if (level <= 4) {
-    spdlog::warn("librdkafka {}: {}", fac, buf);
+    spdlog::warn("librdkafka {}: {}", fac, line);
   } else {
-    spdlog::debug("librdkafka {}: {}", fac, buf);
+    spdlog::debug("librdkafka {}: {}", fac, line);
   }
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/kafka_secrets.h"
 #include "agent/producer.h"
 #include "wal/wal.h"
 
@@ -40,6 +41,10 @@ class KafkaProducer final : public Producer {
   // break the delivery guarantee (acks, enable.idempotence) cannot be overridden.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<KafkaProducer>> Create(
       const ProducerConfig& config);
+  // What Create() would say of `options` (unknown property, bad value, SASL mechanism or
+  // TLS file librdkafka refuses), checked at start by making a handle with no brokers
+  // and no logging. Errors never hold a secret value (agent/kafka_secrets.h).
+  [[nodiscard]] static absl::Status CheckOptions(const std::vector<std::string>& options);
   ~KafkaProducer() override;
 
   rd_kafka_resp_err_t Produce(const wal::Entry& entry, int32_t partition) override;
@@ -54,6 +59,8 @@ class KafkaProducer final : public Producer {
 
  private:
   KafkaProducer() = default;
+  static absl::StatusOr<std::unique_ptr<KafkaProducer>> Make(const ProducerConfig& config,
+                                                             bool quiet);
   static void OnDelivery(rd_kafka_t* rk, const rd_kafka_message_t* msg, void* opaque);
   static void OnError(rd_kafka_t* rk, int err, const char* reason, void* opaque);
   static int OnStats(rd_kafka_t* rk, char* json, size_t len, void* opaque);
@@ -66,8 +73,14 @@ class KafkaProducer final : public Producer {
   std::unordered_map<std::string, rd_kafka_topic_t*> topics_;
   std::vector<DeliveryReport>* sink_ = nullptr;  // set during Poll()
   std::vector<DeliveryReport> stray_;            // reports served outside Poll()
-  std::atomic<int> brokers_up_{0};  // 0 until the first statistics
+  std::atomic<int> brokers_up_{0};               // 0 until the first statistics
   std::function<void()> on_reports_;
+  SecretScrubber scrubber_;  // read by librdkafka's threads; set before the handle exists
 };
+
+// One librdkafka log line into the agent's log, at the matching level, with the secret
+// values of `scrubber` replaced: librdkafka's debug output may quote a configured value
+// (in 2.0.2 it dumps sasl.oauthbearer.client.secret unredacted with debug=conf).
+void LogLibrdkafkaLine(const SecretScrubber& scrubber, int level, const char* fac, const char* buf);
 
 }  // namespace kspool::agent

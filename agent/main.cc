@@ -1,4 +1,5 @@
-// kspool-agent: parses flags, wires the parts, waits for SIGTERM/SIGINT.
+// kspool-agent: parses flags, wires the parts, waits for SIGTERM/SIGINT (SIGHUP: re-read
+// the --acl file).
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -9,6 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "agent/agent.h"
 #include "agent/config.h"
+#include "agent/kafka_producer.h"
 #include "agent/protobuf_log.h"
 
 extern char** environ;
@@ -26,12 +28,18 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("kspool"));
   spdlog::set_level(spdlog::level::from_str(config.log_level));
   kspool::agent::RouteProtobufLogsToSpdlog();  // before other threads: not thread-safe
+  // librdkafka's verdict on the Kafka options, before anything is opened: a usage error.
+  if (absl::Status s = kspool::agent::KafkaProducer::CheckOptions(config.kafka_options); !s.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(s.message()).c_str());
+    return 2;
+  }
 
   // Signals are taken synchronously by this thread; every other thread inherits the mask.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);  // re-reads the --acl file
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
@@ -50,7 +58,7 @@ int main(int argc, char** argv) {
                config.kafka_brokers);
 
   int sig = 0;
-  sigwait(&signals, &sig);
+  while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) (*agent)->ReloadAcl();
   spdlog::info("received {}, shutting down", strsignal(sig));
   (*agent)->Shutdown();
   return 0;

@@ -338,7 +338,8 @@ Metrics::Metrics(const std::string& version)
       connections_refused_(prometheus::BuildCounter()
                                .Name("kspool_grpc_connections_refused_total")
                                .Help("gRPC client connections the agent closed at once "
-                                     "(connection_limit, out_of_descriptors) or shut down "
+                                     "(connection_limit, out_of_descriptors, "
+                                     "unix_peer_slots) or shut down "
                                      "for holding too much in unfinished requests "
                                      "(receive_memory), by reason")
                                .Register(*registry_)),
@@ -360,6 +361,20 @@ Metrics::Metrics(const std::string& version)
                           .Help("Bruce/Dory-format messages appended to the WAL (fsynced), by "
                                 "transport: datagram, stream, tcp")
                           .Register(*registry_)),
+      acl_denied_(prometheus::BuildCounter()
+                      .Name("kspool_acl_denied_total")
+                      .Help("Calls refused with PERMISSION_DENIED by the --acl rules, by "
+                            "identity (one the file names, else \"other\")")
+                      .Register(*registry_)),
+      quota_refused_(prometheus::BuildCounter()
+                         .Name("kspool_quota_refused_total")
+                         .Help("Requests refused with RESOURCE_EXHAUSTED by an --acl quota, by "
+                               "identity (one the file names, else \"other\")")
+                         .Register(*registry_)),
+      acl_rules_(prometheus::BuildGauge()
+                     .Name("kspool_acl_rules")
+                     .Help("Rules of the --acl file in force (absent without --acl)")
+                     .Register(*registry_)),
       send_ok_seconds_(send_seconds_.Add({{"code", "OK"}}, SecondsBuckets())),
       fsync_seconds_series_(fsync_seconds_.Add({}, SecondsBuckets())),
       group_commit_messages_series_(group_commit_messages_.Add(
@@ -372,7 +387,8 @@ Metrics::Metrics(const std::string& version)
       .Add({{"version", version}})
       .Set(1);
   wal_reopens_.Add({});
-  for (const char* reason : {"connection_limit", "out_of_descriptors", "receive_memory"}) {
+  for (const char* reason :
+       {"connection_limit", "out_of_descriptors", "receive_memory", "unix_peer_slots"}) {
     connections_refused_.Add({{"reason", reason}});
   }
   registry_->Collect();  // validates the families once
@@ -440,6 +456,16 @@ void Metrics::BruceRejected(std::string_view reason) {
 void Metrics::BruceAppended(std::string_view transport, uint64_t n) {
   bruce_appended_.Add({{"transport", std::string(transport)}}).Increment(static_cast<double>(n));
 }
+
+void Metrics::AclDenied(const std::string& identity) {
+  acl_denied_.Add({{"identity", identity}}).Increment();
+}
+
+void Metrics::QuotaRefused(const std::string& identity) {
+  quota_refused_.Add({{"identity", identity}}).Increment();
+}
+
+void Metrics::AclRulesLoaded(size_t rules) { acl_rules_.Add({}).Set(static_cast<double>(rules)); }
 
 std::string Metrics::Serialize() const {
   std::vector<MetricFamily> families = registry_->Collect();

@@ -74,6 +74,12 @@ class Metrics {
   void BruceRejected(std::string_view reason);
   void BruceAppended(std::string_view transport, uint64_t n);
 
+  // Access control (--acl, access_control.h): refusals by identity label (an identity
+  // the file names, or "other"), and the number of rules in force.
+  void AclDenied(const std::string& identity);
+  void QuotaRefused(const std::string& identity);
+  void AclRulesLoaded(size_t rules);
+
   // The Prometheus text exposition of every metric.
   std::string Serialize() const;
 
@@ -93,6 +99,9 @@ class Metrics {
   prometheus::Family<prometheus::Counter>& http_dropped_;
   prometheus::Family<prometheus::Counter>& bruce_rejected_;
   prometheus::Family<prometheus::Counter>& bruce_appended_;
+  prometheus::Family<prometheus::Counter>& acl_denied_;
+  prometheus::Family<prometheus::Counter>& quota_refused_;
+  prometheus::Family<prometheus::Gauge>& acl_rules_;
   // Series observed on every Send or group commit, resolved once: Family::Add hashes
   // the labels and takes a lock on each call.
   prometheus::Histogram& send_ok_seconds_;

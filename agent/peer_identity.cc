@@ -2,6 +2,8 @@
 
 #include <grpc/grpc_security_constants.h>
 
+#include "agent/unix_peer_acceptors.h"
+
 namespace kspool::agent {
 namespace {
 
@@ -23,6 +25,7 @@ std::vector<std::string> PeerIdentities(const grpc::AuthContext* auth) {
     AddAll(*auth, GRPC_X509_CN_PROPERTY_NAME, "cn:", &out);
     AddAll(*auth, GRPC_PEER_DNS_PROPERTY_NAME, "dns:", &out);
     AddAll(*auth, GRPC_PEER_URI_PROPERTY_NAME, "", &out);
+    AddAll(*auth, kUnixPeerProperty, "", &out);  // set by the server only (unix_peer_acceptors.h)
   }
   if (out.empty()) out.emplace_back(kAnonymousIdentity);
   return out;

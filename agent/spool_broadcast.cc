@@ -3,6 +3,7 @@
 // must not hold up a gRPC thread.
 #include <spdlog/spdlog.h>
 
+#include <optional>
 #include <system_error>
 #include <thread>
 #include <unordered_set>
@@ -26,6 +27,8 @@ struct SpoolService::BroadcastCall {
   kspool::v1::wire::BroadcastRequest request;
   std::vector<std::pair<std::string_view, int32_t>> targets;  // topics point into `request`
   std::vector<std::string> seen_topics;                       // "every topic" (no list given)
+  std::vector<std::string> identities;                        // the caller's, with --acl
+  int64_t retry_after_ms = -1;                                // set by a quota refusal
 };
 
 grpc::ServerUnaryReactor* SpoolService::Broadcast(grpc::CallbackServerContext* context,
@@ -36,6 +39,7 @@ grpc::ServerUnaryReactor* SpoolService::Broadcast(grpc::CallbackServerContext* c
   call->context = context;
   call->reactor = reactor;
   call->response = response;
+  call->identities = Identities(*context);
   absl::StatusOr<RequestMemoryBudget::Lease> lease =
       Receive(context, *request, &call->request, "kspool.v1.BroadcastRequest");
   if (!lease.ok()) {
@@ -76,6 +80,9 @@ void SpoolService::FinishBroadcast(std::unique_ptr<BroadcastCall> call, const gr
 
 void SpoolService::RunBroadcast(std::unique_ptr<BroadcastCall> call) {
   if (absl::Status s = ResolveBroadcast(call.get()); !s.ok()) {
+    if (call->retry_after_ms >= 0) {
+      call->context->AddTrailingMetadata("retry-after-ms", std::to_string(call->retry_after_ms));
+    }
     return FinishBroadcast(std::move(call), ToGrpc(s));
   }
   wal::AppendBatch batch;
@@ -131,6 +138,15 @@ absl::Status SpoolService::ResolveBroadcast(BroadcastCall* call) {
           "broadcast to all topics, but the agent has seen none yet; name them");
     }
   }
+  std::optional<AccessControl::Caller> caller;
+  if (access_ != nullptr) {  // before any metadata is fetched
+    caller = access_->For(call->identities);
+    if (absl::Status s = access_->CheckTopics(
+            *caller, call->identities, topics.size(), [&](size_t i) { return topics[i]; }, "topic");
+        !s.ok()) {
+      return s;
+    }
+  }
   for (std::string_view topic : topics) {
     if (call->context->IsCancelled()) return absl::CancelledError("broadcast: cancelled");
     absl::StatusOr<int> n = metadata_->PartitionCount(std::string(topic), 5000);
@@ -144,6 +160,11 @@ absl::Status SpoolService::ResolveBroadcast(BroadcastCall* call) {
           std::to_string(limits_.max_batch_messages));
     }
     for (int p = 0; p < *n; ++p) call->targets.emplace_back(topic, p);
+  }
+  if (caller) {
+    const uint64_t copies = call->targets.size();
+    return access_->ChargeQuota(*caller, call->identities, copies,
+                                copies * req.message().ByteSizeLong(), &call->retry_after_ms);
   }
   return absl::OkStatus();
 }

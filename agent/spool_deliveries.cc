@@ -1,7 +1,9 @@
 // SpoolService: GetDeliveryStatus and WatchDeliveries, both answered from the WAL's
 // delivery index.
 #include <deque>
+#include <optional>
 
+#include "agent/peer_identity.h"
 #include "agent/spool_service.h"
 
 namespace kspool::agent {
@@ -105,6 +107,13 @@ class WatchCall final : public grpc::ServerWriteReactor<DeliveryStatus>,
   grpc::Status end_ ABSL_GUARDED_BY(mu_);
 };
 
+// A WatchDeliveries call refused before it starts.
+class RefusedWatch final : public grpc::ServerWriteReactor<DeliveryStatus> {
+ public:
+  explicit RefusedWatch(grpc::Status status) { Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace
 
 grpc::ServerUnaryReactor* SpoolService::GetDeliveryStatus(
@@ -137,14 +146,35 @@ grpc::ServerUnaryReactor* SpoolService::GetDeliveryStatus(
   for (std::optional<wal::Delivery>& a : answered) {
     if (!a) a = std::move(*next++);
   }
+  // With --acl, a caller learns outcomes only of topics it may send to (admin: all);
+  // others read as unknown, like forgotten ones.
+  std::optional<AccessControl::Caller> caller;
+  if (access_ != nullptr) {
+    caller = access_->For(PeerIdentities(*context));
+    if (caller->admin()) caller.reset();
+  }
   response->mutable_statuses()->Reserve(static_cast<int>(answered.size()));
-  for (const std::optional<wal::Delivery>& d : answered) ToProto(*d, response->add_statuses());
+  for (const std::optional<wal::Delivery>& d : answered) {
+    if (caller && !d->topic.empty() && !caller->Allows(d->topic)) {
+      wal::Delivery hidden;
+      hidden.seq = d->seq;
+      ToProto(hidden, response->add_statuses());
+      continue;
+    }
+    ToProto(*d, response->add_statuses());
+  }
   reactor->Finish(grpc::Status::OK);
   return reactor;
 }
 
 grpc::ServerWriteReactor<DeliveryStatus>* SpoolService::WatchDeliveries(
-    grpc::CallbackServerContext*, const kspool::v1::WatchDeliveriesRequest* request) {
+    grpc::CallbackServerContext* context, const kspool::v1::WatchDeliveriesRequest* request) {
+  if (access_ != nullptr) {  // every topic's outcomes: the admin right
+    const std::vector<std::string> ids = PeerIdentities(*context);
+    if (absl::Status s = access_->CheckAdmin(access_->For(ids), ids, "WatchDeliveries"); !s.ok()) {
+      return new RefusedWatch(ToGrpc(s));
+    }
+  }
   auto call = std::make_shared<WatchCall>(feed_);
   WatchCall* raw = call.get();
   raw->Begin(request->from_sequence(), std::move(call));

@@ -2,7 +2,9 @@
 // receive, validate, append; with WAIT_FOR_KAFKA, then wait in DeliveryWaiters.
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
+#include "agent/peer_identity.h"
 #include "agent/spool_service.h"
 
 namespace kspool::agent {
@@ -96,26 +98,37 @@ grpc::ServerUnaryReactor* SpoolService::Send(grpc::CallbackServerContext* contex
                                              grpc::ByteBuffer* response) {
   auto* call = new SendCall(waiters_);
   const auto start = std::chrono::steady_clock::now();
-  call->waiter = StartSend(context, *request, [this, context, call, response, start](SendResult r) {
-    if (metrics_) {
-      metrics_->ObserveSend(
-          r.status.error_code(),
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      if (!r.status.ok()) metrics_->SendRejected(r.status.error_code());
-    }
-    FinishSend(context, call, std::move(r), response);
-  });
+  call->waiter = StartSend(
+      context, *request, Identities(*context),
+      [this, context, call, response, start](SendResult r) {
+        if (metrics_) {
+          metrics_->ObserveSend(
+              r.status.error_code(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+          if (!r.status.ok()) metrics_->SendRejected(r.status.error_code());
+        }
+        FinishSend(context, call, std::move(r), response);
+      });
   return call;
 }
 
+std::vector<std::string> SpoolService::Identities(
+    const grpc::CallbackServerContext& context) const {
+  if (access_ == nullptr) return {};
+  return PeerIdentities(context);
+}
+
 DeliveryWaiters::Id SpoolService::StartSend(grpc::CallbackServerContext* context,
-                                            const grpc::ByteBuffer& request, SendDone done) {
-  auto refuse = [this, &done](const absl::Status& s) {
+                                            const grpc::ByteBuffer& request,
+                                            const std::vector<std::string>& identities,
+                                            SendDone done) {
+  // `retry_after_ms` < 0: the agent's own hint for the code.
+  auto refuse = [this, &done](const absl::Status& s, int64_t retry_after_ms = -1) {
     SendResult r;
     r.status = ToGrpc(s);
     if (s.code() == absl::StatusCode::kResourceExhausted ||
         s.code() == absl::StatusCode::kUnavailable) {
-      r.retry_after_ms = retry_after_ms_(s.code());
+      r.retry_after_ms = retry_after_ms >= 0 ? retry_after_ms : retry_after_ms_(s.code());
     }
     std::move(done)(std::move(r));
   };
@@ -126,10 +139,30 @@ DeliveryWaiters::Id SpoolService::StartSend(grpc::CallbackServerContext* context
     kspool::v1::wire::SendRequest parsed;  // freed once encoded into `batch`
     lease = Receive(context, request, &parsed, "kspool.v1.SendRequest");
     absl::Status valid = lease.status();
+    std::optional<AccessControl::Caller> caller;
+    if (valid.ok() && access_ != nullptr) {  // the cheapest refusal first
+      caller = access_->For(identities);
+      valid = access_->CheckTopics(
+          *caller, identities, static_cast<size_t>(parsed.messages_size()),
+          [&parsed](size_t i) {
+            return std::string_view(parsed.messages(static_cast<int>(i)).topic());
+          },
+          "message");
+    }
     if (valid.ok()) valid = ValidateSendRequest(parsed, limits_, clock_->NowMillis());
     if (!valid.ok()) {
       refuse(valid);
       return 0;
+    }
+    if (caller) {  // charged only for a request that is about to be appended
+      int64_t retry_after_ms = -1;
+      valid =
+          access_->ChargeQuota(*caller, identities, static_cast<uint64_t>(parsed.messages_size()),
+                               request.Length(), &retry_after_ms);
+      if (!valid.ok()) {
+        refuse(valid, retry_after_ms);
+        return 0;
+      }
     }
     wait_for_kafka = parsed.wait_for() == kspool::v1::wire::WAIT_FOR_KAFKA;
     for (const kspool::v1::wire::Message& m : parsed.messages()) batch.Add(ViewOf(m));

@@ -20,6 +20,7 @@
 #include <functional>
 
 #include "absl/functional/any_invocable.h"
+#include "agent/access_control.h"
 #include "agent/delivery_feed.h"
 #include "agent/delivery_waiters.h"
 #include "agent/kafka_metadata.h"
@@ -88,12 +89,22 @@ class SpoolService final : public SpoolServiceBase {
   // for its outcomes until `context`'s deadline (less a margin, so that the answer
   // reaches the client in time). `done` runs exactly once, on whichever thread
   // completes the request. Returns the waiter to cancel if the client goes away (0: none).
+  // `identities`: the caller's (Identities(context)), checked against the --acl rules.
   DeliveryWaiters::Id StartSend(grpc::CallbackServerContext* context,
-                                const grpc::ByteBuffer& request, SendDone done);
+                                const grpc::ByteBuffer& request,
+                                const std::vector<std::string>& identities, SendDone done);
+  // The caller's identities (agent/peer_identity.h) with --acl, else none (not needed).
+  std::vector<std::string> Identities(const grpc::CallbackServerContext& context) const;
   DeliveryWaiters* waiters() const { return waiters_; }
 
   // Parsed requests held now, and the bound (for metrics and /status).
   const RequestMemoryBudget& receive_memory() const { return budget_; }
+
+  // With --acl: Send, SendStream and Broadcast need the send right on their topics and
+  // are charged to quotas; WatchDeliveries needs the admin right; GetDeliveryStatus
+  // answers UNKNOWN for topics the caller may not send to (unless admin). Set before
+  // serving; must outlive this.
+  void set_access_control(AccessControl* access) { access_ = access; }
 
   // Told of every request received in full: its gRPC peer and serialized size (the
   // front door's ReceptionMeter). Set before serving.
@@ -139,6 +150,7 @@ class SpoolService final : public SpoolServiceBase {
   DeliveryWaiters* const waiters_;
   DeliveryFeed* const feed_;
   RequestMemoryBudget budget_;
+  AccessControl* access_ = nullptr;
   LogRateLimiter refusal_log_{10, 10'000};
 
   Mutex mu_;

@@ -13,7 +13,10 @@ namespace {
 class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   SendStreamCall(SpoolService* service, grpc::CallbackServerContext* context, Metrics* metrics)
-      : service_(service), context_(context), metrics_(metrics) {
+      : service_(service),
+        context_(context),
+        metrics_(metrics),
+        identities_(service->Identities(*context)) {
     MutexLock l(&mu_);
     reading_ = true;
     StartRead(&request_);
@@ -35,7 +38,7 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
     }
     const auto start = std::chrono::steady_clock::now();
     const DeliveryWaiters::Id waiter = service_->StartSend(
-        context_, request_,
+        context_, request_, identities_,
         [this, index, start](SpoolService::SendResult r) { Complete(index, std::move(r), start); });
     request_.Clear();  // parsed: StartSend keeps nothing of it
     bool cancel = false;
@@ -149,6 +152,7 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   SpoolService* const service_;
   grpc::CallbackServerContext* const context_;
   Metrics* const metrics_;
+  const std::vector<std::string> identities_;  // the caller's, for --acl: one per stream
   grpc::ByteBuffer request_;  // the read in progress (only one at a time)
   Mutex mu_;
   std::deque<Slot> slots_ ABSL_GUARDED_BY(mu_);  // requests read, not yet answered

@@ -14,15 +14,21 @@
 #   T6 T1's load with wait_for=WAIT_FOR_WAL, then with WAIT_FOR_KAFKA (each response
 #      checked: one DELIVERED status with partition and offset per message); the ratio
 #      of the two rates, the Kafka-confirmed latency p50/p99
-# T1, T2, T5 and T6 run RUNS times (default 3) in rounds, each load on a fresh agent and
+#   TA (only when SUITE holds "a", e.g. SUITE=a) T1's load without --ceiling twice per
+#      round, interleaved (the order alternates between rounds): plaintext without --acl,
+#      and mTLS with a 100-rule --acl whose rule 100 is the bench's client certificate
+#      (send bench-*, admin, a quota too high to bite, so its bucket is charged); the
+#      ratio of the two rates. The CA and certificates are made with openssl in $OUT/pki
+# T1, T2, T5, T6 and TA run RUNS times (default 3) in rounds, each load on a fresh agent and
 # WAL; the table shows the median of each figure, with every run's value in brackets,
 # and ratios are taken within a round. T3 and T4 run once. Every load also reports the
 # agent's CPU per message and how busy the machine was (other work shares its cores);
 # for T1, T2 and T4 also the agent's CPU (utime + stime from /proc) per delivered message,
 # from the start of the load until the WAL is drained (T4: from Kafka's return).
-# Knobs: T1_SECONDS (60), T2_SECONDS (20), T5_SECONDS (10), T6_SECONDS (10, each of its
-# two loads), T3_COUNT, BACKLOG_BYTES, OUT (/tmp/kspool-bench), SUITE (which of 123456
-# to run, default all), RUNS (3), AGENT_ARGS (extra kspool-agent flags, e.g.
+# Knobs: T1_SECONDS (60, also each TA load), T2_SECONDS (20), T5_SECONDS (10), T6_SECONDS
+# (10, each of its two loads), T3_COUNT, BACKLOG_BYTES, OUT (/tmp/kspool-bench), SUITE
+# (which of 123456a to run, default 123456: TA only when asked), RUNS (3), AGENT_ARGS
+# (extra kspool-agent flags, e.g.
 # "--kafka-option linger.ms=1"). Message values are random (incompressible).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,10 +66,11 @@ wait_for "$OUT/devkafka.out" READY
 BROKERS=$(sed -n 's/^BOOTSTRAP //p' "$OUT/devkafka.out")
 CONTROL=$(sed -n 's/^CONTROL //p' "$OUT/devkafka.out")
 
-start_agent() {  # wal dir
+start_agent() {  # wal dir, then extra agent flags
   : >"$OUT/agent.out"
-  "$BIN"/agent/kspool-agent --wal-dir "$1" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
-    --kafka-brokers "$BROKERS" --log-level warn ${AGENT_ARGS:-} >"$OUT/agent.out" 2>>"$OUT/agent.log" &
+  local wal=$1; shift
+  "$BIN"/agent/kspool-agent --wal-dir "$wal" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
+    --kafka-brokers "$BROKERS" --log-level warn ${AGENT_ARGS:-} "$@" >"$OUT/agent.out" 2>>"$OUT/agent.log" &
   AGENT_PID=$!
   wait_for "$OUT/agent.out" "kspool-agent ready"
   AGENT=$(sed -n 's/.*grpc=\([^ ]*\).*/\1/p' "$OUT/agent.out")
@@ -71,7 +78,40 @@ start_agent() {  # wal dir
 stop_agent() { kill -TERM "$AGENT_PID"; wait "$AGENT_PID" || true; AGENT_PID=""; }
 bench() { "$BIN"/tools/kspool-bench --agent "$AGENT" --agent-pid "$AGENT_PID" --json "$@"; }
 
+# TA: a CA, the agent's certificate (127.0.0.1), the bench's client certificate
+# (cn:bench), and 99 rules for other services before the bench's.
+if run a; then
+  PKI="$OUT/pki"; mkdir -p "$PKI"
+  ec() { echo "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"; }
+  openssl req -x509 $(ec) -keyout "$PKI/ca.key" -out "$PKI/ca.pem" -days 2 -subj "/CN=bench CA" \
+    -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
+  for who in server:localhost bench:bench; do
+    f=${who%%:*}; cn=${who#*:}
+    printf 'basicConstraints=critical,CA:FALSE\nextendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$PKI/$f.ext"
+    openssl req -new $(ec) -keyout "$PKI/$f.key" -out "$PKI/$f.csr" -subj "/CN=$cn" 2>/dev/null
+    openssl x509 -req -in "$PKI/$f.csr" -CA "$PKI/ca.pem" -CAkey "$PKI/ca.key" \
+      -set_serial "0x$(openssl rand -hex 8)" -days 1 -extfile "$PKI/$f.ext" -out "$PKI/$f.pem" 2>/dev/null
+  done
+  for r in $(seq 99); do
+    printf '[[allow]]\nidentity = "cn:service-%d"\nsend = ["service-%d", "service-%d.*"]\nmessages_per_second = 50000\n\n' "$r" "$r" "$r"
+  done >"$PKI/acl.toml"
+  printf '[[allow]]\nidentity = "cn:bench"\nsend = ["bench-*"]\nadmin = true\nmessages_per_second = 1_000_000_000\nbytes_per_second = 1_000_000_000_000\n' >>"$PKI/acl.toml"
+  ACL_AGENT=(--tls-cert "$PKI/server.pem" --tls-key "$PKI/server.key" --tls-client-ca "$PKI/ca.pem" --acl "$PKI/acl.toml")
+  ACL_BENCH=(--tls-ca "$PKI/ca.pem" --tls-cert "$PKI/bench.pem" --tls-key "$PKI/bench.key")
+fi
+ta_load() {  # plain|acl, round
+  echo "TA T1 load, $1, run $2 of $RUNS..." >&2
+  if [ "$1" = acl ]; then start_agent "$OUT/walA" "${ACL_AGENT[@]}"; else start_agent "$OUT/walA"; fi
+  if [ "$1" = acl ]; then B=("${ACL_BENCH[@]}"); else B=(); fi
+  bench --clients 8 --batch 100 --size 100 --duration "$T1_SECONDS" --drain-wait 60 "${B[@]}" >"$OUT/ta${1:0:1}-$2.json"
+  stop_agent
+  rm -rf "$OUT/walA"
+}
+
 for i in $(seq "$RUNS"); do
+if run a; then
+  if [ $((i % 2)) = 1 ]; then ta_load plain "$i"; ta_load acl "$i"; else ta_load acl "$i"; ta_load plain "$i"; fi
+fi
 if run 1; then
   echo "T1 batched, run $i of $RUNS..." >&2
   start_agent "$OUT/wal1"
@@ -158,6 +198,7 @@ def runs(n):
     return [d for d in (ld(f"{n}-{i}") for i in range(1, 100)) if d] if ld(f"{n}-1") else []
 t1, t2a, t2b, t3 = runs("t1"), runs("t2a"), runs("t2b"), ld("t3")
 t5, t6w, t6k = runs("t5"), runs("t6w"), runs("t6k")
+tap, taa = runs("tap"), runs("taa")
 rss_fill = int(open(f"{out}/rss_fill_kb").read()) // 1024
 rss_drain = int(open(f"{out}/rss_drain_kb").read()) // 1024
 def med(docs, f, fmt):
@@ -214,6 +255,12 @@ if t6w and t6k: rows += [
  ("T6 WAIT_FOR_KAFKA errors (failed + bad statuses)", "0", med(t6k, errors, "{:,}")),
  ("T6 agent CPU per message, WAL / KAFKA (us)", "", med(t6w, cpu, "{:.1f}") + " / " + med(t6k, cpu, "{:.1f}")),
  ("T6 machine busy, WAL / KAFKA (%)", "", med(t6w, busy, "{:.0f}") + " / " + med(t6k, busy, "{:.0f}"))]
+if tap and taa: rows += [
+ ("TA T1 load, plaintext, no --acl: acked msg/s", "", med(tap, rate, "{:,.0f}")),
+ ("TA T1 load, mTLS + 100-rule --acl: acked msg/s", "", med(taa, rate, "{:,.0f}")),
+ ("TA mTLS+ACL / plain acked msg/s, same round", ">= 0.85", ratio([rate(d) for d in taa], [rate(d) for d in tap])),
+ ("TA errors, plain / mTLS+ACL", "0 / 0", med(tap, errors, "{:,}") + " / " + med(taa, errors, "{:,}")),
+ ("TA agent CPU per message, plain / mTLS+ACL (us)", "", med(tap, cpu, "{:.1f}") + " / " + med(taa, cpu, "{:.1f}"))]
 if t3: rows += [
  (f"T3 long run {t3['acked']:,} msgs: last/first tenth", ">= 0.90", f"{t3.get('last_over_first', 0):.2f} ({t3.get('first_tenth_per_s',0):,.0f} -> {t3.get('last_tenth_per_s',0):,.0f} msg/s)")]
 if backlog: rows += [

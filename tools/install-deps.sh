@@ -12,7 +12,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
   librdkafka-dev librocksdb-dev \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler \
   prometheus-cpp-dev libgtest-dev libgmock-dev libabsl-dev \
-  libcli11-dev libspdlog-dev nlohmann-json3-dev libssl-dev openssl \
+  libcli11-dev libspdlog-dev nlohmann-json3-dev libtomlplusplus-dev libssl-dev openssl \
   kcat python3 python3-grpcio python3-protobuf curl libfaketime strace util-linux \
   dpkg-dev file adduser systemd python3-yaml >/dev/null
 # promtool (the alert rules' tests) comes only with the Prometheus server in Debian 12.

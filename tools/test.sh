@@ -11,7 +11,7 @@
 #                Bruce ingest's flow control; Debian's librdkafka
 #                crashes under TSan at start, so nothing that starts it runs there);
 #   build-fuzz/  clang + libFuzzer: the WAL record decoder, the Send request validator,
-#                the agent's config parser and the Bruce input's decoder
+#                the agent's config parser, the --acl file parser and the Bruce input's decoder
 #                fuzzed for FUZZ_SECONDS (default 60) each, plus their regression inputs
 #                (tests/fuzz/run.sh).
 # Usage: tools/test.sh [plain|package|asan|tsan|fuzz]...   (default: all five)

@@ -7,6 +7,7 @@
 #include "wal/rocks_wal.h"
 #include "wal/rocks_wal_meta.h"
 #include "wal/status.h"
+#include "wal/wal_dir.h"
 
 namespace kspool::wal {
 namespace {
@@ -52,6 +53,8 @@ absl::StatusOr<std::unique_ptr<Wal>> RocksWal::Open(Options options) {
   if (options.max_group_requests == 0 || options.max_group_bytes == 0) {
     return absl::InvalidArgumentError("group commit limits must be positive");
   }
+  // At the first open only: a reopen after an I/O error must not turn into a refusal.
+  if (!options.read_only) RETURN_IF_ERROR(PrepareWalDir(options.dir));
   std::unique_ptr<RocksWal> wal(new RocksWal(std::move(options)));
   MutexLock settle(&wal->settle_mu_);
   WriterLock l(&wal->db_mu_);

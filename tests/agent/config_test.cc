@@ -1,6 +1,9 @@
 #include "agent/config.h"
 
+#include <grp.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -506,6 +509,62 @@ TEST(Config, BruceSocketModeMustBeOctal) {
     EXPECT_EQ(p.exit_code, 2) << bad;
     EXPECT_NE(p.output.find("--bruce-socket-mode"), std::string::npos) << p.output;
   }
+}
+
+TEST(Config, ListenSocketModeAndGroup) {
+  EXPECT_EQ(Parse({}).config.listen_mode, 0660u);
+  const struct group* own = getgrgid(getegid());
+  ASSERT_NE(own, nullptr);
+  ParseOutcome p =
+      Parse({"--listen-mode", "0600"}, {"KSPOOL_LISTEN_GROUP=" + std::string(own->gr_name)});
+  ASSERT_FALSE(p.exit) << p.output;
+  EXPECT_EQ(p.config.listen_mode, 0600u);
+  EXPECT_EQ(p.config.listen_group, own->gr_name);
+  EXPECT_FALSE(Parse({"--listen-group", ""}).exit) << "empty: the agent's group";
+}
+
+TEST(Config, BadListenModeOrUnknownListenGroupIsAUsageError) {
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"--listen-mode", "0869"}, {"--listen-group", "no-such-group-kspool-test"}}) {
+    ParseOutcome p = Parse(args);
+    EXPECT_TRUE(p.exit) << args[0];
+    EXPECT_EQ(p.exit_code, 2) << args[0];
+    EXPECT_NE(p.output.find(args[0]), std::string::npos) << p.output;
+  }
+}
+
+TEST(Config, AWorldWritableWalDirIsAUsageErrorNamingItsMode) {
+  kspool::testing::TempDir tmp;
+  ASSERT_EQ(chmod(tmp.path().c_str(), 0777), 0);
+  ParseOutcome p = Parse({"--wal-dir", tmp.path()});
+  EXPECT_TRUE(p.exit);
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.output.find("--wal-dir"), std::string::npos) << p.output;
+  EXPECT_NE(p.output.find(tmp.path() + " is world-writable (mode 0777)"), std::string::npos)
+      << p.output;
+  EXPECT_FALSE(Parse({"--wal-dir", tmp.sub("not-yet")}).exit);  // created 0700 at start
+}
+
+TEST(AclFlag, ReadableRulesAreTakenAlsoFromTheEnvironment) {
+  kspool::testing::TempDir dir;
+  std::ofstream(dir.sub("acl.toml")) << "[[allow]]\nidentity = \"*\"\nsend = [\"*\"]\n";
+  ParseOutcome p = Parse({}, {"KSPOOL_ACL=" + dir.sub("acl.toml")});
+  ASSERT_FALSE(p.exit) << p.output;
+  EXPECT_EQ(p.config.acl_file, dir.sub("acl.toml"));
+  EXPECT_TRUE(Parse({}).config.acl_file.empty()) << "off by default";
+}
+
+TEST(AclFlag, InvalidOrMissingFileExitsTwoNamingTheFlagTheFileAndTheProblem) {
+  kspool::testing::TempDir dir;
+  const std::string acl = dir.sub("acl.toml");
+  ParseOutcome missing = Parse({"--acl", acl});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.output, "--acl " + acl + ": cannot be read\n");
+  std::ofstream(acl) << "[[allow]]\nidentity = \"cn:a\"\nadmin = 1\n";
+  ParseOutcome bad = Parse({"--acl", acl});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.output,
+            "--acl " + acl + ": rule 1 (line 3): admin: true or false, not an integer\n");
 }
 
 }  // namespace

@@ -7,7 +7,8 @@
 //   - a run's config is within the documented ranges: 1 <= max-message-bytes <= the
 //     largest librdkafka can carry; durations <= kMaxDurationMs; counts and sizes
 //     <= INT64_MAX; a non-empty WAL directory; every kafka option passes
-//     CheckKafkaOption (KEY=VALUE, acks all, idempotence on).
+//     CheckKafkaOption (KEY=VALUE, acks all, idempotence on);
+//   - what --print-config prints is accepted back as a config file.
 // Build and run: tests/fuzz/run.sh config.
 #include <unistd.h>
 
@@ -83,6 +84,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (p.exit) {
     if (p.exit_code != 0 && p.exit_code != 2) Fail("exit code", std::to_string(p.exit_code));
     if (p.output.empty()) Fail("exit without a message");
+    if (p.exit_code == 0 && p.output.rfind("# kspool-agent --print-config", 0) == 0) {
+      // What --print-config prints is a config file the parser accepts.
+      static const std::string printed =
+          "/tmp/kspool-config-fuzz-" + std::to_string(getpid()) + "-printed.toml";
+      std::ofstream(printed, std::ios::trunc) << p.output;
+      const std::string flag = "--config=" + printed;
+      const char* again_argv[] = {"kspool-agent", flag.c_str()};
+      const char* no_env[] = {nullptr};
+      ParseOutcome again = kspool::agent::ParseConfig(2, again_argv, no_env);
+      if (again.exit) Fail("--print-config output refused", p.output + "\n" + again.output);
+      CheckRanges(again.config);
+    }
   } else {
     CheckRanges(p.config);
   }

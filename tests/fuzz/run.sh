@@ -4,7 +4,7 @@
 # temporary copy of its seed corpus (tests/fuzz/corpus/<target>/; the checked-in corpus
 # never grows), after replaying every input under tests/fuzz/regressions/<target>/.
 # Exits non-zero if any fuzzer crashes; crashing inputs are kept under build-fuzz/crashes/.
-# Usage: tests/fuzz/run.sh [record|request|config|bruce]...   (default: all four)
+# Usage: tests/fuzz/run.sh [record|request|config|bruce|acl]...   (default: all five)
 # Env: FUZZ_SECONDS (per target), JOBS (build parallelism, default 2), FUZZ_MAX_LEN (4096).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -13,7 +13,7 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 FUZZ_MAX_LEN=${FUZZ_MAX_LEN:-4096}
 JOBS=${JOBS:-2}
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(record request config bruce)
+[ ${#targets[@]} -eq 0 ] && targets=(record request config bruce acl)
 
 CC=clang CXX=clang++ cmake -S tests/fuzz -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C build-fuzz -j"$JOBS" $(printf '%s_fuzzer ' "${targets[@]}")

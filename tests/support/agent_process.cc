@@ -11,17 +11,21 @@ namespace kspool::testing {
 
 AgentProcess::AgentProcess(const std::string& wal_dir, const std::string& log_path,
                            const std::string& brokers, std::vector<std::string> extra_args,
-                           std::vector<std::string> extra_env,
-                           std::vector<std::string> launcher) {
+                           std::vector<std::string> extra_env, std::vector<std::string> launcher) {
   auto given = [&](const std::string& flag) {
     return std::find(extra_args.begin(), extra_args.end(), flag) != extra_args.end();
   };
-  std::vector<std::string> argv = {KSPOOL_AGENT_BIN, "--wal-dir", wal_dir, "--kafka-brokers",
-                                   brokers, "--log-level", "info",
-                                   "--commit-point-interval-ms", "50"};
+  std::vector<std::string> argv = {KSPOOL_AGENT_BIN,
+                                   "--wal-dir",
+                                   wal_dir,
+                                   "--kafka-brokers",
+                                   brokers,
+                                   "--commit-point-interval-ms",
+                                   "50"};
   for (const char* flag : {"--listen", "--metrics-listen"}) {
     if (!given(flag)) argv.insert(argv.end(), {flag, "127.0.0.1:0"});
   }
+  if (!given("--log-level")) argv.insert(argv.end(), {"--log-level", "info"});
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   argv.insert(argv.begin(), launcher.begin(), launcher.end());
   proc_ = std::make_unique<ChildProcess>(argv, log_path, std::move(extra_env));

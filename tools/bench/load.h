@@ -30,6 +30,9 @@ struct LoadOptions {
   bool wait_for_kafka = false;  // every Send sets wait_for = WAIT_FOR_KAFKA
   bool stream = false;          // SendStream: one stream per client (RunStreamLoad)
   int in_flight = 32;           // stream: requests outstanding per stream
+  // TLS to the agent (all empty: plaintext): the CA to trust, and the client
+  // certificate and key for mTLS (the bench's identity for --acl).
+  std::string tls_ca, tls_cert, tls_key;
 };
 
 struct LoadResult {

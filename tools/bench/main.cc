@@ -18,6 +18,7 @@
 #include "tools/bench/ceiling.h"
 #include "tools/bench/cpu.h"
 #include "tools/bench/load.h"
+#include "tools/bench/request.h"
 
 namespace {
 
@@ -127,6 +128,16 @@ int main(int argc, char** argv) {
                  "Bruce/Dory format: write datagrams to this UNIX socket of the agent (default "
                  "--clients 4 --size 100) for --duration, then run as many clients doing "
                  "single-message unary Sends for as long, and report both rates");
+  app.add_option("--tls-ca", o.tls_ca, "PEM CA to trust: talk TLS to the agent")
+      ->check(CLI::ExistingFile);
+  auto* tls_cert = app.add_option("--tls-cert", o.tls_cert,
+                                  "PEM client certificate for mTLS (the identity --acl sees); "
+                                  "needs --tls-key")
+                       ->check(CLI::ExistingFile);
+  auto* tls_key =
+      app.add_option("--tls-key", o.tls_key, "PEM private key of --tls-cert")->check(CLI::ExistingFile);
+  tls_cert->needs(tls_key);
+  tls_key->needs(tls_cert);
   int agent_pid = 0;
   app.add_option("--agent-pid", agent_pid,
                  "The agent's process id (same machine): report its CPU time by thread");
@@ -141,8 +152,8 @@ int main(int argc, char** argv) {
     if (!app.count("--batch")) o.batch = 1;
   }
 
-  auto admin = kspool::v1::Admin::NewStub(
-      grpc::CreateChannel(o.agent, grpc::InsecureChannelCredentials()));
+  auto admin =
+      kspool::v1::Admin::NewStub(grpc::CreateChannel(o.agent, kspool::bench::ChannelCredentials(o)));
   if (!bruce_datagram.empty()) {
     if (!app.count("--clients")) o.clients = 4;
     return RunBruce(bruce_datagram, o, *admin, json);

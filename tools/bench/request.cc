@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <iterator>
+#include <sstream>
 
 #include "tools/bench/load.h"
 
@@ -24,13 +26,30 @@ void FillRandom(std::string* v, uint64_t* state) {
   *state = x;
 }
 
+std::string ReadFile(const std::string& path) {
+  if (path.empty()) return {};
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 }  // namespace
+
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const LoadOptions& o) {
+  if (o.tls_ca.empty() && o.tls_cert.empty()) return grpc::InsecureChannelCredentials();
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = ReadFile(o.tls_ca);  // empty: gRPC's default roots
+  ssl.pem_cert_chain = ReadFile(o.tls_cert);
+  ssl.pem_private_key = ReadFile(o.tls_key);
+  return grpc::SslCredentials(ssl);
+}
 
 std::vector<std::unique_ptr<kspool::v1::Spool::Stub>> MakeStubs(const LoadOptions& o) {
   std::vector<std::unique_ptr<kspool::v1::Spool::Stub>> stubs;
+  const std::shared_ptr<grpc::ChannelCredentials> credentials = ChannelCredentials(o);
   for (int c = 0; c < o.clients; ++c) {
-    stubs.push_back(kspool::v1::Spool::NewStub(
-        grpc::CreateChannel(o.agent, grpc::InsecureChannelCredentials())));
+    stubs.push_back(kspool::v1::Spool::NewStub(grpc::CreateChannel(o.agent, credentials)));
   }
   return stubs;
 }

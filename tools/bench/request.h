@@ -5,6 +5,8 @@
 // message, in request order, DELIVERED at a partition and offset).
 #pragma once
 
+#include <grpcpp/security/credentials.h>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -16,6 +18,9 @@
 namespace kspool::bench {
 
 struct LoadOptions;
+
+// Plaintext, or TLS with options.tls_* (files read once here).
+std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const LoadOptions& options);
 
 // One stub per client, each on its own channel to options.agent.
 std::vector<std::unique_ptr<kspool::v1::Spool::Stub>> MakeStubs(const LoadOptions& options);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "tools/bench/load.h"
+#include "tools/common/client_tls.h"
 
 namespace kspool::bench {
 namespace {
@@ -26,23 +27,10 @@ void FillRandom(std::string* v, uint64_t* state) {
   *state = x;
 }
 
-std::string ReadFile(const std::string& path) {
-  if (path.empty()) return {};
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 }  // namespace
 
 std::shared_ptr<grpc::ChannelCredentials> ChannelCredentials(const LoadOptions& o) {
-  if (o.tls_ca.empty() && o.tls_cert.empty()) return grpc::InsecureChannelCredentials();
-  grpc::SslCredentialsOptions ssl;
-  ssl.pem_root_certs = ReadFile(o.tls_ca);  // empty: gRPC's default roots
-  ssl.pem_cert_chain = ReadFile(o.tls_cert);
-  ssl.pem_private_key = ReadFile(o.tls_key);
-  return grpc::SslCredentials(ssl);
+  return tools::ClientChannelCredentials(o.tls_ca, o.tls_cert, o.tls_key);
 }
 
 std::vector<std::unique_ptr<kspool::v1::Spool::Stub>> MakeStubs(const LoadOptions& o) {

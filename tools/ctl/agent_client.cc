@@ -1,7 +1,6 @@
 #include "tools/ctl/agent_client.h"
 
-#include <fstream>
-#include <sstream>
+#include "tools/common/client_tls.h"
 
 namespace kspool::ctl {
 namespace {
@@ -14,28 +13,12 @@ absl::Status FromGrpc(const grpc::Status& s, const std::string& address) {
                           ": " + s.error_message());
 }
 
-std::string ReadFile(const std::string& path) {
-  if (path.empty()) return {};
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::shared_ptr<grpc::ChannelCredentials> Credentials(const AgentTls& tls) {
-  if (!tls.enabled()) return grpc::InsecureChannelCredentials();
-  grpc::SslCredentialsOptions o;
-  o.pem_root_certs = ReadFile(tls.ca);  // empty: gRPC's default roots
-  o.pem_cert_chain = ReadFile(tls.cert);
-  o.pem_private_key = ReadFile(tls.key);
-  return grpc::SslCredentials(o);
-}
-
 }  // namespace
 
 AgentClient::AgentClient(const std::string& address, int timeout_ms, const AgentTls& tls)
     : address_(address), timeout_ms_(timeout_ms) {
-  auto channel = grpc::CreateChannel(address, Credentials(tls));
+  auto channel =
+      grpc::CreateChannel(address, tools::ClientChannelCredentials(tls.ca, tls.cert, tls.key));
   spool_ = kspool::v1::Spool::NewStub(channel);
   admin_ = kspool::v1::Admin::NewStub(channel);
 }

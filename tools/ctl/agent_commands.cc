@@ -1,8 +1,7 @@
 // `send`, `status`, `report`, `commit-point`: a running agent, over its gRPC services.
 #include <iostream>
 
-#include "absl/strings/escaping.h"
-
+#include "agent/discard_report.h"
 #include "tools/ctl/agent_client.h"
 #include "tools/ctl/commands.h"
 #include "tools/ctl/delivery_view.h"
@@ -14,17 +13,6 @@ namespace {
 
 std::string Lag(int64_t now_ms, int64_t point_ms) {
   return FormatTime(point_ms) + " (lag " + FormatAge(now_ms - point_ms) + ")";
-}
-
-Json OutcomesJson(const google::protobuf::RepeatedPtrField<kspool::v1::OutcomeCount>& in) {
-  Json j = Json::object();
-  for (const auto& o : in) {
-    j[o.outcome()] = {{"count", o.count()},
-                      {"bytes", o.bytes()},
-                      {"earliest_receive_ms", o.earliest_receive_ms()},
-                      {"latest_receive_ms", o.latest_receive_ms()}};
-  }
-  return j;
 }
 
 void AddOutcomeRows(const std::string& topic, const char* when,
@@ -49,26 +37,10 @@ int NotConfirmed(const absl::Status& s, const std::string& sequences, const Outp
                            {"code", absl::StatusCodeToString(s.code())}})
               << "\n";
   } else {
-    std::cout << "accepted sequence " << sequences << ", outcome not known yet; ask with: kspoolctl delivery "
-              << sequences << "\n";
+    std::cout << "accepted sequence " << sequences
+              << ", outcome not known yet; ask with: kspoolctl delivery " << sequences << "\n";
   }
   return kExitNotConfirmed;
-}
-
-// The Bruce/Dory input's refusals, when the agent has that input: JSON as on /discards.
-Json BruceRejectedJson(const kspool::v1::GetDiscardReportResponse& r) {
-  Json counts = Json::object();
-  for (const auto& c : r.bruce_rejected()) counts[c.reason()] = c.count();
-  Json recent = Json::array();
-  for (const auto& k : r.bruce_recent()) {
-    recent.push_back({{"reason", k.reason()},
-                      {"time_ms", k.time_ms()},
-                      {"transport", k.transport()},
-                      {"size", k.size()},
-                      {"first_bytes_base64", absl::Base64Escape(k.first_bytes())},
-                      {"error", k.error()}});
-  }
-  return {{"counts", counts}, {"recent", recent}};
 }
 
 void PrintBruceRejected(const kspool::v1::GetDiscardReportResponse& r) {
@@ -109,7 +81,8 @@ int AgentSend(const AgentTarget& agent, SendOptions options, const Output& out) 
   AgentClient client(agent.address, agent.timeout_ms, agent.tls);
   std::string trailer_sequences;
   absl::StatusOr<kspool::v1::SendResponse> r = client.Send(req, &trailer_sequences);
-  if (!r.ok() && !trailer_sequences.empty()) return NotConfirmed(r.status(), trailer_sequences, out);
+  if (!r.ok() && !trailer_sequences.empty())
+    return NotConfirmed(r.status(), trailer_sequences, out);
   if (!r.ok()) return Fail(r.status());
   if (options.wait_for_kafka && r->deliveries_size() != r->sequence_size()) {
     // An agent from before WAIT_FOR_KAFKA ignores the field and answers at the WAL write.
@@ -148,15 +121,20 @@ int AgentStatus(const AgentTarget& agent, const Output& out) {
   for (const auto& t : cp->topics()) points[t.topic()] = t.commit_point_ms();
   if (out.json) {
     // The fields of the former `stats` command stay where they were.
-    Json j = {{"agent_id", s->agent_id()},        {"entries", s->entries()},
-                        {"bytes", s->bytes()},              {"next_sequence", s->next_sequence()},
-                        {"oldest_sequence", s->oldest_sequence()},
-                        {"inflight", s->inflight_messages()},
-                        {"commit_point_ms", cp->commit_point_ms()}, {"now_ms", cp->now_ms()}};
+    Json j = {{"agent_id", s->agent_id()},
+              {"entries", s->entries()},
+              {"bytes", s->bytes()},
+              {"next_sequence", s->next_sequence()},
+              {"oldest_sequence", s->oldest_sequence()},
+              {"inflight", s->inflight_messages()},
+              {"commit_point_ms", cp->commit_point_ms()},
+              {"now_ms", cp->now_ms()}};
     j["topics"] = Json::object();
     for (const auto& t : s->topics()) {
-      j["topics"][t.topic()] = {{"entries", t.entries()},   {"bytes", t.bytes()},
-                                {"accepted", t.accepted()}, {"delivered", t.delivered()}};
+      j["topics"][t.topic()] = {{"entries", t.entries()},
+                                {"bytes", t.bytes()},
+                                {"accepted", t.accepted()},
+                                {"delivered", t.delivered()}};
       if (points.count(t.topic())) j["topics"][t.topic()]["commit_point_ms"] = points[t.topic()];
     }
     std::cout << JsonLine(j) << "\n";
@@ -165,7 +143,8 @@ int AgentStatus(const AgentTarget& agent, const Output& out) {
   std::cout << "agent          " << s->agent_id() << " at " << agent.address << "\n"
             << "entries        " << s->entries() << " (" << s->bytes() << " bytes), "
             << s->inflight_messages() << " in flight\n"
-            << "oldest seq     " << (s->oldest_sequence() ? std::to_string(s->oldest_sequence()) : "-") << "\n"
+            << "oldest seq     "
+            << (s->oldest_sequence() ? std::to_string(s->oldest_sequence()) : "-") << "\n"
             << "next sequence  " << s->next_sequence() << "\n"
             << "commit point   " << Lag(cp->now_ms(), cp->commit_point_ms()) << "\n";
   if (s->topics().empty()) return kExitOk;
@@ -185,22 +164,10 @@ int AgentReport(const AgentTarget& agent, const Output& out) {
   absl::StatusOr<kspool::v1::GetDiscardReportResponse> r = client.GetDiscardReport();
   if (!r.ok()) return Fail(r.status());
   if (out.json) {
-    // The shape of the agent's own /discards page.
-    Json j = {{"commit_point_ms", r->commit_point_ms()}, {"now_ms", r->now_ms()}};
-    j["topics"] = Json::object();
-    for (const auto& t : r->topics()) {
-      j["topics"][t.topic()] = {
-          {"at_or_before", OutcomesJson(t.at_or_before())},
-          {"after", OutcomesJson(t.after())},
-          {"ledger",
-           {{"accepted", t.accepted()},
-            {"delivered", t.delivered()},
-            {"discarded", t.discarded()},
-            {"pending", t.pending()},
-            {"holds", t.accepted() == t.delivered() + t.discarded() + t.pending()}}}};
-    }
-    if (r->bruce_rejected_size() > 0) j["bruce_rejected"] = BruceRejectedJson(*r);
-    std::cout << JsonLine(j) << "\n";
+    // The agent's own /discards page, from the same function (one line here).
+    std::cout << agent::ReportToJson(*r).dump(-1, ' ', false,
+                                              nlohmann::json::error_handler_t::replace)
+              << "\n";
     return kExitOk;
   }
   std::cout << "commit point   " << Lag(r->now_ms(), r->commit_point_ms()) << "\n";
@@ -216,8 +183,10 @@ int AgentReport(const AgentTarget& agent, const Output& out) {
                 std::to_string(t.discarded()), std::to_string(t.pending()), holds ? "yes" : "NO"});
   }
   std::cout << "\nsettled messages, by when they were received (relative to the commit point)\n";
-  if (outcomes.empty()) std::cout << "  none yet\n";
-  else outcomes.Print(std::cout);
+  if (outcomes.empty())
+    std::cout << "  none yet\n";
+  else
+    outcomes.Print(std::cout);
   std::cout << "\nledger: accepted = delivered + discarded + pending\n";
   ledger.Print(std::cout);
   return kExitOk;
@@ -237,7 +206,8 @@ int AgentCommitPoint(const AgentTarget& agent, const Output& out) {
   std::cout << "commit point   " << Lag(r->now_ms(), r->commit_point_ms()) << "\n";
   Table topics({"TOPIC", "COMMIT POINT", ">LAG"});
   for (const auto& t : r->topics()) {
-    topics.Add({t.topic(), FormatTime(t.commit_point_ms()), FormatAge(r->now_ms() - t.commit_point_ms())});
+    topics.Add(
+        {t.topic(), FormatTime(t.commit_point_ms()), FormatAge(r->now_ms() - t.commit_point_ms())});
   }
   if (!topics.empty()) {
     std::cout << "\n";

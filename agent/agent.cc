@@ -90,6 +90,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
   wo.clock = deps.clock;
   wo.max_bytes = config.wal_max_bytes ? config.wal_max_bytes : DefaultWalCapacity(config.wal_dir);
   wo.max_queue_bytes = config.max_append_queue_bytes;
+  wo.group_commit_delay_us = config.group_commit_delay_us;
   wo.max_topic_bytes = config.topic_max_bytes.Of(wo.max_bytes);
   wo.max_dead_letter_bytes = config.dead_letter_max_bytes.Of(wo.max_bytes);
   wo.max_dead_letter_age_ms = static_cast<int64_t>(config.dead_letter_max_age_ms);

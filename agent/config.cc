@@ -283,6 +283,11 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   add("commit-point-interval-ms", &c.commit_point_interval_ms,
       "How often the commit point is recomputed and persisted")
       ->check(CLI::PositiveNumber);
+  add("group-commit-delay-us", &c.group_commit_delay_us,
+      "After a Send reaches the WAL, wait up to this many microseconds for more to share "
+      "its fsync: less CPU per message at moderate load, for up to this much more Send "
+      "latency; 0 = write at once")
+      ->check(UnsignedAtMost(100000, "a number of microseconds"));
   add("wal-max-bytes", &c.wal_max_bytes,
       "WAL capacity (bytes of pending messages); 0 = half of the WAL's file system");
   std::string max_age = "0";

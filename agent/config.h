@@ -106,6 +106,8 @@ struct Config {
   uint64_t retry_backoff_ms = 100;       // first re-produce delay after a failed delivery
   uint64_t retry_backoff_max_ms = 5000;  // cap of the exponential backoff
   uint64_t commit_point_interval_ms = 100;
+  // How long the WAL's committer waits for more Sends to join a synced write (0: none).
+  uint64_t group_commit_delay_us = 0;
   uint64_t shutdown_grace_ms = 5000;  // time in-flight produce gets at SIGTERM
 };
 

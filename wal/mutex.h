@@ -75,8 +75,8 @@ class CondVar {
     cv_.wait(lk);
     lk.release();
   }
-  // As Wait, for at most `timeout`.
-  void WaitFor(Mutex* mu, std::chrono::milliseconds timeout) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+  // As Wait, for at most `timeout` (milliseconds convert implicitly).
+  void WaitFor(Mutex* mu, std::chrono::microseconds timeout) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
     std::unique_lock<std::mutex> lk(mu->mu_, std::adopt_lock);
     cv_.wait_for(lk, timeout);
     lk.release();

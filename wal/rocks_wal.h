@@ -127,6 +127,12 @@ class RocksWal final : public Wal {
   // Writes the group at the queue's head (dropping mu_ during the write), removes it
   // from the queue and returns it with each writer's outcome set.
   std::vector<Writer> CommitGroup() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Waits up to Options::group_commit_delay_us for more appends to join the queue.
+  void GatherGroup() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool GroupFull() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return queue_.size() >= options_.max_group_requests ||
+           queued_bytes_ >= options_.max_group_bytes;
+  }
   int64_t NextReceiveTime() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Where live entries may be: [head_, committed_next_), read together.
   struct LiveRange {
@@ -247,6 +253,9 @@ class RocksWal final : public Wal {
   std::deque<Writer> queue_ ABSL_GUARDED_BY(mu_);
   CondVar work_cv_;  // signalled when queue_ gains a writer or stopping_ is set
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // The committer waits out Options::group_commit_delay_us: appends then wake it only
+  // when they fill the group.
+  bool gathering_ ABSL_GUARDED_BY(mu_) = false;
   std::thread committer_;                             // started by Open() unless read-only
   uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;        // next to assign
   uint64_t committed_next_ ABSL_GUARDED_BY(mu_) = 1;  // every seq below is written or failed

@@ -4,7 +4,9 @@
 // (bounded by bytes and count), assigns their sequence numbers and one receive time,
 // drops mu_, writes them with the meta updates in one synced WriteBatch, then runs
 // their callbacks. Appends that arrive during the fsync queue up and form the next,
-// larger group: batches grow with load, and no caller's thread waits on the disk.
+// larger group: batches grow with load, and no caller's thread waits on the disk. With
+// Options::group_commit_delay_us the committer also waits that long after the first
+// append of a group, so that groups grow at moderate load too.
 #include <pthread.h>
 
 #include <chrono>
@@ -51,7 +53,7 @@ void RocksWal::AppendAsync(AppendBatch batch, AppendCallback done) {
     if (refused.ok()) {
       queued_bytes_ += batch.bytes();
       queue_.push_back(Writer{std::move(batch), std::move(done), {}, {}});
-      work_cv_.Signal();
+      if (!gathering_ || GroupFull()) work_cv_.Signal();
       return;
     }
   }
@@ -74,6 +76,7 @@ void RocksWal::CommitLoop() {
   while (true) {
     while (queue_.empty() && !stopping_) work_cv_.Wait(&mu_);
     if (queue_.empty()) break;
+    if (options_.group_commit_delay_us > 0) GatherGroup();
     std::vector<Writer> finished = CommitGroup();
     // Callbacks run without mu_: they may call back into the WAL. Appends queued
     // meanwhile form the next group.
@@ -89,6 +92,20 @@ void RocksWal::CommitLoop() {
     mu_.Lock();
   }
   mu_.Unlock();
+}
+
+void RocksWal::GatherGroup() {
+  using std::chrono::steady_clock;
+  const steady_clock::time_point deadline =
+      steady_clock::now() + std::chrono::microseconds(options_.group_commit_delay_us);
+  gathering_ = true;
+  while (!stopping_ && write_error_.ok() && !GroupFull()) {
+    const steady_clock::time_point now = steady_clock::now();
+    if (now >= deadline) break;
+    work_cv_.WaitFor(&mu_, std::chrono::duration_cast<std::chrono::microseconds>(deadline - now) +
+                               std::chrono::microseconds(1));
+  }
+  gathering_ = false;
 }
 
 std::vector<RocksWal::Writer> RocksWal::CommitGroup() {

@@ -128,6 +128,17 @@ TEST(Config, BadSizesAreErrorsNamingTheFlag) {
   }
 }
 
+TEST(Config, GroupCommitDelayIsOffByDefaultAndAtMostATenthOfASecond) {
+  EXPECT_EQ(Parse({}).config.group_commit_delay_us, 0u);
+  ParseOutcome p = Parse({"--group-commit-delay-us", "500"});
+  ASSERT_FALSE(p.exit) << p.output;
+  EXPECT_EQ(p.config.group_commit_delay_us, 500u);
+  p = Parse({"--group-commit-delay-us", "100001"});
+  EXPECT_TRUE(p.exit);
+  EXPECT_NE(p.output.find("group-commit-delay-us"), std::string::npos) << p.output;
+  EXPECT_NE(p.output.find("100000"), std::string::npos) << p.output;
+}
+
 TEST(Config, SizesAndDurationsThatOverflowAreRejected) {
   ParseOutcome p = Parse({"--dead-letter-max-bytes=20000000000TiB"});
   EXPECT_TRUE(p.exit);
@@ -296,7 +307,8 @@ TEST(Config, OutOfRangeNumbersAreUsageErrorsFromFlagsEnvironmentAndFile) {
       "commit-point-interval-ms", "wal-max-bytes", "unknown-topic-checks",
       "wal-reopen-interval-ms", "max-tracked-topics", "shutdown-grace-ms",
       "max-message-age", "heartbeat-interval", "dead-letter-max-age", "topic-idle-forget",
-      "max-append-queue-bytes", "topic-max-bytes", "dead-letter-max-bytes"};
+      "max-append-queue-bytes", "topic-max-bytes", "dead-letter-max-bytes",
+      "group-commit-delay-us"};
   kspool::testing::TempDir dir;
   for (const std::string& flag : flags) {
     for (const std::string bad : {"99999999999999999999", "-1", "18446744073709551616", "1e30",

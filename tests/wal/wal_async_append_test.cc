@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "tests/support/fault_fs.h"
 #include "tests/support/temp_dir.h"
@@ -16,9 +18,11 @@ namespace {
 
 class WalAsyncAppend : public ::testing::Test {
  protected:
-  std::unique_ptr<Wal> OpenWal() {
+  std::unique_ptr<Wal> OpenWal(uint64_t group_commit_delay_us = 0, size_t max_group_requests = 4096) {
     Options o;
     o.dir = dir_.path();
+    o.group_commit_delay_us = group_commit_delay_us;
+    o.max_group_requests = max_group_requests;
     o.env = kspool::testing::EnvFor(fs_);
     auto wal = Wal::Open(o);
     EXPECT_TRUE(wal.ok()) << wal.status();
@@ -130,6 +134,51 @@ TEST_F(WalAsyncAppend, ClosingTheWalCommitsWhatIsQueuedAndAnswersIt) {
   for (int i = 0; i < kAppends; ++i) {
     EXPECT_EQ(entries[i].record.value, "q" + std::to_string(i) + "-0") << "queue order kept";
   }
+}
+
+// Appends 20 ms apart: without the delay each is its own synced write.
+TEST_F(WalAsyncAppend, GroupCommitDelayGathersAppendsIntoOneSyncedWrite) {
+  auto wal = OpenWal(/*group_commit_delay_us=*/500'000);
+  const uint64_t fsyncs_before = wal->GetStats().fsyncs;
+  Outcomes out;
+  for (int i = 0; i < 3; ++i) {
+    wal->AppendAsync(MakeBatch("t", 1, "v"), out.Callback());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::vector<absl::StatusOr<AppendResult>> results = out.Wait(3);
+  for (const auto& r : results) ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(results[1]->first_seq, results[0]->first_seq + 1);
+  EXPECT_EQ(results[2]->first_seq, results[0]->first_seq + 2);
+  EXPECT_EQ(wal->GetStats().fsyncs - fsyncs_before, 1u) << "one group, one fsync";
+  EXPECT_EQ(results[0]->receive_time_ms, results[2]->receive_time_ms) << "one group, one time";
+}
+
+TEST_F(WalAsyncAppend, AFullGroupIsWrittenWithoutWaitingOutTheDelay) {
+  auto wal = OpenWal(/*group_commit_delay_us=*/60'000'000, /*max_group_requests=*/2);
+  const auto start = std::chrono::steady_clock::now();
+  Outcomes out;
+  wal->AppendAsync(MakeBatch("t", 1, "a"), out.Callback());
+  wal->AppendAsync(MakeBatch("t", 1, "b"), out.Callback());
+  for (const auto& r : out.Wait(2)) ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+}
+
+TEST_F(WalAsyncAppend, ClosingTheWalDuringTheDelayCommitsAtOnce) {
+  const auto start = std::chrono::steady_clock::now();
+  Outcomes out;
+  {
+    auto wal = OpenWal(/*group_commit_delay_us=*/60'000'000);
+    wal->AppendAsync(MakeBatch("t", 1, "kept-"), out.Callback());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the committer is waiting
+  }
+  std::vector<absl::StatusOr<AppendResult>> results = out.Wait(1);
+  ASSERT_TRUE(results[0].ok()) << results[0].status();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  fs_->DropUnsyncedData();
+  auto wal = OpenWal();
+  std::vector<Entry> entries = ScanAll(wal.get());
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].record.value, "kept-0");
 }
 
 }  // namespace

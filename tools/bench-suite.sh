@@ -24,7 +24,9 @@
 # and ratios are taken within a round. T3 and T4 run once. Every load also reports the
 # agent's CPU per message and how busy the machine was (other work shares its cores);
 # for T1, T2 and T4 also the agent's CPU (utime + stime from /proc) per delivered message,
-# from the start of the load until the WAL is drained (T4: from Kafka's return).
+# from the start of the load until the WAL is drained (T4: from Kafka's return); for T1
+# also the raw ceiling writer's own CPU per message and the agent's as a multiple of it
+# (both move with the VM's speed, their ratio much less).
 # Knobs: T1_SECONDS (60, also each TA load), T2_SECONDS (20), T5_SECONDS (10), T6_SECONDS
 # (10, each of its two loads), T3_COUNT, BACKLOG_BYTES, OUT (/tmp/kspool-bench), SUITE
 # (which of 123456a to run, default 123456: TA only when asked), RUNS (3), AGENT_ARGS
@@ -214,6 +216,8 @@ def errors(d): return d.get('errors', sum(d['failures'].values()))
 def cpu(d): return d.get('cpu', {}).get('agent_us_per_msg', 0)
 def cpu_delivered(d): return d.get('cpu', {}).get('agent_us_per_delivered', 0)
 def ceiling(d): return d.get('ceiling', {}).get('messages_per_s', 0)
+def ceiling_cpu(d): return d.get('ceiling', {}).get('cpu_us_per_message', 0)
+def cpu_ratio(d): return d.get('ceiling', {}).get('agent_cpu_ratio', 0)
 def busy(d): return 100 * d.get('cpu', {}).get('machine_busy', 0)
 rows = []
 if t1: rows += [
@@ -225,6 +229,8 @@ if t1: rows += [
  (f"T1 raw RocksDB ceiling, synced batches of {t1[0]['ceiling']['batch']} (msg/s)", "", med(t1, ceiling, "{:,.0f}")),
  ("T1 acked msg/s / that ceiling, same run", ">= 0.50", ratio([rate(d) for d in t1], [ceiling(d) for d in t1])),
  ("T1 agent CPU per delivered message (us)", "<= 3.0", med(t1, cpu_delivered, "{:.2f}")),
+ ("T1 raw ceiling's CPU per message, same run (us)", "", med(t1, ceiling_cpu, "{:.2f}")),
+ ("T1 agent CPU per message / the ceiling's, same run", "", med(t1, cpu_ratio, "{:.1f}")),
  ("T1 machine busy during the run (%)", "", med(t1, busy, "{:.0f}")),
  ("T1 Send p99 (ms)", "", med(t1, lambda d: d['latency_ms']['p99'], "{:.1f}"))]
 if t2a: rows += [

@@ -1,5 +1,7 @@
 #include "tools/bench/ceiling.h"
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -7,6 +9,16 @@
 #include "rocksdb/db.h"
 
 namespace kspool::bench {
+namespace {
+
+double ProcessCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+}  // namespace
 
 absl::StatusOr<CeilingResult> MeasureCeiling(const std::string& dir, int batch, int size,
                                              double seconds) {
@@ -23,6 +35,7 @@ absl::StatusOr<CeilingResult> MeasureCeiling(const std::string& dir, int batch, 
   wo.sync = true;
   const std::string value(static_cast<size_t>(size), 'v');
   uint64_t seq = 0, syncs = 0;
+  const double cpu_start = ProcessCpuSeconds();
   const auto start = std::chrono::steady_clock::now();
   double elapsed = 0;
   while (elapsed < seconds) {
@@ -38,9 +51,10 @@ absl::StatusOr<CeilingResult> MeasureCeiling(const std::string& dir, int batch, 
     ++syncs;
     elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  db.reset();
+  db.reset();  // waits for its background work
+  const double cpu = ProcessCpuSeconds() - cpu_start;
   std::filesystem::remove_all(path);
-  return CeilingResult{seq / elapsed, syncs / elapsed};
+  return CeilingResult{seq / elapsed, syncs / elapsed, seq ? cpu / double(seq) * 1e6 : 0};
 }
 
 }  // namespace kspool::bench

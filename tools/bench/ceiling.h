@@ -12,6 +12,11 @@ namespace kspool::bench {
 struct CeilingResult {
   double messages_per_s = 0;
   double syncs_per_s = 0;
+  // CPU (user + system, every thread of this process, RocksDB's flushes included) per
+  // message written: the least CPU a message costs on this machine at this moment, to
+  // take the agent's CPU per message as a ratio of (CPU speed on a shared VM moves by 2x
+  // within an hour; README, Performance).
+  double cpu_us_per_message = 0;
 };
 
 // Writes into a fresh RocksDB under `dir` for `seconds`; removes it afterwards.

@@ -255,7 +255,12 @@ int main(int argc, char** argv) {
       return 1;
     }
     j["ceiling"] = {{"batch", b}, {"messages_per_s", c->messages_per_s},
-                    {"ratio", (r.acked / r.seconds) / c->messages_per_s}};
+                    {"ratio", (r.acked / r.seconds) / c->messages_per_s},
+                    {"cpu_us_per_message", c->cpu_us_per_message}};
+    if (agent_pid > 0 && c->cpu_us_per_message > 0) {
+      j["ceiling"]["agent_cpu_ratio"] =
+          j["cpu"]["agent_us_per_delivered"].get<double>() / c->cpu_us_per_message;
+    }
   }
   if (json) {
     std::printf("%s\n", j.dump().c_str());
@@ -305,9 +310,15 @@ int main(int argc, char** argv) {
   }
   std::printf("\n");
   if (j.contains("ceiling")) {
-    std::printf("ceiling    raw RocksDB, %d x %d B per sync: %.0f msg/s; kspool ratio %.2f\n",
+    std::printf("ceiling    raw RocksDB, %d x %d B per sync: %.0f msg/s, %.2f us CPU per msg; "
+                "kspool ratio %.2f",
                 j["ceiling"]["batch"].get<int>(), o.size, j["ceiling"]["messages_per_s"].get<double>(),
-                j["ceiling"]["ratio"].get<double>());
+                j["ceiling"]["cpu_us_per_message"].get<double>(), j["ceiling"]["ratio"].get<double>());
+    if (j["ceiling"].contains("agent_cpu_ratio")) {
+      std::printf(", agent CPU per delivered msg / the ceiling's %.2f",
+                  j["ceiling"]["agent_cpu_ratio"].get<double>());
+    }
+    std::printf("\n");
   }
   return 0;
 }

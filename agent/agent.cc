@@ -356,6 +356,8 @@ absl::Status Agent::StartBruce(const Config& config, Clock* clock,
 Agent::~Agent() { Shutdown(); }
 
 void Agent::Shutdown() {
+  // First: threads waiting for metadata from an unreachable cluster give up now.
+  if (metadata_) metadata_->Cancel();
   if (heartbeater_) heartbeater_->Stop();
   maintenance_.reset();
   // What the Bruce input has read is appended before the WAL goes.

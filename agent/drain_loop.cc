@@ -285,6 +285,14 @@ void DrainLoop::DrainForShutdown() {
     SettleFinished(options_.clock->MonotonicMillis(), /*all=*/true);
   };
   while (producer_->OutstandingMessages() > 0 && options_.clock->MonotonicMillis() < deadline) {
+    if (producer_->NoBrokerUp()) {
+      // Waiting out the grace would only delay the stop: nothing can be acknowledged.
+      spdlog::warn("drain: no Kafka broker is up; not waiting for {} messages in flight "
+                   "(they stay in the WAL and are produced again at the next start)",
+                   producer_->OutstandingMessages());
+      Degraded("shutdown_without_brokers");
+      break;
+    }
     reports.clear();
     producer_->Poll(50, &reports);
     handle();

@@ -22,7 +22,8 @@
 //
 // After a WAL write error the loop reopens the WAL periodically and reads it again from
 // the head. A producer that hit a fatal error is replaced, with an exponential backoff.
-// Stop() gives in-flight messages a grace period and leaves the rest in the WAL.
+// Stop() gives in-flight messages a grace period (cut short once the producer says no
+// broker is up) and leaves the rest in the WAL.
 // Thread safety: Start/Stop/RunOnce from one owner thread; Notify(), the counters and
 // Stuck() from any.
 #pragma once

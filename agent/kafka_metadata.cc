@@ -1,5 +1,8 @@
 #include "agent/kafka_metadata.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "agent/kafka_producer.h"
 
 namespace kspool::agent {
@@ -86,7 +89,23 @@ absl::StatusOr<std::vector<bool>> KafkaMetadata::PartitionLeaders(const std::str
     MutexLock l(&mu_);
     rkt = rd_kafka_topic_new(rk_, topic.c_str(), nullptr);
   }
-  absl::StatusOr<std::vector<bool>> leaders = FreshPartitionLeaders(rk_, rkt, topic, timeout_ms);
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  absl::StatusOr<std::vector<bool>> leaders =
+      absl::UnavailableError("metadata for topic " + topic + ": the agent is stopping");
+  while (!cancelled_.load()) {
+    const Clock::time_point start = Clock::now();
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - start).count();
+    const int slice = static_cast<int>(std::clamp<int64_t>(left, 1, kSliceMs));
+    leaders = FreshPartitionLeaders(rk_, rkt, topic, slice);
+    // Asked again only when the slice ran out (the cluster did not answer in time), never
+    // after an error that came back at once: no tight loop on a refused connection.
+    if (leaders.ok() || absl::IsNotFound(leaders.status()) || left <= kSliceMs ||
+        Clock::now() - start < std::chrono::milliseconds(slice)) {
+      break;
+    }
+  }
   rd_kafka_topic_destroy(rkt);
   return leaders;
 }

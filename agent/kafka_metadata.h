@@ -6,6 +6,7 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,12 +34,20 @@ class KafkaMetadata {
   absl::StatusOr<int> PartitionCount(const std::string& topic, int timeout_ms);
   // The same request: per partition id, whether it has a leader.
   absl::StatusOr<std::vector<bool>> PartitionLeaders(const std::string& topic, int timeout_ms);
+  // At shutdown: requests waiting for the cluster give up within kSliceMs, later ones at
+  // once (UNAVAILABLE), so that no thread waits out a 5 s timeout on an unreachable
+  // cluster while the agent stops.
+  void Cancel() { cancelled_.store(true); }
+  // librdkafka's metadata call cannot be interrupted: a request is made of calls of at
+  // most this long, each a fresh request, and Cancel() is seen between them.
+  static constexpr int kSliceMs = 1000;
 
  private:
   KafkaMetadata() = default;
   SecretScrubber scrubber_;  // librdkafka's log callback reads it; set before the handle
   rd_kafka_t* rk_ = nullptr;
   Mutex mu_;  // serializes topic-handle creation
+  std::atomic<bool> cancelled_{false};
 };
 
 }  // namespace kspool::agent

@@ -204,6 +204,7 @@ int KafkaProducer::OnStats(rd_kafka_t*, char* json, size_t len, void* opaque) {
     if (b.value("nodeid", -1) >= 0 && b.value("state", "") == "UP") ++up;
   }
   self->brokers_up_.store(up);
+  self->stats_seen_.store(true);
   return 0;  // librdkafka frees the JSON
 }
 

@@ -56,6 +56,7 @@ class KafkaProducer final : public Producer {
   // Brokers with a connection in state UP, from librdkafka's statistics (every second);
   // -1 until the first statistics arrive.
   int BrokersUp() const override { return brokers_up_.load(); }
+  bool NoBrokerUp() const override { return stats_seen_.load() && brokers_up_.load() == 0; }
 
  private:
   KafkaProducer() = default;
@@ -74,6 +75,7 @@ class KafkaProducer final : public Producer {
   std::vector<DeliveryReport>* sink_ = nullptr;  // set during Poll()
   std::vector<DeliveryReport> stray_;            // reports served outside Poll()
   std::atomic<int> brokers_up_{0};               // 0 until the first statistics
+  std::atomic<bool> stats_seen_{false};
   std::function<void()> on_reports_;
   SecretScrubber scrubber_;  // read by librdkafka's threads; set before the handle exists
 };

@@ -49,6 +49,9 @@ class Producer {
   virtual std::string FatalError() const = 0;
   // Brokers the client holds a connection to; 0 until it knows.
   virtual int BrokersUp() const = 0;
+  // True once the client has said (in its statistics) that it holds no broker connection:
+  // nothing produced can be acknowledged until one comes back.
+  virtual bool NoBrokerUp() const { return false; }
 };
 
 }  // namespace kspool::agent

@@ -2,14 +2,18 @@
 // over loopback, and librdkafka's consumer reading what arrived.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "tests/support/agent_process.h"
 #include "tests/support/dev_kafka.h"
+#include "tests/support/http_get.h"
 #include "tests/support/kafka_reader.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
+#include "wal/wal.h"
 
 namespace kspool {
 namespace {
@@ -162,6 +166,41 @@ TEST_F(SpoolE2E, RestartContinuesSequenceNumbersAndCommitPoint) {
   kspool::v1::SendResponse second;
   ASSERT_TRUE(agent_->Send(req, &second).ok());
   EXPECT_GT(second.sequence(0), first.sequence(0));
+}
+
+// Before: about 10 s, the 5 s grace waited out and then a metadata request's 5 s
+// timeout on the unreachable cluster.
+TEST_F(SpoolE2E, StopIsPromptWhileKafkaIsUnreachableAndKeepsWhatWasNotDelivered) {
+  auto brokers_up = [&] {
+    return kspool::testing::ScrapeMetrics(agent_->http_address())["kspool_kafka_brokers_up"];
+  };
+  ASSERT_TRUE(WaitUntil([&] { return brokers_up() > 0; }, std::chrono::seconds(20)));
+  ASSERT_EQ(kafka_->Command("broker down all"), "OK");
+  ASSERT_TRUE(WaitUntil([&] { return brokers_up() == 0; }, std::chrono::seconds(20)));
+  kspool::v1::SendRequest req;
+  for (int i = 0; i < 10; ++i) {
+    auto* m = req.add_messages();
+    m->set_topic("events");
+    m->set_value("kept-" + std::to_string(i));
+  }
+  kspool::v1::SendResponse resp;
+  ASSERT_TRUE(agent_->Send(req, &resp).ok());
+  // The drain hands them to the producer and asks for the topic's partitions, which the
+  // cluster cannot answer.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const auto start = std::chrono::steady_clock::now();
+  agent_->process().Signal(SIGTERM);
+  auto st = agent_->process().Wait(std::chrono::seconds(30));
+  const auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_TRUE(st.has_value());
+  EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 0);
+  EXPECT_LT(took, std::chrono::milliseconds(3500))
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  wal::Options o;
+  o.dir = dir_.sub("wal");
+  auto w = wal::Wal::Open(o);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ((*w)->GetStats().entries, 10u) << "what Kafka never acknowledged stays";
 }
 
 TEST_F(SpoolE2E, BadRequestNamesTheMessageAndFieldAndWritesNothing) {

@@ -119,7 +119,10 @@ got=$(timeout 20 kcat -b "$BROKERS" -C -t pkgtest -o beginning -c 1 -e -q -f '%k
 [ "$got" = "k1=packaged hello" ] || fail "Kafka holds '$got', not 'k1=packaged hello'"
 echo "sent and read back: $got"
 [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$HTTP/healthz")" = 200 ] || fail "/healthz is not 200"
-curl -s "http://$HTTP/metrics" | grep -q "^kspool_build_info{version=\"$VERSION\"} 1" ||
+# Read whole before searching: with pipefail, `curl | grep -q` fails when grep stops
+# reading before curl has written all of it (SIGPIPE), as it did once.
+metrics=$(curl -s "http://$HTTP/metrics")
+grep -q "^kspool_build_info{version=\"$VERSION\"} 1" <<<"$metrics" ||
   fail "/metrics has no kspool_build_info{version=\"$VERSION\"}"
 [ -n "$(ls /var/lib/kspool/wal)" ] || fail "the WAL in /var/lib/kspool/wal is empty"
 [ "$(stat -c %U /var/lib/kspool/wal)" = kspool ] || fail "the WAL is not the kspool user's"

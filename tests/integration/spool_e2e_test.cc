@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <thread>
@@ -196,6 +198,11 @@ TEST_F(SpoolE2E, StopIsPromptWhileKafkaIsUnreachableAndKeepsWhatWasNotDelivered)
   EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 0);
   EXPECT_LT(took, std::chrono::milliseconds(3500))
       << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  std::ifstream log_file(dir_.sub("agent.log"));
+  const std::string log((std::istreambuf_iterator<char>(log_file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(log.find("no Kafka broker is up; not waiting for 10 messages in flight"),
+            std::string::npos)
+      << "the shortened stop is logged";
   wal::Options o;
   o.dir = dir_.sub("wal");
   auto w = wal::Wal::Open(o);

@@ -46,32 +46,33 @@ class AccessControl {
   absl::Status Reload();
   const std::string& path() const { return path_; }
 
-  // What one caller may do under the rules in force now.
+  // What one caller (its identities, agent/peer_identity.h) may do under the rules in
+  // force now.
   class Caller {
    public:
     bool Allows(std::string_view topic) const { return AclRules::Allows(set_, topic); }
     bool admin() const { return AclRules::AllowsAdmin(set_); }
+    const std::vector<std::string>& identities() const { return identities_; }
 
    private:
     friend class AccessControl;
+    std::vector<std::string> identities_;
     std::shared_ptr<const AclRules> rules_;
     AclRuleSet set_;
   };
-  Caller For(const std::vector<std::string>& identities) const;
+  Caller For(std::vector<std::string> identities) const;
 
   // OK if `caller` may send to every topic_at(i), i < n; else PERMISSION_DENIED naming
   // the identities and the first forbidden topic ("<what> <i>" says where it was),
   // counted. Repeated topics are checked once.
-  absl::Status CheckTopics(const Caller& caller, const std::vector<std::string>& identities,
-                           size_t n, absl::FunctionRef<std::string_view(size_t)> topic_at,
-                           const char* what);
+  absl::Status CheckTopics(const Caller& caller, size_t n,
+                           absl::FunctionRef<std::string_view(size_t)> topic_at, const char* what);
   // OK if `caller` has the admin right; else PERMISSION_DENIED naming `method`, counted.
-  absl::Status CheckAdmin(const Caller& caller, const std::vector<std::string>& identities,
-                          std::string_view method);
+  absl::Status CheckAdmin(const Caller& caller, std::string_view method);
   // Charges `messages` and `bytes` to the caller's quota, if any. Over it:
   // RESOURCE_EXHAUSTED, nothing charged, *retry_after_ms when the buckets allow it.
-  absl::Status ChargeQuota(const Caller& caller, const std::vector<std::string>& identities,
-                           uint64_t messages, uint64_t bytes, int64_t* retry_after_ms);
+  absl::Status ChargeQuota(const Caller& caller, uint64_t messages, uint64_t bytes,
+                           int64_t* retry_after_ms);
 
  private:
   struct Buckets {
@@ -79,7 +80,7 @@ class AccessControl {
     std::unique_ptr<TokenBucket> messages, bytes;  // null: no quota of the kind
   };
   std::shared_ptr<const AclRules> Current() const;
-  std::string Label(const AclRules& rules, const std::vector<std::string>& identities) const;
+  static std::string Label(const Caller& caller);
   Buckets* BucketsLocked(const AclRule& rule, const std::string& key, int64_t now_ms)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(quota_mu_);
 

@@ -9,8 +9,7 @@ grpc::Status AdminService::Authorize(grpc::ServerContext* context,
                                      const google::protobuf::MessageLite* request,
                                      std::string_view method) {
   if (access_ == nullptr || request == nullptr) return grpc::Status::OK;
-  const std::vector<std::string> ids = PeerIdentities(*context);
-  absl::Status s = access_->CheckAdmin(access_->For(ids), ids, method);
+  absl::Status s = access_->CheckAdmin(access_->For(PeerIdentities(*context)), method);
   return s.ok() ? grpc::Status::OK
                 : grpc::Status(grpc::StatusCode::PERMISSION_DENIED, std::string(s.message()));
 }

@@ -142,7 +142,7 @@ absl::Status SpoolService::ResolveBroadcast(BroadcastCall* call) {
   if (access_ != nullptr) {  // before any metadata is fetched
     caller = access_->For(call->identities);
     if (absl::Status s = access_->CheckTopics(
-            *caller, call->identities, topics.size(), [&](size_t i) { return topics[i]; }, "topic");
+            *caller, topics.size(), [&](size_t i) { return topics[i]; }, "topic");
         !s.ok()) {
       return s;
     }
@@ -163,7 +163,7 @@ absl::Status SpoolService::ResolveBroadcast(BroadcastCall* call) {
   }
   if (caller) {
     const uint64_t copies = call->targets.size();
-    return access_->ChargeQuota(*caller, call->identities, copies,
+    return access_->ChargeQuota(*caller, copies,
                                 copies * req.message().ByteSizeLong(), &call->retry_after_ms);
   }
   return absl::OkStatus();

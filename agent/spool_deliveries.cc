@@ -170,8 +170,9 @@ grpc::ServerUnaryReactor* SpoolService::GetDeliveryStatus(
 grpc::ServerWriteReactor<DeliveryStatus>* SpoolService::WatchDeliveries(
     grpc::CallbackServerContext* context, const kspool::v1::WatchDeliveriesRequest* request) {
   if (access_ != nullptr) {  // every topic's outcomes: the admin right
-    const std::vector<std::string> ids = PeerIdentities(*context);
-    if (absl::Status s = access_->CheckAdmin(access_->For(ids), ids, "WatchDeliveries"); !s.ok()) {
+    if (absl::Status s = access_->CheckAdmin(access_->For(PeerIdentities(*context)),
+                                             "WatchDeliveries");
+        !s.ok()) {
       return new RefusedWatch(ToGrpc(s));
     }
   }

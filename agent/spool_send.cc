@@ -143,7 +143,7 @@ DeliveryWaiters::Id SpoolService::StartSend(grpc::CallbackServerContext* context
     if (valid.ok() && access_ != nullptr) {  // the cheapest refusal first
       caller = access_->For(identities);
       valid = access_->CheckTopics(
-          *caller, identities, static_cast<size_t>(parsed.messages_size()),
+          *caller, static_cast<size_t>(parsed.messages_size()),
           [&parsed](size_t i) {
             return std::string_view(parsed.messages(static_cast<int>(i)).topic());
           },
@@ -156,9 +156,8 @@ DeliveryWaiters::Id SpoolService::StartSend(grpc::CallbackServerContext* context
     }
     if (caller) {  // charged only for a request that is about to be appended
       int64_t retry_after_ms = -1;
-      valid =
-          access_->ChargeQuota(*caller, identities, static_cast<uint64_t>(parsed.messages_size()),
-                               request.Length(), &retry_after_ms);
+      valid = access_->ChargeQuota(*caller, static_cast<uint64_t>(parsed.messages_size()),
+                                   request.Length(), &retry_after_ms);
       if (!valid.ok()) {
         refuse(valid, retry_after_ms);
         return 0;

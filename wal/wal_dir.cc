@@ -4,7 +4,8 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
+
+#include "wal/status.h"
 
 namespace kspool::wal {
 namespace {
@@ -15,16 +16,13 @@ std::string Octal(mode_t mode) {
   return buf;
 }
 
-absl::Status Errno(const std::string& what, int err) {
-  return absl::UnavailableError(what + ": " + std::strerror(err));
-}
-
 // mkdir -p for the parents of `dir` (mode 0777 less the umask, as mkdir -p makes them).
 absl::Status MakeParents(const std::string& dir) {
   for (size_t i = dir.find('/', 1); i != std::string::npos; i = dir.find('/', i + 1)) {
     const std::string parent = dir.substr(0, i);
     if (mkdir(parent.c_str(), 0777) != 0 && errno != EEXIST) {
-      return Errno("cannot create " + parent + " for the WAL directory " + dir, errno);
+      return ErrnoToStatus(errno, "cannot create a parent of the WAL directory " + dir + ":",
+                           parent);
     }
   }
   return absl::OkStatus();
@@ -36,7 +34,7 @@ absl::Status CheckWalDirNotWorldWritable(const std::string& dir) {
   struct stat st {};
   if (stat(dir.c_str(), &st) != 0) {
     if (errno == ENOENT) return absl::OkStatus();
-    return Errno("cannot examine the WAL directory " + dir, errno);
+    return ErrnoToStatus(errno, "cannot examine the WAL directory", dir);
   }
   if (!S_ISDIR(st.st_mode)) {
     return absl::FailedPreconditionError("the WAL directory " + dir + " is not a directory");
@@ -54,11 +52,11 @@ absl::Status CheckWalDirNotWorldWritable(const std::string& dir) {
 absl::Status PrepareWalDir(const std::string& dir) {
   struct stat st {};
   if (stat(dir.c_str(), &st) != 0) {
-    if (errno != ENOENT) return Errno("cannot examine the WAL directory " + dir, errno);
+    if (errno != ENOENT) return ErrnoToStatus(errno, "cannot examine the WAL directory", dir);
     if (absl::Status s = MakeParents(dir); !s.ok()) return s;
     // 0700 less the umask: never more than the agent's own user.
     if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-      return Errno("cannot create the WAL directory " + dir, errno);
+      return ErrnoToStatus(errno, "cannot create the WAL directory", dir);
     }
   }
   return CheckWalDirNotWorldWritable(dir);

@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "rocksdb/db.h"
 #include "wal/keys.h"
-#include "wal/status.h"
+#include "wal/rocks_status.h"
 
 namespace kspool::wal {
 

@@ -16,7 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "rocksdb/db.h"
-#include "wal/mutex.h"
+#include "base/mutex.h"
 #include "wal/seq_runs.h"
 #include "wal/wal.h"
 

@@ -13,7 +13,7 @@
 // unreadable records; corruption is rare, and the scan is bounded by the WAL capacity.
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
-#include "wal/status.h"
+#include "wal/rocks_status.h"
 
 namespace kspool::wal {
 namespace {

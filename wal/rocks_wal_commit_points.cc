@@ -29,7 +29,7 @@
 // global point is written whenever it moves (with the settles' cadence), as before.
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
-#include "wal/status.h"
+#include "wal/rocks_status.h"
 
 namespace kspool::wal {
 

@@ -20,7 +20,7 @@
 
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
-#include "wal/status.h"
+#include "wal/rocks_status.h"
 
 namespace kspool::wal {
 namespace {

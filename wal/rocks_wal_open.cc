@@ -6,7 +6,7 @@
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
 #include "wal/rocks_wal_meta.h"
-#include "wal/status.h"
+#include "wal/rocks_status.h"
 #include "wal/wal_dir.h"
 
 namespace kspool::wal {

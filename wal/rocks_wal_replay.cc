@@ -8,7 +8,7 @@
 #include "wal/dead_letter.h"
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
-#include "wal/status.h"
+#include "wal/rocks_status.h"
 
 namespace kspool::wal {
 

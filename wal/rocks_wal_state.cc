@@ -1,7 +1,7 @@
 // RocksWal: statistics, synced writes, and compaction of the dead range.
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
-#include "wal/status.h"
+#include "wal/rocks_status.h"
 
 namespace kspool::wal {
 

@@ -1,7 +1,7 @@
 // Wal::Append: the blocking form of AppendAsync().
 #include "wal/wal.h"
 
-#include "wal/mutex.h"
+#include "base/mutex.h"
 
 namespace kspool::wal {
 

@@ -45,7 +45,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "wal/append_batch.h"
-#include "wal/clock.h"
+#include "base/clock.h"
 #include "wal/record.h"
 
 namespace rocksdb {

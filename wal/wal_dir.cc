@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstdio>
 
-#include "wal/status.h"
+#include "wal/rocks_status.h"
 
 namespace kspool::wal {
 namespace {

@@ -2,7 +2,7 @@
 
 - flags(agent_bin): {flag name: default text or None}, from `kspool-agent --help`;
 - env_flag(name): the flag a KSPOOL_* variable sets (KSPOOL_WAL_DIR -> wal-dir);
-- http_paths(root): the agent's HTTP endpoints (agent/http_request.cc);
+- http_paths(root): the agent's HTTP endpoints (agent/http/http_request.cc);
 - installed_programs(root): /usr/bin/NAME of every program the package installs.
 Shared by the tests of tests/deploy/; no state.
 """
@@ -39,10 +39,10 @@ def env_flag(name):
 
 
 def http_paths(root):
-    text = open(os.path.join(root, "agent/http_request.cc")).read()
+    text = open(os.path.join(root, "agent/http/http_request.cc")).read()
     paths = set(re.findall(r'req->path [!=]= "(/[^"]*)"', text))
     if "/healthz" not in paths:
-        raise SystemExit("FAIL: no /healthz in agent/http_request.cc: has the routing changed?")
+        raise SystemExit("FAIL: no /healthz in agent/http/http_request.cc: has the routing changed?")
     return paths
 
 

@@ -2,7 +2,7 @@
 """The dashboard and the alert rules use only metrics the agent declares.
 
 Every `kspool_*` name in deploy/grafana/*.json and deploy/prometheus/*.yml (queries,
-annotations, descriptions) must be declared in agent/metrics.cc, the one place metrics
+annotations, descriptions) must be declared in agent/stats/metrics.cc, the one place metrics
 are declared; a histogram also provides NAME_bucket, NAME_sum and NAME_count. Fails
 listing the unknown names with the file that uses them. Declared metrics that no
 dashboard panel shows are listed as a warning (not a failure).
@@ -62,7 +62,7 @@ def panel_exprs(dashboard):
 
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else "."
-    families, series = declared_metrics(os.path.join(root, "agent/metrics.cc"))
+    families, series = declared_metrics(os.path.join(root, "agent/stats/metrics.cc"))
     dashboards = sorted(glob.glob(os.path.join(root, "deploy/grafana/*.json")))
     rules = sorted(glob.glob(os.path.join(root, "deploy/prometheus/*.yml")))
     if not dashboards or not rules:
@@ -81,7 +81,7 @@ def main():
     for fam in sorted(families - shown):
         print(f"warning: no dashboard panel shows {fam}")
     if unknown:
-        print("FAIL: metrics used in deploy/ that agent/metrics.cc does not declare:")
+        print("FAIL: metrics used in deploy/ that agent/stats/metrics.cc does not declare:")
         for path, name in unknown:
             print(f"  {path}: {name}")
         return 1

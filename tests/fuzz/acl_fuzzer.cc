@@ -1,4 +1,4 @@
-// libFuzzer target for the --acl file parser (agent/acl_rules.h) on any bytes.
+// libFuzzer target for the --acl file parser (agent/security/acl_rules.h) on any bytes.
 // Properties:
 //   - Parse never throws (toml++ is built without exceptions) nor crashes;
 //   - an error is INVALID_ARGUMENT with a message;
@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "agent/acl_rules.h"
+#include "agent/security/acl_rules.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

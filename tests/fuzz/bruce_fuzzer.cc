@@ -1,4 +1,4 @@
-// libFuzzer target for the Bruce/Dory input decoder (agent/bruce_codec.h). The input is
+// libFuzzer target for the Bruce/Dory input decoder (agent/bruce/bruce_codec.h). The input is
 // read twice: as one datagram, and as a stream of messages framed by their Size fields
 // (as the stream and TCP transports read it). Properties:
 //   * decoding never reads outside the input, and an accepted message's fields point
@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "agent/bruce_codec.h"
+#include "agent/bruce/bruce_codec.h"
 
 namespace {
 

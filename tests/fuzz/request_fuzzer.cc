@@ -1,4 +1,4 @@
-// libFuzzer target for the Send request validator (agent/request_validator.h). The
+// libFuzzer target for the Send request validator (agent/validate/request_validator.h). The
 // input bytes are parsed as the agent parses them, into the wire mirror
 // kspool.v1.wire.SendRequest (inputs that do not parse are skipped), and validated under
 // two sets of small limits; the verdict is checked against an independent model of the
@@ -21,7 +21,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
-#include "agent/request_validator.h"
+#include "agent/validate/request_validator.h"
 #include "google/protobuf/stubs/logging.h"
 #include "kspool/v1/spool_wire.pb.h"
 

@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "wal/mutex.h"
+#include "base/mutex.h"
 #include "tests/support/agent_process.h"
 #include "tests/support/dev_kafka.h"
 #include "tests/support/kafka_reader.h"

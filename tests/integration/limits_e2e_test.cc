@@ -4,7 +4,7 @@
 // librdkafka's default message.max.bytes of 1,000,000 then refused).
 #include <gtest/gtest.h>
 
-#include "agent/kafka_limits.h"
+#include "agent/validate/kafka_limits.h"
 #include "tests/support/agent_process.h"
 #include "tests/support/dev_kafka.h"
 #include "tests/support/kafka_reader.h"

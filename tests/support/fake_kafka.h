@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "agent/drain_loop.h"
-#include "agent/partition_cache.h"
-#include "agent/producer.h"
+#include "agent/drain/drain_loop.h"
+#include "agent/drain/partition_cache.h"
+#include "agent/drain/producer.h"
 
 namespace kspool::testing {
 

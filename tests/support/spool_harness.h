@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/agent.h"
+#include "agent/app/agent.h"
 #include "kspool/v1/admin.grpc.pb.h"
 #include "kspool/v1/spool.grpc.pb.h"
 #include "tests/support/dev_kafka.h"

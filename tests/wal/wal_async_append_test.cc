@@ -10,7 +10,7 @@
 #include "tests/support/fault_fs.h"
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
-#include "wal/mutex.h"
+#include "base/mutex.h"
 #include "wal/wal.h"
 
 namespace kspool::wal {

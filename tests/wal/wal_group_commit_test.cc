@@ -3,7 +3,7 @@
 #include <thread>
 
 #include "tests/support/fault_fs.h"
-#include "wal/mutex.h"
+#include "base/mutex.h"
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
 

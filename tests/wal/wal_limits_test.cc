@@ -7,7 +7,7 @@
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
 #include "wal/dead_letter.h"
-#include "wal/mutex.h"
+#include "base/mutex.h"
 
 namespace kspool::wal {
 namespace {

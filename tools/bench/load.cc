@@ -9,7 +9,7 @@
 #include "kspool/v1/spool.grpc.pb.h"
 #include "tools/bench/request.h"
 #include "tools/bench/tally.h"
-#include "wal/mutex.h"
+#include "base/mutex.h"
 
 namespace kspool::bench {
 

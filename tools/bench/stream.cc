@@ -16,7 +16,7 @@
 #include "tools/bench/load.h"
 #include "tools/bench/request.h"
 #include "tools/bench/tally.h"
-#include "wal/mutex.h"
+#include "base/mutex.h"
 
 namespace kspool::bench {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "kspool/v1/spool.pb.h"
 #include "tools/bench/load.h"
-#include "wal/mutex.h"
+#include "base/mutex.h"
 
 namespace kspool::bench {
 

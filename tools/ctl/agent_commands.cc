@@ -1,7 +1,7 @@
 // `send`, `status`, `report`, `commit-point`: a running agent, over its gRPC services.
 #include <iostream>
 
-#include "agent/discard_report.h"
+#include "agent/delivery/discard_report.h"
 #include "tools/ctl/agent_client.h"
 #include "tools/ctl/commands.h"
 #include "tools/ctl/delivery_view.h"

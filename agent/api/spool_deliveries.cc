@@ -1,0 +1,185 @@
+// SpoolService: GetDeliveryStatus and WatchDeliveries, both answered from the WAL's
+// delivery index.
+#include <deque>
+#include <optional>
+
+#include "agent/security/peer_identity.h"
+#include "agent/api/spool_service.h"
+
+namespace kspool::agent {
+namespace {
+
+using kspool::v1::DeliveryStatus;
+
+// One WatchDeliveries call. The feed hands it batches; it writes them one message at a
+// time (gRPC's flow control: the next write starts when the last one is taken) and asks
+// the feed for more when the batch is written. It is also the feed's sink: the sink side
+// lives on (shared with the feed) until both the call is done and the feed let go.
+class WatchCall final : public grpc::ServerWriteReactor<DeliveryStatus>,
+                        public DeliveryFeed::Sink,
+                        public std::enable_shared_from_this<WatchCall> {
+ public:
+  WatchCall(DeliveryFeed* feed) : feed_(feed) {}
+
+  void Begin(uint64_t from, std::shared_ptr<WatchCall> self) {
+    self_ = std::move(self);                                   // released at OnDone
+    const uint64_t id = feed_->Add(from, shared_from_this());  // may call Deliver or End
+    MutexLock l(&mu_);
+    id_ = id;
+    if (ready_before_id_) feed_->Ready(id_);
+  }
+
+  void Deliver(std::vector<wal::Delivery> batch) override {
+    MutexLock l(&mu_);
+    if (finished_) return;
+    for (wal::Delivery& d : batch) queue_.push_back(std::move(d));
+    WriteNextLocked();
+  }
+  void End(absl::Status status) override {
+    MutexLock l(&mu_);
+    if (absl::IsOutOfRange(status)) {
+      end_ = grpc::Status(grpc::StatusCode::OUT_OF_RANGE, std::string(status.message()));
+    } else {
+      end_ = ToGrpc(status);
+    }
+    ending_ = true;
+    if (!writing_) FinishLocked();
+  }
+
+  void OnWriteDone(bool ok) override {
+    MutexLock l(&mu_);
+    writing_ = false;
+    if (!ok) {  // the client is gone
+      queue_.clear();
+      end_ = grpc::Status(grpc::StatusCode::CANCELLED, "the client went away");
+      ending_ = true;
+    }
+    if (ending_) return FinishLocked();
+    if (!queue_.empty()) return WriteNextLocked();
+    if (id_ == 0) {
+      ready_before_id_ = true;  // Begin passes it on
+    } else {
+      feed_->Ready(id_);
+    }
+  }
+  void OnCancel() override {
+    MutexLock l(&mu_);
+    queue_.clear();
+    end_ = grpc::Status::CANCELLED;
+    ending_ = true;
+    if (!writing_) FinishLocked();
+  }
+  void OnDone() override {
+    uint64_t id;
+    {
+      MutexLock l(&mu_);
+      id = id_;
+    }
+    feed_->Remove(id);
+    self_.reset();  // may destroy this
+  }
+
+ private:
+  void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (writing_ || queue_.empty() || ending_) return;
+    current_.Clear();
+    ToProto(queue_.front(), &current_);
+    queue_.pop_front();
+    writing_ = true;
+    StartWrite(&current_);
+  }
+  void FinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_) return;
+    finished_ = true;
+    Finish(end_);
+  }
+
+  DeliveryFeed* const feed_;
+  std::shared_ptr<WatchCall> self_;
+  Mutex mu_;
+  uint64_t id_ ABSL_GUARDED_BY(mu_) = 0;
+  bool ready_before_id_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<wal::Delivery> queue_ ABSL_GUARDED_BY(mu_);
+  DeliveryStatus current_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool ending_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::Status end_ ABSL_GUARDED_BY(mu_);
+};
+
+// A WatchDeliveries call refused before it starts.
+class RefusedWatch final : public grpc::ServerWriteReactor<DeliveryStatus> {
+ public:
+  explicit RefusedWatch(grpc::Status status) { Finish(std::move(status)); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* SpoolService::GetDeliveryStatus(
+    grpc::CallbackServerContext* context, const kspool::v1::GetDeliveryStatusRequest* request,
+    kspool::v1::GetDeliveryStatusResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (request->sequences_size() > kMaxStatusQuery) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 "sequences: " + std::to_string(request->sequences_size()) +
+                                     " asked for, at most " + std::to_string(kMaxStatusQuery)));
+    return reactor;
+  }
+  // Outcomes a WAIT_FOR_KAFKA call was answered with may not be settled yet: they are
+  // looked up first, so that a status never goes back from what a call was told.
+  std::vector<std::optional<wal::Delivery>> answered;
+  answered.reserve(request->sequences_size());
+  std::vector<uint64_t> seqs;
+  for (uint64_t seq : request->sequences()) {
+    answered.push_back(waiters_->Answered(seq));
+    if (!answered.back()) seqs.push_back(seq);
+  }
+  std::vector<wal::Delivery> found;
+  found.reserve(seqs.size());
+  absl::Status s = wal_->LookupDeliveries(seqs, &found);
+  if (!s.ok()) {
+    reactor->Finish(ToGrpc(s));
+    return reactor;
+  }
+  auto next = found.begin();
+  for (std::optional<wal::Delivery>& a : answered) {
+    if (!a) a = std::move(*next++);
+  }
+  // With --acl, a caller learns outcomes only of topics it may send to (admin: all);
+  // others read as unknown, like forgotten ones.
+  std::optional<AccessControl::Caller> caller;
+  if (access_ != nullptr) {
+    caller = access_->For(PeerIdentities(*context));
+    if (caller->admin()) caller.reset();
+  }
+  response->mutable_statuses()->Reserve(static_cast<int>(answered.size()));
+  for (const std::optional<wal::Delivery>& d : answered) {
+    if (caller && !d->topic.empty() && !caller->Allows(d->topic)) {
+      wal::Delivery hidden;
+      hidden.seq = d->seq;
+      ToProto(hidden, response->add_statuses());
+      continue;
+    }
+    ToProto(*d, response->add_statuses());
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerWriteReactor<DeliveryStatus>* SpoolService::WatchDeliveries(
+    grpc::CallbackServerContext* context, const kspool::v1::WatchDeliveriesRequest* request) {
+  if (access_ != nullptr) {  // every topic's outcomes: the admin right
+    if (absl::Status s = access_->CheckAdmin(access_->For(PeerIdentities(*context)),
+                                             "WatchDeliveries");
+        !s.ok()) {
+      return new RefusedWatch(ToGrpc(s));
+    }
+  }
+  auto call = std::make_shared<WatchCall>(feed_);
+  WatchCall* raw = call.get();
+  raw->Begin(request->from_sequence(), std::move(call));
+  return raw;
+}
+
+}  // namespace kspool::agent

@@ -1,0 +1,231 @@
+// SpoolService: Send, and the path every Send request takes (unary or on a stream):
+// receive, validate, append; with WAIT_FOR_KAFKA, then wait in DeliveryWaiters.
+#include <algorithm>
+#include <chrono>
+#include <optional>
+
+#include "agent/security/peer_identity.h"
+#include "agent/api/spool_service.h"
+
+namespace kspool::agent {
+namespace {
+
+// A unary Send. Its own reactor (not the default one) so that a client that goes away
+// while its Send waits for Kafka releases the waiter at once.
+class SendCall final : public grpc::ServerUnaryReactor {
+ public:
+  explicit SendCall(DeliveryWaiters* waiters) : waiters_(waiters) {}
+  void OnCancel() override {
+    if (DeliveryWaiters::Id id = waiter.load()) waiters_->Cancel(id);
+  }
+  void OnDone() override { delete this; }
+  std::atomic<DeliveryWaiters::Id> waiter{0};
+
+ private:
+  DeliveryWaiters* const waiters_;
+};
+
+// How long a WAIT_FOR_KAFKA request may wait: until the client's deadline less a margin
+// for the answer to reach it (a tenth of the time, at least 5 ms, at most 200 ms).
+// 0: no deadline.
+int64_t WaitDeadline(const grpc::CallbackServerContext& context, Clock* clock) {
+  const auto deadline = context.deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) return 0;
+  const int64_t remaining = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                deadline - std::chrono::system_clock::now())
+                                .count();
+  if (remaining > int64_t{1} << 50) return 0;  // gRPC's "infinite" in another form
+  const int64_t margin = std::clamp<int64_t>(remaining / 10, 5, 200);
+  return clock->MonotonicMillis() + std::max<int64_t>(remaining - margin, 0) + 1;
+}
+
+}  // namespace
+
+void ToProto(const wal::Delivery& d, kspool::v1::DeliveryStatus* out) {
+  using State = kspool::v1::DeliveryStatus;
+  out->set_sequence(d.seq);
+  switch (d.state) {
+    case wal::Delivery::State::kUnknown:
+      out->set_state(State::STATE_UNKNOWN);
+      break;
+    case wal::Delivery::State::kPending:
+      out->set_state(State::PENDING);
+      break;
+    case wal::Delivery::State::kDelivered:
+      out->set_state(State::DELIVERED);
+      break;
+    case wal::Delivery::State::kDiscarded:
+      out->set_state(State::DISCARDED);
+      break;
+  }
+  out->set_topic(d.topic);
+  out->set_partition(d.state == wal::Delivery::State::kDelivered ? d.partition : -1);
+  out->set_offset(d.state == wal::Delivery::State::kDelivered ? d.offset : -1);
+  out->set_delivered_time_ms(d.time_ms);
+  out->set_discard_reason(d.discard_reason);
+  out->set_error(d.error);
+}
+
+void FinishSend(grpc::CallbackServerContext* context, grpc::ServerUnaryReactor* reactor,
+                SpoolService::SendResult result, grpc::ByteBuffer* response) {
+  if (result.retry_after_ms >= 0) {
+    context->AddTrailingMetadata("retry-after-ms", std::to_string(result.retry_after_ms));
+  }
+  if (!result.sequences.empty()) context->AddTrailingMetadata("kspool-sequences", result.sequences);
+  if (result.status.ok()) result.status = Reply(result.reply, response);
+  reactor->Finish(result.status);
+}
+
+// A WAIT_FOR_KAFKA request between its append and its answer. `first` and
+// `receive_time_ms` are written before the waiter is assigned and read only by its
+// callback for outcomes that come after that (OK, DEADLINE_EXCEEDED).
+struct SpoolService::KafkaWait {
+  std::atomic<bool> finished{false};
+  SendDone done;
+  size_t n = 0;
+  uint64_t first = 0;
+  int64_t receive_time_ms = 0;
+  int64_t deadline_mono_ms = 0;
+  DeliveryWaiters::Id id = 0;
+
+  void Complete(SendResult r) {
+    if (!finished.exchange(true)) std::move(done)(std::move(r));
+  }
+};
+
+grpc::ServerUnaryReactor* SpoolService::Send(grpc::CallbackServerContext* context,
+                                             const grpc::ByteBuffer* request,
+                                             grpc::ByteBuffer* response) {
+  auto* call = new SendCall(waiters_);
+  const auto start = std::chrono::steady_clock::now();
+  call->waiter = StartSend(
+      context, *request, Identities(*context),
+      [this, context, call, response, start](SendResult r) {
+        if (metrics_) {
+          metrics_->ObserveSend(
+              r.status.error_code(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+          if (!r.status.ok()) metrics_->SendRejected(r.status.error_code());
+        }
+        FinishSend(context, call, std::move(r), response);
+      });
+  return call;
+}
+
+std::vector<std::string> SpoolService::Identities(
+    const grpc::CallbackServerContext& context) const {
+  if (access_ == nullptr) return {};
+  return PeerIdentities(context);
+}
+
+DeliveryWaiters::Id SpoolService::StartSend(grpc::CallbackServerContext* context,
+                                            const grpc::ByteBuffer& request,
+                                            const std::vector<std::string>& identities,
+                                            SendDone done) {
+  // `retry_after_ms` < 0: the agent's own hint for the code.
+  auto refuse = [this, &done](const absl::Status& s, int64_t retry_after_ms = -1) {
+    SendResult r;
+    r.status = ToGrpc(s);
+    if (s.code() == absl::StatusCode::kResourceExhausted ||
+        s.code() == absl::StatusCode::kUnavailable) {
+      r.retry_after_ms = retry_after_ms >= 0 ? retry_after_ms : retry_after_ms_(s.code());
+    }
+    std::move(done)(std::move(r));
+  };
+  wal::AppendBatch batch;
+  absl::StatusOr<RequestMemoryBudget::Lease> lease;
+  bool wait_for_kafka = false;
+  {
+    kspool::v1::wire::SendRequest parsed;  // freed once encoded into `batch`
+    lease = Receive(context, request, &parsed, "kspool.v1.SendRequest");
+    absl::Status valid = lease.status();
+    std::optional<AccessControl::Caller> caller;
+    if (valid.ok() && access_ != nullptr) {  // the cheapest refusal first
+      caller = access_->For(identities);
+      valid = access_->CheckTopics(
+          *caller, static_cast<size_t>(parsed.messages_size()),
+          [&parsed](size_t i) {
+            return std::string_view(parsed.messages(static_cast<int>(i)).topic());
+          },
+          "message");
+    }
+    if (valid.ok()) valid = ValidateSendRequest(parsed, limits_, clock_->NowMillis());
+    if (!valid.ok()) {
+      refuse(valid);
+      return 0;
+    }
+    if (caller) {  // charged only for a request that is about to be appended
+      int64_t retry_after_ms = -1;
+      valid = access_->ChargeQuota(*caller, static_cast<uint64_t>(parsed.messages_size()),
+                                   request.Length(), &retry_after_ms);
+      if (!valid.ok()) {
+        refuse(valid, retry_after_ms);
+        return 0;
+      }
+    }
+    wait_for_kafka = parsed.wait_for() == kspool::v1::wire::WAIT_FOR_KAFKA;
+    for (const kspool::v1::wire::Message& m : parsed.messages()) batch.Add(ViewOf(m));
+  }
+  const size_t n = batch.size();
+  if (!wait_for_kafka) {
+    Append(std::move(batch), std::move(*lease),
+           [this, n, done = std::move(done)](absl::StatusOr<wal::AppendResult> r) mutable {
+             SendResult result;
+             if (!r.ok()) {
+               result.status = ToGrpc(r.status());
+               result.retry_after_ms = retry_after_ms_(r.status().code());
+             } else {
+               result.reply.mutable_sequence()->Reserve(static_cast<int>(n));
+               for (size_t i = 0; i < n; ++i) result.reply.add_sequence(r->first_seq + i);
+               result.reply.set_receive_time_ms(r->receive_time_ms);
+             }
+             std::move(done)(std::move(result));
+           });
+    return 0;
+  }
+  auto wait = std::make_shared<KafkaWait>();
+  wait->done = std::move(done);
+  wait->n = n;
+  wait->deadline_mono_ms = WaitDeadline(*context, clock_);
+  wait->id = waiters_->Reserve([wait](absl::Status s, std::vector<wal::Delivery> got) {
+    SendResult result;
+    result.status = ToGrpc(s);
+    const std::string range =
+        std::to_string(wait->first) + ".." + std::to_string(wait->first + wait->n - 1);
+    if (s.ok()) {
+      for (size_t i = 0; i < wait->n; ++i) result.reply.add_sequence(wait->first + i);
+      result.reply.set_receive_time_ms(wait->receive_time_ms);
+      for (const wal::Delivery& d : got) ToProto(d, result.reply.add_deliveries());
+    } else if (absl::IsDeadlineExceeded(s) || absl::IsUnavailable(s)) {
+      // Assigned, so durable: say which sequence numbers to ask about later.
+      result.status = grpc::Status(
+          result.status.error_code(),
+          std::string(absl::IsUnavailable(s) ? "the agent is stopping" : "the deadline is near") +
+              "; the messages are durable (sequences " + range +
+              ") but not all have an outcome yet: ask GetDeliveryStatus");
+      result.sequences = range;
+      for (size_t i = 0; i < wait->n; ++i) result.reply.add_sequence(wait->first + i);
+    }
+    wait->Complete(std::move(result));
+  });
+  Append(std::move(batch), std::move(*lease), [this, wait](absl::StatusOr<wal::AppendResult> r) {
+    if (!r.ok()) {
+      waiters_->Abandon(wait->id);
+      SendResult result;
+      result.status = ToGrpc(r.status());
+      result.retry_after_ms = retry_after_ms_(r.status().code());
+      wait->Complete(std::move(result));
+      return;
+    }
+    AwaitOutcomes(wait, *r);
+  });
+  return wait->id;
+}
+
+void SpoolService::AwaitOutcomes(std::shared_ptr<KafkaWait> wait, const wal::AppendResult& r) {
+  wait->first = r.first_seq;
+  wait->receive_time_ms = r.receive_time_ms;
+  waiters_->Assign(wait->id, r.first_seq, wait->n, wait->deadline_mono_ms);
+}
+
+}  // namespace kspool::agent

@@ -1,0 +1,181 @@
+// SpoolService: the kspool.v1.Spool gRPC service. Send validates the whole request,
+// appends it to the WAL as one atomic batch, and answers OK only once it is fsynced.
+// Status codes: INVALID_ARGUMENT (bad input, including a request that does not parse or
+// has invalid UTF-8: the message names the message index and field), RESOURCE_EXHAUSTED
+// (WAL full, or the receive memory budget full), UNAVAILABLE (WAL I/O error or full
+// disk). The last two carry the trailing metadata `retry-after-ms`, a hint when to try
+// again.
+// Send, SendStream and Broadcast are raw callback methods: requests arrive as bytes and
+// are parsed here into the wire mirror (proto/kspool/v1/spool_wire.proto), so that a
+// malformed request gets a precise INVALID_ARGUMENT instead of gRPC's empty error. No
+// thread waits for the fsync: the WAL's committer thread finishes the call, so one
+// group commit can answer any number of Sends. A WAIT_FOR_KAFKA Send then waits in
+// DeliveryWaiters, completed by the drain loop (spool_send.cc); SendStream pipelines
+// Sends on one stream (spool_stream.cc); GetDeliveryStatus and WatchDeliveries read the
+// WAL's delivery index (spool_deliveries.cc, DeliveryFeed). Broadcast, rare and waiting
+// for Kafka metadata, runs on a thread of its own (at most kMaxBroadcasts at once).
+// Thread safety: gRPC calls every method from many threads.
+#pragma once
+
+#include <functional>
+
+#include "absl/functional/any_invocable.h"
+#include "agent/security/access_control.h"
+#include "agent/delivery/delivery_feed.h"
+#include "agent/delivery/delivery_waiters.h"
+#include "agent/kafka/kafka_metadata.h"
+#include "base/log_rate_limiter.h"
+#include "agent/stats/metrics.h"
+#include "agent/api/request_memory_budget.h"
+#include "agent/validate/request_validator.h"
+#include "kspool/v1/spool.grpc.pb.h"
+#include "kspool/v1/spool_wire.pb.h"
+#include "base/clock.h"
+#include "base/mutex.h"
+#include "wal/wal.h"
+
+namespace kspool::agent {
+
+using SpoolServiceBase = kspool::v1::Spool::WithRawCallbackMethod_Send<
+    kspool::v1::Spool::WithRawCallbackMethod_Broadcast<
+        kspool::v1::Spool::WithRawCallbackMethod_SendStream<
+            kspool::v1::Spool::WithCallbackMethod_GetDeliveryStatus<
+                kspool::v1::Spool::WithCallbackMethod_WatchDeliveries<
+                    kspool::v1::Spool::Service>>>>>;
+
+class SpoolService final : public SpoolServiceBase {
+ public:
+  static constexpr int kMaxBroadcasts = 16;
+  // Requests of one SendStream worked on at once; the stream is not read further
+  // meanwhile, so HTTP/2 flow control holds the client back.
+  static constexpr size_t kMaxStreamInflight = 64;
+  static constexpr int kMaxStatusQuery = 10000;  // sequences per GetDeliveryStatus
+
+  // One Send request's answer: the unary Send's, or one SendStream response.
+  struct SendResult {
+    grpc::Status status;
+    kspool::v1::SendResponse reply;  // when status is OK
+    int64_t retry_after_ms = -1;     // RESOURCE_EXHAUSTED, UNAVAILABLE: when to try again
+    std::string sequences;           // "first..last" when durable but not answered in time
+  };
+  using SendDone = absl::AnyInvocable<void(SendResult) &&>;
+
+  // `retry_after_ms` answers, for a rejected Send's status code, how long to wait.
+  // `clock`: the wall clock that client timestamps are checked against.
+  // `receive_memory_bytes`: the bound of the request memory budget (0 = none).
+  SpoolService(wal::Wal* wal, RequestLimits limits, std::function<void()> on_appended,
+               std::function<int64_t(absl::StatusCode)> retry_after_ms, Metrics* metrics,
+               KafkaMetadata* metadata, Clock* clock, uint64_t receive_memory_bytes,
+               DeliveryWaiters* waiters, DeliveryFeed* feed);
+  // Waits for the last Broadcast thread to let go of this service.
+  ~SpoolService() override;
+
+  grpc::ServerUnaryReactor* Send(grpc::CallbackServerContext* context,
+                                 const grpc::ByteBuffer* request,
+                                 grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Broadcast(grpc::CallbackServerContext* context,
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SendStream(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* GetDeliveryStatus(
+      grpc::CallbackServerContext* context, const kspool::v1::GetDeliveryStatusRequest* request,
+      kspool::v1::GetDeliveryStatusResponse* response) override;
+  grpc::ServerWriteReactor<kspool::v1::DeliveryStatus>* WatchDeliveries(
+      grpc::CallbackServerContext* context,
+      const kspool::v1::WatchDeliveriesRequest* request) override;
+
+  // Receives, validates and appends one Send request and, with WAIT_FOR_KAFKA, waits
+  // for its outcomes until `context`'s deadline (less a margin, so that the answer
+  // reaches the client in time). `done` runs exactly once, on whichever thread
+  // completes the request. Returns the waiter to cancel if the client goes away (0: none).
+  // `identities`: the caller's (Identities(context)), checked against the --acl rules.
+  DeliveryWaiters::Id StartSend(grpc::CallbackServerContext* context,
+                                const grpc::ByteBuffer& request,
+                                const std::vector<std::string>& identities, SendDone done);
+  // The caller's identities (agent/security/peer_identity.h) with --acl, else none (not needed).
+  std::vector<std::string> Identities(const grpc::CallbackServerContext& context) const;
+  DeliveryWaiters* waiters() const { return waiters_; }
+
+  // Parsed requests held now, and the bound (for metrics and /status).
+  const RequestMemoryBudget& receive_memory() const { return budget_; }
+
+  // With --acl: Send, SendStream and Broadcast need the send right on their topics and
+  // are charged to quotas; WatchDeliveries needs the admin right; GetDeliveryStatus
+  // answers UNKNOWN for topics the caller may not send to (unless admin). Set before
+  // serving; must outlive this.
+  void set_access_control(AccessControl* access) { access_ = access; }
+
+  // Told of every request received in full: its gRPC peer and serialized size (the
+  // front door's ReceptionMeter). Set before serving.
+  void set_on_received(std::function<void(const std::string& peer, size_t bytes)> f) {
+    on_received_ = std::move(f);
+  }
+
+ private:
+  struct BroadcastCall;
+  struct KafkaWait;
+  using Appended = absl::AnyInvocable<void(absl::StatusOr<wal::AppendResult>) &&>;
+
+  // Charges `request` to the budget and parses it into `out`; on failure the error
+  // (RESOURCE_EXHAUSTED, or INVALID_ARGUMENT) is returned.
+  absl::StatusOr<RequestMemoryBudget::Lease> Receive(grpc::CallbackServerContext* context,
+                                                     const grpc::ByteBuffer& request,
+                                                     google::protobuf::MessageLite* out,
+                                                     const char* public_type);
+  // Appends `batch`; `lease` is held until the append completes. `done` runs at once
+  // when the WAL refuses the batch, else on the committer thread; a refusal has already
+  // been logged.
+  void Append(wal::AppendBatch batch, RequestMemoryBudget::Lease lease, Appended done);
+  // After a durable append of a WAIT_FOR_KAFKA request: waits for its outcomes.
+  void AwaitOutcomes(std::shared_ptr<KafkaWait> wait, const wal::AppendResult& r);
+  // Broadcast's own thread: resolves the targets, then appends.
+  void RunBroadcast(std::unique_ptr<BroadcastCall> call);
+  // Validates the request and fills call->targets from fresh partition counts.
+  absl::Status ResolveBroadcast(BroadcastCall* call);
+  // Frees the call, finishes it, and then lets go of this service.
+  void FinishBroadcast(std::unique_ptr<BroadcastCall> call, const grpc::Status& status);
+  void SetRetryAfter(grpc::ServerContextBase* context, absl::StatusCode code);
+  // Refusals under load come by the thousand: at most 10 lines per 10 s.
+  void WarnRefused(const std::string& line);
+
+  wal::Wal* const wal_;
+  const RequestLimits limits_;
+  const std::function<void()> on_appended_;
+  const std::function<int64_t(absl::StatusCode)> retry_after_ms_;
+  Metrics* const metrics_;
+  std::function<void(const std::string& peer, size_t bytes)> on_received_;
+  KafkaMetadata* const metadata_;
+  Clock* const clock_;
+  DeliveryWaiters* const waiters_;
+  DeliveryFeed* const feed_;
+  RequestMemoryBudget budget_;
+  AccessControl* access_ = nullptr;
+  LogRateLimiter refusal_log_{10, 10'000};
+
+  Mutex mu_;
+  CondVar broadcasts_done_;
+  int broadcasts_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+// absl and gRPC share their status code numbering.
+grpc::Status ToGrpc(const absl::Status& s);
+
+// Finishes a unary call with `result`: its status, reply, and trailing metadata.
+void FinishSend(grpc::CallbackServerContext* context, grpc::ServerUnaryReactor* reactor,
+                SpoolService::SendResult result, grpc::ByteBuffer* response);
+
+// The public form of a delivery.
+void ToProto(const wal::Delivery& d, kspool::v1::DeliveryStatus* out);
+
+// Serializes `reply` into a call's response buffer.
+template <typename M>
+grpc::Status Reply(const M& reply, grpc::ByteBuffer* out) {
+  bool own_buffer = false;
+  return grpc::SerializationTraits<M>::Serialize(reply, out, &own_buffer);
+}
+
+// A record view of wire message `m` (pointing into it) for an AppendBatch.
+wal::RecordView ViewOf(const kspool::v1::wire::Message& m);
+
+}  // namespace kspool::agent

@@ -1,0 +1,176 @@
+// SpoolService::SendStream: Sends pipelined on one stream. Each request read is started
+// at once (StartSend: its append joins the next group commit); answers are written in
+// request order as they complete. At most kMaxStreamInflight requests are worked on at
+// once: beyond that the stream is not read, so HTTP/2 flow control holds the client
+// back and memory does not grow with a fast writer.
+#include <deque>
+
+#include "agent/api/spool_service.h"
+
+namespace kspool::agent {
+namespace {
+
+class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  SendStreamCall(SpoolService* service, grpc::CallbackServerContext* context, Metrics* metrics)
+      : service_(service),
+        context_(context),
+        metrics_(metrics),
+        identities_(service->Identities(*context)) {
+    MutexLock l(&mu_);
+    reading_ = true;
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client half-closed (or the call failed)
+      MutexLock l(&mu_);
+      reading_ = false;
+      half_closed_ = true;
+      return MaybeFinishLocked();
+    }
+    uint64_t index;
+    {
+      // reading_ stays set until request_ is no longer used: no other read starts.
+      MutexLock l(&mu_);
+      index = next_index_++;
+      slots_.emplace_back();
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const DeliveryWaiters::Id waiter = service_->StartSend(
+        context_, request_, identities_,
+        [this, index, start](SpoolService::SendResult r) { Complete(index, std::move(r), start); });
+    request_.Clear();  // parsed: StartSend keeps nothing of it
+    bool cancel = false;
+    {
+      MutexLock l(&mu_);
+      reading_ = false;
+      if (Slot* s = SlotLocked(index); s != nullptr && !s->done) {
+        s->waiter = waiter;
+        cancel = cancelled_ && waiter != 0;  // OnCancel came before the waiter was known
+      }
+      MaybeReadLocked();
+      MaybeFinishLocked();
+    }
+    if (cancel) service_->waiters()->Cancel(waiter);
+  }
+
+  void OnWriteDone(bool ok) override {
+    MutexLock l(&mu_);
+    writing_ = false;
+    if (!ok) cancelled_ = true;
+    WriteNextLocked();
+    MaybeReadLocked();
+    MaybeFinishLocked();
+  }
+
+  void OnCancel() override {
+    std::vector<DeliveryWaiters::Id> waiting;
+    {
+      MutexLock l(&mu_);
+      cancelled_ = true;
+      for (const Slot& s : slots_) {
+        if (!s.done && s.waiter != 0) waiting.push_back(s.waiter);
+      }
+      MaybeFinishLocked();
+    }
+    // Each completes its slot with CANCELLED; appends still in flight complete by themselves.
+    for (DeliveryWaiters::Id id : waiting) service_->waiters()->Cancel(id);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  struct Slot {
+    bool done = false;
+    DeliveryWaiters::Id waiter = 0;
+    SpoolService::SendResult result;
+  };
+
+  Slot* SlotLocked(uint64_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (index < first_index_ || index - first_index_ >= slots_.size()) return nullptr;
+    return &slots_[index - first_index_];
+  }
+
+  void Complete(uint64_t index, SpoolService::SendResult r,
+                std::chrono::steady_clock::time_point start) {
+    if (metrics_) {
+      metrics_->ObserveSend(
+          r.status.error_code(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      if (!r.status.ok()) metrics_->SendRejected(r.status.error_code());
+    }
+    MutexLock l(&mu_);
+    Slot* s = SlotLocked(index);
+    s->done = true;
+    s->result = std::move(r);
+    WriteNextLocked();
+    MaybeReadLocked();
+    MaybeFinishLocked();
+  }
+
+  // Writes the oldest answer if it is complete; answers go out in request order.
+  void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    while (!writing_ && !slots_.empty() && slots_.front().done) {
+      SpoolService::SendResult r = std::move(slots_.front().result);
+      slots_.pop_front();
+      ++first_index_;
+      if (cancelled_) continue;  // nobody to answer: just retire it
+      kspool::v1::SendResponse& reply = r.reply;
+      if (!r.status.ok()) {
+        reply.clear_deliveries();
+        if (r.sequences.empty()) reply.clear_sequence();
+        kspool::v1::Status* st = reply.mutable_status();
+        st->set_code(r.status.error_code());
+        st->set_message(r.status.error_message());
+        if (r.retry_after_ms >= 0) st->set_retry_after_ms(r.retry_after_ms);
+      }
+      out_.Clear();
+      if (!Reply(reply, &out_).ok()) continue;
+      writing_ = true;
+      // Corked while the next answer is ready too: gRPC sends them in one flush.
+      grpc::WriteOptions options;
+      if (!slots_.empty() && slots_.front().done) options.set_buffer_hint();
+      StartWrite(&out_, options);
+    }
+  }
+
+  void MaybeReadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (reading_ || half_closed_ || cancelled_) return;
+    if (slots_.size() >= SpoolService::kMaxStreamInflight) return;
+    reading_ = true;
+    StartRead(&request_);
+  }
+
+  void MaybeFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_ || reading_ || writing_ || !slots_.empty()) return;
+    if (!half_closed_ && !cancelled_) return;
+    finished_ = true;
+    Finish(cancelled_ ? grpc::Status::CANCELLED : grpc::Status::OK);
+  }
+
+  SpoolService* const service_;
+  grpc::CallbackServerContext* const context_;
+  Metrics* const metrics_;
+  const std::vector<std::string> identities_;  // the caller's, for --acl: one per stream
+  grpc::ByteBuffer request_;  // the read in progress (only one at a time)
+  Mutex mu_;
+  std::deque<Slot> slots_ ABSL_GUARDED_BY(mu_);  // requests read, not yet answered
+  uint64_t first_index_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t next_index_ ABSL_GUARDED_BY(mu_) = 0;
+  grpc::ByteBuffer out_ ABSL_GUARDED_BY(mu_);  // the write in progress
+  bool reading_ ABSL_GUARDED_BY(mu_) = false;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool half_closed_ ABSL_GUARDED_BY(mu_) = false;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SpoolService::SendStream(
+    grpc::CallbackServerContext* context) {
+  return new SendStreamCall(this, context, metrics_);
+}
+
+}  // namespace kspool::agent

@@ -1,0 +1,51 @@
+// WalMaintenance: the WAL's periodic housekeeping, on its own thread, once a second:
+// removes dead letters beyond their limits (Wal::TrimDeadLetters), forgets topics idle
+// for --topic-idle-forget (Wal::ForgetIdleTopics), forgets outcomes beyond
+// --delivery-retention(-bytes) (Wal::TrimDeliveries), and reports when the discard
+// report's after table had to be coarsened. Each removal is logged as a warning and
+// shows in the metrics (kspool_dead_letters_dropped_total, kspool_topics_forgotten_total,
+// kspool_report_coarsenings_total).
+// Nothing here writes while there is nothing to do: an idle agent costs no fsync.
+// Thread safety: Start/Stop from the owner; RunOnce from one thread at a time.
+#pragma once
+
+#include <chrono>
+#include <thread>
+
+#include "agent/stats/metrics.h"
+#include "base/mutex.h"
+#include "wal/wal.h"
+
+namespace kspool::agent {
+
+class WalMaintenance {
+ public:
+  WalMaintenance(wal::Wal* wal, Metrics* metrics,
+                 std::chrono::milliseconds interval = std::chrono::seconds(1))
+      : wal_(wal), metrics_(metrics), interval_(interval) {}
+  ~WalMaintenance() { Stop(); }
+
+  void Start();
+  void Stop();
+  // One round (the thread's, and tests').
+  void RunOnce();
+
+ private:
+  void TrimDeadLetters();
+  void TrimDeliveries();
+  void ForgetIdleTopics();
+  void Degraded(const char* event) {
+    if (metrics_) metrics_->Degraded(event);
+  }
+
+  wal::Wal* const wal_;
+  Metrics* const metrics_;
+  const std::chrono::milliseconds interval_;
+  uint64_t coarsenings_seen_ = 0;  // owned by the round's thread
+  std::thread thread_;
+  Mutex mu_;
+  CondVar cv_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace kspool::agent

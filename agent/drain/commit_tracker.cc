@@ -1,0 +1,45 @@
+#include "agent/drain/commit_tracker.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace kspool::agent {
+
+CommitTracker::CommitTracker(wal::Wal* wal) : wal_(wal), published_(wal->SavedCommitPoints()) {}
+
+absl::Status CommitTracker::Update(uint64_t cursor,
+                                   const std::map<std::string, int64_t>& window_oldest) {
+  absl::StatusOr<int64_t> bound = wal_->ReceiveTimeBound(cursor);
+  if (!bound.ok()) return bound.status();
+  wal::CommitPoints prev = Current();
+  wal::CommitPoints next;
+  int64_t oldest = *bound;
+  for (const auto& [topic, t] : window_oldest) oldest = std::min(oldest, t);
+  next.global_ms = std::max(prev.global_ms, oldest - 1);
+
+  // Only the topics the WAL tracks: one idle long enough is forgotten (its point was
+  // saved; a returning topic's receive times stay above it).
+  for (const std::string& topic : wal_->TrackedTopics()) {
+    auto p = prev.topics_ms.find(topic);
+    const int64_t prev_ms = p != prev.topics_ms.end() ? p->second : 0;
+    int64_t t = *bound;
+    auto it = window_oldest.find(topic);
+    if (it != window_oldest.end()) t = std::min(t, it->second);
+    next.topics_ms[topic] = std::max(prev_ms, t - 1);
+  }
+  if (next.global_ms == prev.global_ms && next.topics_ms == prev.topics_ms) {
+    return absl::OkStatus();
+  }
+  if (absl::Status s = wal_->SaveCommitPoints(next); !s.ok()) return s;
+  MutexLock l(&mu_);
+  published_ = std::move(next);
+  return absl::OkStatus();
+}
+
+wal::CommitPoints CommitTracker::Current() const {
+  MutexLock l(&mu_);
+  return published_;
+}
+
+}  // namespace kspool::agent

@@ -1,0 +1,154 @@
+// The drain loop's bookkeeping types: one window slot per WAL entry being sent, lanes
+// (entries produced in sequence order and retried together), and per-topic state.
+// Internal to the drain loop. Thread safety: owned by the drain loop's thread.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <set>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "agent/drain/partition_cache.h"
+#include "agent/drain/producer.h"
+#include "wal/wal.h"
+
+namespace kspool::agent {
+
+// Which lane of its topic an entry waits in.
+inline constexpr int32_t kLaneUnordered = -1;  // no key: any partition with a leader
+inline constexpr int32_t kLaneUnrouted = -2;   // layout unknown: the client partitions
+// (>= 0: the partition the entry is bound for, by explicit choice or by its key.)
+
+struct Slot {
+  wal::Entry entry;
+  enum State { kReady, kInKafka, kBackoff, kSettling } state = kReady;
+  int attempts = 0;
+  int32_t lane = kLaneUnrouted;
+  int32_t produced_to = kAnyPartition;  // partition of the last Produce()
+  wal::Outcome outcome;                 // set with kSettling
+  int64_t finished_ms = 0;              // monotonic
+  bool batched = false;                 // part of the Settle() call being made
+};
+
+// Entries produced in sequence order. After a failure the lane waits for its retry
+// round (ordered lanes hold back their newer entries too, so that a retry never
+// reorders a partition; the unordered lane holds back only the failed ones).
+struct Lane {
+  std::deque<uint64_t> ready;  // sorted, lowest seq first
+  std::set<uint64_t> waiting;  // failed, until retry_at_ms
+  int64_t retry_at_ms = 0;
+  int failures = 0;  // consecutive failed rounds, for the backoff
+  bool empty() const { return ready.empty() && waiting.empty(); }
+  void Insert(uint64_t seq) {
+    if (ready.empty() || seq > ready.back()) {
+      ready.push_back(seq);  // the common case: the WAL is read in order
+    } else {
+      ready.insert(std::lower_bound(ready.begin(), ready.end(), seq), seq);
+    }
+  }
+  void Remove(uint64_t seq) {
+    waiting.erase(seq);
+    auto it = std::lower_bound(ready.begin(), ready.end(), seq);
+    if (it != ready.end() && *it == seq) ready.erase(it);
+  }
+};
+
+struct TopicState {
+  std::map<int32_t, Lane> partitions;  // ordered lanes, by partition
+  Lane unordered;
+  Lane unrouted;
+  uint64_t in_window = 0;  // entries of the topic in the window, and their bytes
+  uint64_t window_bytes = 0;
+  std::map<int32_t, uint64_t> in_kafka;  // entries handed to the producer, by partition
+  // Every entry of this topic below the reader's cursor and at or above unread_from is
+  // in the window or settled, or was skipped for lack of room (0: none skipped).
+  // unread_receive_ms is at most the receive time of the oldest skipped one.
+  uint64_t unread_from = 0;
+  int64_t unread_receive_ms = 0;
+  // Where the next catch-up pass starts (>= unread_from): the topic's entries in
+  // [unread_from, scan_from) that are not in the window belong to skipped_lanes, lanes
+  // whose partition has no leader and already holds its share of the window.
+  uint64_t scan_from = 0;
+  std::set<int32_t> skipped_lanes;
+  // Unknown-topic checks: fresh metadata answers that said the target is missing.
+  uint64_t checked_generation = 0;
+  int missing_answers = 0;
+  // Messages without a key stay on one partition with a leader for a while (as the
+  // client's sticky partitioner does), so they travel in large batches.
+  size_t next_partition = 0;
+  int32_t sticky_partition = -1;
+  int64_t sticky_until_ms = 0;  // monotonic
+  int64_t pending_since_ms = 0;   // monotonic; 0: nothing to send
+  int64_t last_delivery_ms = 0;   // monotonic
+  bool reported_stuck = false;
+  bool idle() const { return in_window == 0 && unread_from == 0; }
+  // Entries of an ordered lane in the window: waiting, or handed to the producer.
+  uint64_t LaneLoad(int32_t lane) {
+    auto l = partitions.find(lane);
+    auto k = in_kafka.find(lane);
+    return (l == partitions.end() ? 0 : l->second.ready.size() + l->second.waiting.size()) +
+           (k == in_kafka.end() ? 0 : k->second);
+  }
+  void MarkUnread(uint64_t seq, int64_t receive_time_ms) {
+    if (unread_from == 0 || seq < unread_from) {
+      unread_from = seq;
+      unread_receive_ms = receive_time_ms;
+    }
+    if (scan_from == 0 || seq < scan_from) scan_from = seq;
+  }
+  void ClearUnread() {
+    unread_from = scan_from = 0;
+    skipped_lanes.clear();
+  }
+  Lane& LaneOf(int32_t lane) {
+    if (lane == kLaneUnordered) return unordered;
+    if (lane == kLaneUnrouted) return unrouted;
+    return partitions[lane];
+  }
+};
+
+// What one topic may hold of the window while others wait for room, and what one of its
+// partitions may hold while it has no leader.
+struct Shares {
+  uint64_t messages = 0;
+  uint64_t bytes = 0;
+  uint64_t parked_lane = 1;
+  bool Full(const TopicState& ts) const {
+    return ts.in_window >= messages || ts.window_bytes >= bytes;
+  }
+};
+
+// What the window has left during one read pass, and taking an entry into it.
+struct Room {
+  uint64_t messages = 0;
+  uint64_t bytes = 0;
+  bool Empty() const { return messages == 0 || bytes == 0; }
+  wal::ScanChoice Take(TopicState& ts, size_t size) {
+    messages -= std::min<uint64_t>(messages, 1);
+    bytes -= std::min<uint64_t>(bytes, size);
+    ts.in_window += 1;
+    ts.window_bytes += size;
+    return wal::ScanChoice::kTake;
+  }
+};
+
+// The ordered lane of a keyed entry: Kafka's default partitioner (murmur2, as the Java
+// client), so keyed data lands where other producers put it.
+int32_t KeyPartition(std::string_view key, int partition_count);
+
+// The lane of an entry: its explicit partition, its key's partition, kLaneUnordered
+// without a key, kLaneUnrouted while the topic's partitions are unknown.
+int32_t LaneFor(int32_t partition, const std::optional<std::string_view>& key,
+                const TopicLayout& layout);
+
+// A lane bound for a partition that exists and has no leader.
+inline bool Parked(int32_t lane, const TopicLayout& layout) {
+  return lane >= 0 && layout.status.ok() && lane < layout.partition_count() &&
+         !layout.HasLeader(lane);
+}
+
+}  // namespace kspool::agent

@@ -1,0 +1,207 @@
+// DrainLoop: moves WAL entries to Kafka and settles them when Kafka has answered.
+//
+// It reads the WAL into a bounded window (messages and bytes: memory does not grow with
+// the backlog) and produces each entry. A successful delivery report removes the entry
+// from the WAL (batched Settle() calls). A transient error never discards: the entry
+// stays in the window and the WAL and is produced again after an exponential backoff.
+// A permanent error (kafka_errors.h), an unknown topic or partition confirmed by
+// `unknown_topic_checks` fresh metadata answers, an entry older than
+// `max_message_age_ms`, or an undecodable entry is discarded: moved to the dead letters
+// with its reason, in the same WAL batch that counts it.
+//
+// Isolation (DESIGN.md invariant 8; wal/FORMAT.md "Reading"): the window is shared
+// fairly between the topics that have entries to send; a topic's entries beyond its
+// share stay unread in the WAL and the reader goes on to other topics' entries behind
+// them, coming back to the skipped ones from a per-topic read position. Within a topic,
+// entries bound for one partition form a lane produced in sequence order; a partition
+// without a leader (PartitionCache) holds back only its own lane, and messages without
+// a key go to partitions that have a leader.
+//
+// Time: intervals, deadlines and backoffs use the monotonic clock; the wall clock is
+// read only for message ages (invariant 9).
+//
+// After a WAL write error the loop reopens the WAL periodically and reads it again from
+// the head. A producer that hit a fatal error is replaced, with an exponential backoff.
+// Stop() gives in-flight messages a grace period (cut short once the producer says no
+// broker is up) and leaves the rest in the WAL.
+// Thread safety: Start/Stop/RunOnce from one owner thread; Notify(), the counters and
+// Stuck() from any.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/drain/commit_tracker.h"
+#include "agent/drain/drain_lanes.h"
+#include "agent/drain/drain_metrics.h"
+#include "agent/drain/partition_cache.h"
+#include "agent/drain/producer.h"
+#include "agent/drain/stuck_topic.h"
+#include "base/clock.h"
+#include "base/mutex.h"
+#include "wal/wal.h"
+
+namespace kspool::agent {
+
+struct DrainOptions {
+  uint64_t max_inflight_messages = 100000;
+  uint64_t max_inflight_bytes = 32ull << 20;
+  uint64_t retry_backoff_ms = 100;
+  uint64_t retry_backoff_max_ms = 5000;
+  uint64_t commit_point_interval_ms = 100;
+  uint64_t shutdown_grace_ms = 5000;
+  uint64_t max_message_age_ms = 0;  // 0: never expire
+  uint64_t unknown_topic_checks = 3;
+  uint64_t wal_reopen_interval_ms = 1000;
+  uint64_t settle_delay_ms = 50;    // how long an out-of-order finished entry waits
+  uint64_t settle_interval_ms = 5;  // least time between two Settle() calls
+  // A topic with entries to send and no delivery for this long is reported stuck.
+  uint64_t stuck_after_ms = 10000;
+  // Fatal producer errors: the first replacement waits this long, each one in a row
+  // twice as long, up to the max.
+  uint64_t producer_backoff_ms = 500;
+  uint64_t producer_backoff_max_ms = 60000;
+  // Least time between two take-backs of messages queued for leaderless partitions.
+  uint64_t purge_interval_ms = 2000;
+  size_t scan_max_keys = 65536;  // WAL keys one read pass may look at
+  Clock* clock = SystemClock::Default();
+  // Told, on the loop's thread, of outcomes as soon as they are known (Kafka's
+  // acknowledgement, or a discard decided), before they are settled, while
+  // `outcomes_wanted` says someone waits for outcomes (WAIT_FOR_KAFKA Sends); their
+  // `raw` is left out. Once per pass. Must be short and must not block.
+  std::function<bool()> outcomes_wanted;
+  std::function<void(const std::vector<wal::Outcome>&)> on_outcomes;
+  // Told of every batch of outcomes once Settle() has made it durable (the delivery
+  // feed), on the loop's thread: must be short and must not block.
+  std::function<void(const std::vector<wal::Outcome>&)> on_settled;
+  DrainMetrics* metrics = nullptr;       // optional
+  PartitionCache* partitions = nullptr;  // required
+};
+
+using ProducerFactory = std::function<absl::StatusOr<std::unique_ptr<Producer>>()>;
+
+class DrainLoop {
+ public:
+  DrainLoop(wal::Wal* wal, CommitTracker* tracker, ProducerFactory factory, DrainOptions options);
+  ~DrainLoop();
+
+  // Creates the producer and, with `background`, the loop's thread. Without it the
+  // owner drives the loop with RunOnce() (deterministic tests).
+  [[nodiscard]] absl::Status Start(bool background = true);
+  // One pass of the loop: reopen the WAL if due, read, produce, take reports (waiting
+  // up to poll_ms for them), settle, update the commit point.
+  void RunOnce(int poll_ms = 0);
+  // Wakes the loop: new entries were appended.
+  void Notify();
+  void Stop();
+
+  uint64_t inflight() const { return inflight_.load(); }
+  uint64_t redelivered() const { return redelivered_.load(); }
+  uint64_t discarded() const { return discarded_.load(); }
+  uint64_t producers_replaced() const { return producers_replaced_.load(); }
+  // Monotonic clock time of the last successful delivery report (0: none yet).
+  int64_t last_delivery_mono_ms() const { return last_delivery_ms_.load(); }
+  int brokers_up() const { return brokers_up_.load(); }
+  std::vector<StuckTopic> Stuck() const;
+
+ private:
+  void Run();
+  bool Refill(int64_t now);
+  bool CatchUp(const std::string& topic, TopicState& ts, const Shares& shares);
+  bool ReadNew(const Shares& shares);
+  bool Admit(std::vector<wal::Entry>& entries);
+  Room WindowRoom() const;
+  void ScanFailed(const absl::Status& s);
+  // True when `c` must stay unread because its lane's partition has no leader and the
+  // lane holds its share already; `taken` counts what this pass took per lane.
+  bool HoldsBack(TopicState& ts, const wal::ScanCandidate& c, const TopicLayout& layout,
+                 const Shares& shares, std::map<int32_t, uint64_t>* taken);
+  void Evict(const Shares& shares);
+  void ProduceDue(int64_t now);
+  void ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const TopicLayout& layout,
+                   int64_t now, bool* queue_full);
+  void HandleReports(const std::vector<DeliveryReport>& reports, int64_t now);
+  void Retry(uint64_t seq, Slot& slot, const std::string& error, int64_t now);
+  void Enqueue(uint64_t seq, Slot& slot, const TopicLayout& layout);
+  void Unqueue(uint64_t seq, const Slot& slot);
+  // Back to its lane, not produced: the client gave it back, or is gone.
+  void Requeue(uint64_t seq, Slot& slot);
+  bool WindowFull() const {
+    return window_.size() >= options_.max_inflight_messages ||
+           window_bytes_ >= options_.max_inflight_bytes;
+  }
+  void Discard(uint64_t seq, Slot& slot, const std::string& reason, const std::string& error);
+  bool Expired(const Slot& slot) const;
+  // True once `unknown_topic_checks` fresh metadata answers say the slot's topic (or
+  // explicit partition) does not exist.
+  bool TargetMissing(const Slot& slot, std::string* why);
+  void Finish(uint64_t seq, Slot& slot, wal::Outcome outcome, int64_t now);
+  // Takes an unproduced entry out of the window (it stays in the WAL, unread).
+  void Forget(uint64_t seq, Slot& slot);
+  // Settles what is due; everything finished when `all`.
+  void SettleFinished(int64_t now, bool all);
+  void UpdateCommitPoint();
+  void UpdateStuck(int64_t now);
+  void MaybeReopenWal(int64_t now);
+  void ReplaceProducerIfFatal(int64_t now);
+  void Degraded(const char* event) {
+    if (options_.metrics) options_.metrics->Degraded(event);
+  }
+  void DrainForShutdown();
+
+  wal::Wal* const wal_;
+  CommitTracker* const tracker_;
+  const ProducerFactory factory_;
+  const DrainOptions options_;
+  std::unique_ptr<Producer> producer_;  // null while a replacement waits for its backoff
+
+  // Owned by the loop thread.
+  std::map<uint64_t, Slot> window_;
+  std::map<std::string, TopicState, std::less<>> topics_;
+  uint64_t window_bytes_ = 0;
+  // Next sequence number the reader has not looked at; a topic's entries below it that
+  // are not in the window are unread only from that topic's `unread_from` on.
+  uint64_t cursor_ = 0;
+  int64_t next_full_scan_ms_ = 0;
+  // After a reopen the reader starts again at the head; entries below this may already
+  // be in the window (above it, the cursor never passed, so none can be).
+  uint64_t recheck_below_ = 0;
+  bool read_any_ = false;  // the last pass read entries  // a read pass while the window is full, to see newcomers
+  uint64_t wal_reopens_seen_ = 0;
+  // Finished (delivered or discarded) entries wait in the window until they can leave
+  // the WAL cheaply: the finished prefix of the window goes out as one range delete;
+  // entries finished out of order wait up to settle_delay_ms for the prefix to reach
+  // them, then go out one by one. `finished_` lists them in finishing order.
+  std::deque<uint64_t> finished_;
+  std::vector<wal::Outcome> known_;  // for on_outcomes, this pass
+  int64_t next_settle_ms_ = 0;
+  int64_t next_commit_update_ms_ = 0;
+  int64_t next_reopen_ms_ = 0;
+  int64_t last_settle_error_log_ms_ = 0;
+  int64_t next_purge_ms_ = 0;
+  bool want_purge_ = false;
+  int64_t next_producer_ms_ = 0;  // when a replacement producer may be made
+  int producer_failures_ = 0;     // fatal errors in a row, for the backoff
+
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> inflight_{0};
+  std::atomic<uint64_t> redelivered_{0};
+  std::atomic<uint64_t> discarded_{0};
+  std::atomic<uint64_t> producers_replaced_{0};
+  std::atomic<int64_t> last_delivery_ms_{0};
+  std::atomic<int> brokers_up_{0};  // 0 until the producer's first statistics
+  Mutex wake_mu_;
+  CondVar wake_cv_;
+  uint64_t wake_count_ ABSL_GUARDED_BY(wake_mu_) = 0;
+  mutable Mutex stuck_mu_;
+  std::vector<StuckTopic> stuck_ ABSL_GUARDED_BY(stuck_mu_);
+};
+
+}  // namespace kspool::agent

@@ -1,0 +1,161 @@
+// DrainLoop: what a delivery report does to an entry — settle it as delivered, produce
+// it again later, or discard it into the dead letters with a reason.
+#include <spdlog/spdlog.h>
+
+#include <random>
+
+#include "agent/drain/drain_loop.h"
+#include "agent/drain/kafka_errors.h"
+
+namespace kspool::agent {
+
+void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_t now) {
+  if (reports.empty()) return;
+  // When the outcomes became known, for the delivery index: one wall-clock read per poll.
+  const int64_t wall_ms = options_.clock->NowMillis();
+  for (const DeliveryReport& r : reports) {
+    auto it = window_.find(r.seq);
+    if (it == window_.end() || it->second.state != Slot::kInKafka) continue;
+    Slot& slot = it->second;
+    TopicState& ts = topics_[slot.entry.record.topic];
+    if (r.err == RD_KAFKA_RESP_ERR__PURGE_QUEUE) {
+      // Taken back before it was sent (a leaderless partition, or a new producer).
+      --slot.attempts;
+      Requeue(r.seq, slot);
+      continue;
+    }
+    auto k = ts.in_kafka.find(slot.produced_to);
+    if (k != ts.in_kafka.end() && k->second > 0) --k->second;
+    if (r.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      Finish(r.seq, slot,
+             {r.seq, slot.entry.record.topic, slot.entry.size, "", "", "",
+              slot.entry.record.receive_time_ms, r.partition, r.offset, wall_ms},
+             now);
+      last_delivery_ms_.store(now);
+      ts.last_delivery_ms = now;
+      producer_failures_ = 0;
+      ts.LaneOf(slot.lane).failures = 0;
+      continue;
+    }
+    if (options_.metrics) options_.metrics->ProduceError(rd_kafka_err2name(r.err));
+    switch (ClassifyDeliveryError(r.err)) {
+      case ErrorClass::kPermanent:
+        Discard(r.seq, slot, DiscardReason(r.err), r.error);
+        break;
+      case ErrorClass::kCheckTopic: {
+        std::string why;
+        if (TargetMissing(slot, &why)) {
+          Discard(r.seq, slot, DiscardReason(r.err), r.error + "; " + why);
+        } else {
+          Retry(r.seq, slot, r.error, now);
+        }
+        break;
+      }
+      case ErrorClass::kTransient:
+        if (Expired(slot)) {
+          Discard(r.seq, slot, kReasonExpired,
+                  "older than --max-message-age; last error: " + r.error);
+        } else {
+          options_.partitions->RequestRefresh(slot.entry.record.topic);  // a leader may have moved
+          Retry(r.seq, slot, r.error, now);
+        }
+        break;
+    }
+  }
+}
+
+void DrainLoop::Finish(uint64_t seq, Slot& slot, wal::Outcome outcome, int64_t now) {
+  // A Send that waits for Kafka is answered from the acknowledgement, not the settle:
+  // the message is in Kafka now. Asked per outcome: a waiter that appears later cannot
+  // be waiting for a message that was already read (its sequence numbers come later).
+  if (options_.on_outcomes && options_.outcomes_wanted && options_.outcomes_wanted()) {
+    wal::Outcome& known = known_.emplace_back();
+    known.seq = outcome.seq;
+    known.topic = outcome.topic;
+    known.size = outcome.size;
+    known.discard_reason = outcome.discard_reason;
+    known.error_text = outcome.error_text;
+    known.receive_time_ms = outcome.receive_time_ms;
+    known.partition = outcome.partition;
+    known.offset = outcome.offset;
+    known.time_ms = outcome.time_ms != 0 ? outcome.time_ms : options_.clock->NowMillis();
+  }
+  slot.state = Slot::kSettling;
+  slot.outcome = std::move(outcome);
+  slot.finished_ms = now;
+  finished_.push_back(seq);
+}
+
+void DrainLoop::Retry(uint64_t seq, Slot& slot, const std::string& error, int64_t now) {
+  static thread_local std::mt19937 rng{std::random_device{}()};
+  Lane& lane = topics_[slot.entry.record.topic].LaneOf(slot.lane);
+  const bool new_round = lane.waiting.empty() || now >= lane.retry_at_ms;
+  if (new_round) {
+    // A new failed round for this lane: back off exponentially, with jitter. Failures
+    // that arrive while a round waits join it, so they go out together, in order.
+    uint64_t backoff = options_.retry_backoff_ms;
+    for (int i = 0; i < lane.failures && backoff < options_.retry_backoff_max_ms; ++i) backoff *= 2;
+    backoff = std::min(backoff, options_.retry_backoff_max_ms);
+    backoff = backoff / 2 + std::uniform_int_distribution<uint64_t>(0, backoff / 2)(rng);
+    lane.retry_at_ms = std::max(lane.retry_at_ms, now + static_cast<int64_t>(backoff));
+    ++lane.failures;
+  }
+  lane.waiting.insert(seq);
+  slot.state = Slot::kBackoff;
+  // One line per failed round of a lane, not per message: a round may hold thousands.
+  if (new_round && (lane.failures <= 1 || lane.failures % 10 == 0)) {
+    spdlog::warn("kafka: delivery to {} failed (seq {}, round {}): {}; retrying the lane in {} ms",
+                 slot.entry.record.topic, seq, lane.failures, error, lane.retry_at_ms - now);
+  }
+}
+
+void DrainLoop::Discard(uint64_t seq, Slot& slot, const std::string& reason,
+                        const std::string& error) {
+  const bool decoded = slot.entry.status.ok();
+  const std::string& topic = slot.entry.record.topic;
+  spdlog::warn("drain: discarding seq {} (topic '{}') as {}: {}; kept in the dead letters", seq,
+               topic, reason, error);
+  Finish(seq, slot,
+         {seq, topic, slot.entry.size, reason, error,
+          decoded ? wal::EncodeRecord(slot.entry.record) : slot.entry.raw,
+          decoded ? slot.entry.record.receive_time_ms : 0},
+         options_.clock->MonotonicMillis());
+  discarded_.fetch_add(1);
+}
+
+bool DrainLoop::Expired(const Slot& slot) const {
+  // A message's age is measured on the wall clock, as its receive time is.
+  return options_.max_message_age_ms > 0 && slot.entry.status.ok() &&
+         options_.clock->NowMillis() - slot.entry.record.receive_time_ms >
+             static_cast<int64_t>(options_.max_message_age_ms);
+}
+
+bool DrainLoop::TargetMissing(const Slot& slot, std::string* why) {
+  const std::string& topic = slot.entry.record.topic;
+  TopicState& ts = topics_[topic];
+  // Fresh answers only: each one asked for after a failure counts once, for all the
+  // entries that failed meanwhile; the request never blocks the loop.
+  options_.partitions->RequestRefresh(topic);
+  std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(topic);
+  const int32_t p = slot.entry.record.partition;
+  bool missing = false;
+  if (absl::IsNotFound(layout->status)) {
+    *why = "the cluster says topic " + topic + " does not exist";
+    missing = true;
+  } else if (layout->status.ok() && p >= layout->partition_count()) {
+    *why = "topic " + topic + " has " + std::to_string(layout->partition_count()) +
+           " partitions, not " + std::to_string(p + 1);
+    missing = true;
+  }
+  if (!missing) {
+    if (layout->status.ok()) ts.missing_answers = 0;
+    return false;
+  }
+  if (layout->generation > ts.checked_generation) {
+    ts.checked_generation = layout->generation;
+    ++ts.missing_answers;
+  }
+  return ts.missing_answers >= static_cast<int>(options_.unknown_topic_checks);
+}
+
+}  // namespace kspool::agent

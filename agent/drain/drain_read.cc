@@ -1,0 +1,236 @@
+// DrainLoop: reading the WAL into the window, shared fairly between topics.
+//
+// The log is one keyspace in sequence order (wal/FORMAT.md "Reading"). The reader's
+// cursor passes every entry once; an entry whose topic has used up its share of the
+// window (window / topics with work) is skipped and the topic remembers where its
+// unread entries begin. A topic with unread entries is read from there (CatchUp), taking
+// only its own entries, in order, up to the cursor. A stuck topic therefore holds at
+// most its share, and the reader goes on to other topics behind it. Passing over an
+// entry costs a peek at its first bytes, and each catch-up pass starts where the last
+// one stopped, so every entry is passed over at most once per lagging topic.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "agent/drain/drain_loop.h"
+#include "agent/drain/kafka_errors.h"
+
+namespace kspool::agent {
+bool DrainLoop::Refill(int64_t now) {
+  size_t competing = 0;
+  bool slow = false;  // a topic in the window that has not delivered for a while
+  for (const auto& [name, ts] : topics_) {
+    if (ts.idle()) continue;
+    ++competing;
+    if (ts.in_window > 0 && now - std::max(ts.last_delivery_ms, ts.pending_since_ms) > 1000) {
+      slow = true;
+    }
+  }
+  competing = std::max<size_t>(competing, 1);
+  const Shares shares{options_.max_inflight_messages / competing,
+                      options_.max_inflight_bytes / competing,
+                      std::max<uint64_t>(1, options_.max_inflight_messages / competing / 4)};
+  bool added = false;
+  for (auto& [name, ts] : topics_) {
+    if (ts.unread_from != 0 && !shares.Full(ts) && !WindowFull()) {
+      added |= CatchUp(name, ts, shares);
+    }
+  }
+  // While the window is full, look past it now and then, but only when a topic in it
+  // is slow to deliver: that is when a newcomer may be waiting behind it.
+  if (!WindowFull() || (slow && now >= next_full_scan_ms_)) {
+    if (WindowFull()) next_full_scan_ms_ = now + 100;
+    added |= ReadNew(shares);
+  }
+  Evict(shares);
+  inflight_.store(window_.size());
+  return added;
+}
+
+bool DrainLoop::CatchUp(const std::string& topic, TopicState& ts, const Shares& shares) {
+  Room room = WindowRoom();
+  std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(topic);
+  std::map<int32_t, uint64_t> taken;
+  std::optional<int64_t> stopped_at_ms;
+  std::vector<wal::Entry> entries;
+  uint64_t next = 0;
+  absl::Status s = wal_->ScanChoosing(
+      {std::max(ts.unread_from, ts.scan_from), cursor_, options_.scan_max_keys},
+      [&](const wal::ScanCandidate& c) {
+        if (c.topic != topic || window_.count(c.seq)) return wal::ScanChoice::kSkip;
+        if (room.Empty() || shares.Full(ts)) {
+          stopped_at_ms = c.receive_time_ms;
+          return wal::ScanChoice::kStop;
+        }
+        if (HoldsBack(ts, c, *layout, shares, &taken)) return wal::ScanChoice::kSkip;
+        return room.Take(ts, c.size);
+      },
+      &entries, &next);
+  if (!s.ok()) {
+    ScanFailed(s);
+  } else if (next >= cursor_ && ts.skipped_lanes.empty()) {
+    ts.ClearUnread();  // caught up: its newer entries are read in the main pass again
+  } else {
+    ts.scan_from = next;
+    if (ts.skipped_lanes.empty()) {
+      // Everything before `next` is read; otherwise unread_from stays at or below the
+      // first entry left for a leaderless partition.
+      ts.unread_from = next;
+      if (stopped_at_ms) ts.unread_receive_ms = *stopped_at_ms;
+    }
+  }
+  return Admit(entries);
+}
+
+bool DrainLoop::HoldsBack(TopicState& ts, const wal::ScanCandidate& c, const TopicLayout& layout,
+                          const Shares& shares, std::map<int32_t, uint64_t>* taken) {
+  const int32_t lane = LaneFor(c.partition, c.key, layout);
+  if (lane < 0) return false;
+  if (ts.skipped_lanes.count(lane)) return true;  // its older entries are unread: keep order
+  if (!Parked(lane, layout)) return false;
+  uint64_t& n = (*taken)[lane];
+  if (ts.LaneLoad(lane) + n < shares.parked_lane) {
+    ++n;
+    return false;
+  }
+  ts.skipped_lanes.insert(lane);
+  return true;
+}
+
+bool DrainLoop::ReadNew(const Shares& shares) {
+  Room room = WindowRoom();
+  std::vector<wal::Entry> entries;
+  uint64_t next = cursor_;
+  std::map<std::string_view, std::map<int32_t, uint64_t>> taken;  // per topic and lane
+  std::string_view layout_topic;
+  std::shared_ptr<const TopicLayout> layout;
+  absl::Status s = wal_->ScanChoosing(
+      {cursor_, UINT64_MAX, options_.scan_max_keys},
+      [&](const wal::ScanCandidate& c) {
+        if (c.seq < recheck_below_ && window_.count(c.seq)) {
+          return wal::ScanChoice::kSkip;  // read before the WAL was reopened
+        }
+        auto t = topics_.find(c.topic);  // no allocation for a known topic
+        if (t == topics_.end()) t = topics_.emplace(std::string(c.topic), TopicState{}).first;
+        TopicState& ts = t->second;
+        // An unreadable record is taken whatever the room: it is quarantined at once.
+        if (!c.topic.empty()) {
+          if (ts.unread_from != 0) return wal::ScanChoice::kSkip;  // read in order by CatchUp
+          if (!layout || layout_topic != c.topic) {
+            layout = options_.partitions->Get(t->first);
+            layout_topic = t->first;
+          }
+          if (room.Empty() || shares.Full(ts) ||
+              HoldsBack(ts, c, *layout, shares, &taken[t->first])) {
+            ts.MarkUnread(c.seq, c.receive_time_ms);
+            return wal::ScanChoice::kSkip;
+          }
+        }
+        return room.Take(ts, c.size);
+      },
+      &entries, &next);
+  if (!s.ok()) ScanFailed(s);
+  cursor_ = std::max(cursor_, next);
+  return Admit(entries);
+}
+
+Room DrainLoop::WindowRoom() const {
+  return {options_.max_inflight_messages -
+              std::min<uint64_t>(window_.size(), options_.max_inflight_messages),
+          options_.max_inflight_bytes - std::min<uint64_t>(window_bytes_, options_.max_inflight_bytes)};
+}
+
+void DrainLoop::ScanFailed(const absl::Status& s) {
+  spdlog::warn("drain: WAL scan failed, retrying: {}", s.ToString());
+  Degraded("wal_scan_failed");
+}
+
+bool DrainLoop::Admit(std::vector<wal::Entry>& entries) {
+  std::string_view last_topic;
+  std::shared_ptr<const TopicLayout> layout;
+  const int64_t now = options_.clock->MonotonicMillis();
+  for (wal::Entry& e : entries) {
+    const uint64_t seq = e.seq;
+    window_bytes_ += e.size;
+    Slot& slot = window_[seq];
+    slot.entry = std::move(e);
+    if (!slot.entry.status.ok()) {
+      // Counted under the topic its first bytes name, as the reader counted it.
+      slot.entry.record.topic = std::string(wal::PeekTopic(slot.entry.raw));
+      // Quarantined, never a crash loop: the record is kept as stored in the dead letters.
+      Discard(seq, slot, kReasonCorrupt, slot.entry.status.ToString());
+      continue;
+    }
+    const std::string& topic = slot.entry.record.topic;
+    if (!layout || topic != last_topic) {
+      layout = options_.partitions->Get(topic);
+      last_topic = topic;
+    }
+    TopicState& ts = topics_[topic];
+    if (ts.pending_since_ms == 0) ts.pending_since_ms = now;
+    Enqueue(seq, slot, *layout);
+  }
+  inflight_.store(window_.size());
+  return !entries.empty();
+}
+
+void DrainLoop::Evict(const Shares& shares) {
+  // A partition without a leader keeps at most its share of the window: the rest of
+  // its entries wait unread, so they cannot crowd out the topic's other partitions.
+  for (auto& [name, ts] : topics_) {
+    if (ts.partitions.empty()) continue;
+    std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(name);
+    for (auto& [p, lane] : ts.partitions) {
+      if (!Parked(p, *layout) || ts.LaneLoad(p) <= shares.parked_lane) continue;
+      ts.skipped_lanes.insert(p);
+      std::vector<uint64_t> evictable(lane.ready.begin(), lane.ready.end());
+      evictable.insert(evictable.end(), lane.waiting.begin(), lane.waiting.end());
+      std::sort(evictable.begin(), evictable.end(), std::greater<>());
+      for (uint64_t seq : evictable) {
+        if (ts.LaneLoad(p) <= shares.parked_lane) break;
+        Forget(seq, window_.at(seq));
+      }
+    }
+  }
+  if (!WindowFull()) return;
+  bool someone_waits = false;
+  for (const auto& [name, ts] : topics_) {
+    if (ts.unread_from != 0 && !shares.Full(ts)) someone_waits = true;
+  }
+  if (!someone_waits) return;
+  for (auto& [name, ts] : topics_) {
+    if (ts.in_window <= shares.messages && ts.window_bytes <= shares.bytes) continue;
+    // Only entries not handed to the producer can leave; the newest go first, so the
+    // topic keeps its oldest entries and its order.
+    std::vector<uint64_t> evictable;
+    auto collect = [&](const Lane& lane) {
+      evictable.insert(evictable.end(), lane.ready.begin(), lane.ready.end());
+      evictable.insert(evictable.end(), lane.waiting.begin(), lane.waiting.end());
+    };
+    collect(ts.unrouted);
+    collect(ts.unordered);
+    for (const auto& [p, lane] : ts.partitions) collect(lane);
+    std::sort(evictable.begin(), evictable.end(), std::greater<>());
+    for (uint64_t seq : evictable) {
+      if (ts.in_window <= shares.messages && ts.window_bytes <= shares.bytes) break;
+      Forget(seq, window_.at(seq));
+    }
+  }
+  inflight_.store(window_.size());
+}
+
+void DrainLoop::Forget(uint64_t seq, Slot& slot) {
+  Unqueue(seq, slot);
+  TopicState& ts = topics_[slot.entry.record.topic];
+  const uint64_t scan_from = ts.scan_from;
+  ts.MarkUnread(seq, slot.entry.record.receive_time_ms);
+  // An entry of a skipped lane is found again when the lane's partition has a leader;
+  // the next pass need not start below where it would anyway.
+  if (ts.skipped_lanes.count(slot.lane) && scan_from != 0) ts.scan_from = scan_from;
+  ts.in_window -= 1;
+  ts.window_bytes -= slot.entry.size;
+  window_bytes_ -= slot.entry.size;
+  window_.erase(seq);
+}
+
+}  // namespace kspool::agent

@@ -1,0 +1,48 @@
+// The request-limit flags of the Spool service: --max-headers and --max-future-timestamp.
+// (Apart from tests/agent/app/config_test.cc so that the two can change independently.)
+#include <gtest/gtest.h>
+
+#include "agent/app/config.h"
+
+namespace kspool::agent {
+namespace {
+
+ParseOutcome Parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "kspool-agent");
+  std::vector<const char*> argv;
+  for (auto& a : args) argv.push_back(a.c_str());
+  const char* env[] = {nullptr};
+  return ParseConfig(static_cast<int>(argv.size()), argv.data(), env);
+}
+
+TEST(RequestLimitFlags, DefaultsAreSixtyFourHeadersAndOneHourAhead) {
+  ParseOutcome p = Parse({});
+  ASSERT_FALSE(p.exit) << p.output;
+  EXPECT_EQ(p.config.max_headers, 64u);
+  EXPECT_EQ(p.config.max_future_timestamp_ms, 3'600'000u);
+}
+
+TEST(RequestLimitFlags, TakeACountAndADuration) {
+  ParseOutcome p = Parse({"--max-headers", "8", "--max-future-timestamp", "5m"});
+  ASSERT_FALSE(p.exit) << p.output;
+  EXPECT_EQ(p.config.max_headers, 8u);
+  EXPECT_EQ(p.config.max_future_timestamp_ms, 300'000u);
+  p = Parse({"--max-future-timestamp", "0"});
+  ASSERT_FALSE(p.exit) << p.output;
+  EXPECT_EQ(p.config.max_future_timestamp_ms, 0u) << "0: no timestamp in the future";
+}
+
+TEST(RequestLimitFlags, BadValuesAreErrorsNamingTheFlag) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--max-headers", "0"}, {"--max-headers", "-1"},
+        {"--max-future-timestamp", "-1h"}, {"--max-future-timestamp", "soon"},
+        {"--max-future-timestamp", "99999999d"}}) {
+    ParseOutcome p = Parse(args);
+    EXPECT_TRUE(p.exit) << args[0] << " " << args[1];
+    EXPECT_NE(p.exit_code, 0);
+    EXPECT_NE(p.output.find(args[0]), std::string::npos) << p.output;
+  }
+}
+
+}  // namespace
+}  // namespace kspool::agent

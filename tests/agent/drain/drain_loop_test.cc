@@ -1,0 +1,338 @@
+// DrainLoop's logic against a scripted Kafka (tests/support/fake_kafka.h), a real WAL in
+// a temp dir and a manual clock: deterministic, one pass of the loop at a time.
+#include "agent/drain/drain_loop.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "tests/support/fake_kafka.h"
+#include "tests/support/temp_dir.h"
+
+namespace kspool::agent {
+namespace {
+
+using testing::FakeKafka;
+
+class Drain : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    wal::Options o;
+    o.dir = dir_.sub("wal");
+    o.clock = &clock_;
+    absl::StatusOr<std::unique_ptr<wal::Wal>> w = wal::Wal::Open(o);
+    ASSERT_TRUE(w.ok()) << w.status();
+    wal_ = std::move(w).value();
+    tracker_ = std::make_unique<CommitTracker>(wal_.get());
+    PartitionCacheOptions pco;
+    pco.background = false;
+    pco.clock = &clock_;
+    cache_ = std::make_unique<PartitionCache>(kafka_.Layouts(), pco);
+  }
+
+  void StartDrain(DrainOptions o = {}) {
+    o.clock = &clock_;
+    o.partitions = cache_.get();
+    drain_ = std::make_unique<DrainLoop>(wal_.get(), tracker_.get(), kafka_.Factory(), o);
+    ASSERT_TRUE(drain_->Start(/*background=*/false).ok());
+  }
+
+  // Appends n messages; keys[i % keys.size()] when keys are given. Returns the receive time.
+  int64_t Append(const std::string& topic, int n, std::vector<std::string> keys = {},
+                 int32_t partition = -1) {
+    wal::AppendBatch b;
+    std::vector<std::string> values(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      values[i] = topic + "-" + std::to_string(i);
+      wal::RecordView v;
+      v.topic = topic;
+      v.value = values[i];
+      v.partition = partition;
+      if (!keys.empty()) v.key = keys[static_cast<size_t>(i) % keys.size()];
+      b.Add(v);
+    }
+    absl::StatusOr<wal::AppendResult> r = wal_->Append(std::move(b));
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.ok() ? r->receive_time_ms : 0;
+  }
+
+  // `passes` passes of the loop, `step_ms` of time passing after each.
+  void Run(int passes, int64_t step_ms = 10) {
+    for (int i = 0; i < passes; ++i) {
+      drain_->RunOnce(0);
+      clock_.Advance(step_ms);
+    }
+  }
+
+  uint64_t Live(const std::string& topic) {
+    std::map<std::string, wal::Counts> live;
+    EXPECT_TRUE(wal_->CountLive(&live).ok());
+    return live[topic].count;
+  }
+
+  static std::vector<std::string> KeysFor(int partition, int partitions, int n) {
+    std::vector<std::string> keys;
+    for (int i = 0; static_cast<int>(keys.size()) < n; ++i) {
+      std::string k = "key-" + std::to_string(i);
+      if (KeyPartition(k, partitions) == partition) keys.push_back(k);
+    }
+    return keys;
+  }
+
+  kspool::testing::TempDir dir_;
+  ManualClock clock_{1'800'000'000'000};
+  FakeKafka kafka_;
+  std::unique_ptr<wal::Wal> wal_;
+  std::unique_ptr<CommitTracker> tracker_;
+  std::unique_ptr<PartitionCache> cache_;
+  std::unique_ptr<DrainLoop> drain_;
+};
+
+TEST_F(Drain, StuckTopicHoldsBackOnlyItselfAndItsCommitPoint) {
+  kafka_.leaders["stuck"] = {false, false};
+  kafka_.leaders["ok"] = {true, true};
+  {
+    DrainOptions o;
+    o.max_inflight_messages = 100;
+    StartDrain(o);
+  }
+  const int64_t stuck_rt = Append("stuck", 500);
+  clock_.Advance(10);
+  const int64_t ok_rt = Append("ok", 50);
+  Run(50);
+  EXPECT_EQ(kafka_.DeliveredSeqs("ok").size(), 50u);
+  EXPECT_EQ(Live("ok"), 0u);
+  EXPECT_TRUE(kafka_.DeliveredSeqs("stuck").empty());
+  EXPECT_LE(drain_->inflight(), 100u);
+  wal::CommitPoints cp = tracker_->Current();
+  EXPECT_GE(cp.topics_ms["ok"], ok_rt);
+  EXPECT_LT(cp.global_ms, stuck_rt);
+  EXPECT_LT(cp.topics_ms["stuck"], stuck_rt);
+
+  kafka_.leaders["stuck"] = {true, true};
+  Run(300);
+  EXPECT_EQ(kafka_.DeliveredSeqs("stuck").size(), 500u);
+  EXPECT_EQ(wal_->GetStats().entries, 0u);
+  EXPECT_GE(tracker_->Current().global_ms, ok_rt);
+}
+
+TEST_F(Drain, StuckTopicThatFilledTheWindowFirstMakesRoomForANewcomer) {
+  kafka_.leaders["stuck"] = {false};
+  kafka_.leaders["ok"] = {true};
+  {
+    DrainOptions o;
+    o.max_inflight_messages = 100;
+    o.stuck_after_ms = 2000;
+    StartDrain(o);
+  }
+  Append("stuck", 150);
+  Run(5);
+  EXPECT_EQ(drain_->inflight(), 100u);
+  Append("ok", 30);
+  Run(300);  // 3 s: a full window is looked past once a topic in it is slow (1 s)
+  EXPECT_EQ(kafka_.DeliveredSeqs("ok").size(), 30u);
+  EXPECT_EQ(Live("ok"), 0u);
+  EXPECT_LE(drain_->inflight(), 100u);
+  ASSERT_EQ(drain_->Stuck().size(), 1u);
+  EXPECT_EQ(drain_->Stuck()[0].topic, "stuck");
+  EXPECT_EQ(drain_->Stuck()[0].leaderless_partitions, std::vector<int32_t>{0});
+  EXPECT_GE(drain_->Stuck()[0].stuck_seconds, 2.0);
+}
+
+TEST_F(Drain, LeaderlessPartitionHoldsBackOnlyItsKeys) {
+  kafka_.leaders["t"] = {true, false, true};
+  StartDrain();
+  std::vector<std::string> keys = KeysFor(0, 3, 5);
+  for (const std::string& k : KeysFor(1, 3, 5)) keys.push_back(k);
+  for (const std::string& k : KeysFor(2, 3, 5)) keys.push_back(k);
+  Append("t", 60, keys);
+  Run(20);
+  EXPECT_EQ(kafka_.DeliveredSeqs("t", 0).size(), 20u);
+  EXPECT_EQ(kafka_.DeliveredSeqs("t", 2).size(), 20u);
+  for (const FakeKafka::Produced& p : kafka_.produced) EXPECT_NE(p.partition, 1) << p.seq;
+
+  kafka_.leaders["t"][1] = true;
+  Run(200);
+  std::vector<uint64_t> p1 = kafka_.DeliveredSeqs("t", 1);
+  EXPECT_EQ(p1.size(), 20u);
+  EXPECT_TRUE(std::is_sorted(p1.begin(), p1.end()));
+  EXPECT_EQ(Live("t"), 0u);
+}
+
+TEST_F(Drain, KeyedMessagesForALeaderlessPartitionCannotFillTheWindow) {
+  kafka_.leaders["t"] = {true, false, true};
+  {
+    DrainOptions o;
+    o.max_inflight_messages = 100;
+    StartDrain(o);
+  }
+  std::vector<std::string> keys = KeysFor(0, 3, 1);
+  keys.push_back(KeysFor(1, 3, 1)[0]);
+  keys.push_back(KeysFor(2, 3, 1)[0]);
+  for (int i = 0; i < 10; ++i) Append("t", 60, keys);  // 200 for each partition
+  Run(100);
+  // Partition 1 may hold a quarter of the window; the others are not held back by it.
+  EXPECT_EQ(kafka_.DeliveredSeqs("t", 0).size(), 200u);
+  EXPECT_EQ(kafka_.DeliveredSeqs("t", 2).size(), 200u);
+  for (const FakeKafka::Produced& p : kafka_.produced) EXPECT_NE(p.partition, 1);
+  EXPECT_LE(drain_->inflight(), 25u);
+  Append("t", 30, keys);  // newer messages still flow
+  Run(50);
+  EXPECT_EQ(kafka_.DeliveredSeqs("t", 0).size(), 210u);
+
+  kafka_.leaders["t"][1] = true;
+  Run(300);
+  std::vector<uint64_t> p1 = kafka_.DeliveredSeqs("t", 1);
+  EXPECT_EQ(p1.size(), 210u);
+  EXPECT_TRUE(std::is_sorted(p1.begin(), p1.end()));
+  EXPECT_EQ(Live("t"), 0u);
+}
+
+TEST_F(Drain, UnkeyedMessagesGoOnlyToPartitionsWithALeader) {
+  kafka_.leaders["t"] = {true, false, true};
+  StartDrain();
+  for (int i = 0; i < 6; ++i) {  // a partition is kept for 10 ms, for larger batches
+    Append("t", 5);
+    Run(2);
+  }
+  Run(10);
+  EXPECT_EQ(kafka_.DeliveredSeqs("t").size(), 30u);
+  for (const FakeKafka::Produced& p : kafka_.produced) EXPECT_NE(p.partition, 1);
+  EXPECT_FALSE(kafka_.DeliveredSeqs("t", 0).empty());
+  EXPECT_FALSE(kafka_.DeliveredSeqs("t", 2).empty());
+}
+
+TEST_F(Drain, UnkeyedMessagesQueuedForALostLeaderAreReroutedWithinTenSeconds) {
+  kafka_.leaders["t"] = {true, true, true};
+  StartDrain();
+  Append("t", 3);
+  Run(2);
+  ASSERT_EQ(kafka_.DeliveredSeqs("t").size(), 3u);
+  // The leader of partition 1 goes; the agent's metadata does not know yet.
+  kafka_.leaders["t"][1] = false;
+  const int64_t lost_at = clock_.MonotonicMillis();
+  for (int i = 0; i < 6; ++i) {  // over 120 ms: the sticky partition rotates through all
+    Append("t", 5);
+    Run(2);
+  }
+  int64_t all_at = 0;
+  for (int i = 0; i < 1000 && all_at == 0; ++i) {
+    Run(1);
+    if (kafka_.DeliveredSeqs("t").size() == 33) all_at = clock_.MonotonicMillis();
+  }
+  ASSERT_NE(all_at, 0) << "not all delivered";
+  EXPECT_LE(all_at - lost_at, 10'000);
+  EXPECT_GE(kafka_.purges, 1);
+  EXPECT_TRUE(kafka_.DeliveredSeqs("t", 1).size() <= 1u);  // only from before the loss
+}
+
+TEST_F(Drain, RetryNeverReordersAPartition) {
+  kafka_.leaders["t"] = {true, true};
+  StartDrain();
+  std::vector<std::string> keys = KeysFor(0, 2, 1);
+  Append("t", 40, keys);
+  kafka_.fail_once[7] = RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
+  kafka_.fail_once[20] = RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION;
+  Run(300);
+  std::vector<uint64_t> seqs = kafka_.DeliveredSeqs("t", 0);
+  ASSERT_EQ(seqs.size(), 40u);
+  EXPECT_TRUE(std::is_sorted(seqs.begin(), seqs.end()));
+  EXPECT_GT(drain_->redelivered(), 0u);  // kspool's own retry path ran
+  EXPECT_EQ(Live("t"), 0u);
+}
+
+TEST_F(Drain, EntryFinishedOutOfOrderWaitsTheSettleDelay) {
+  kafka_.leaders["t"] = {true, false};
+  {
+    DrainOptions o;
+    o.settle_delay_ms = 50;
+    StartDrain(o);
+  }
+  Append("t", 1, {}, /*partition=*/1);  // parked: no leader
+  Append("t", 1, {}, /*partition=*/0);
+  drain_->RunOnce(0);
+  ASSERT_EQ(kafka_.DeliveredSeqs("t").size(), 1u);
+  EXPECT_EQ(Live("t"), 2u);
+  clock_.Advance(49);
+  drain_->RunOnce(0);
+  EXPECT_EQ(Live("t"), 2u);  // still waiting for the prefix to reach it
+  clock_.Advance(2);
+  drain_->RunOnce(0);
+  EXPECT_EQ(Live("t"), 1u);
+}
+
+TEST_F(Drain, FatalProducerErrorReplacesTheProducerWithBackoff) {
+  kafka_.leaders["t"] = {true};
+  kafka_.fatal = "Fatal idempotent producer error";
+  {
+    DrainOptions o;
+    o.producer_backoff_ms = 500;
+    StartDrain(o);
+  }
+  Append("t", 10);
+  drain_->RunOnce(0);  // produced, then found fatal: replaced after 500 ms
+  EXPECT_EQ(kafka_.producers_made, 1);
+  for (int i = 0; i < 49; ++i) {
+    clock_.Advance(10);
+    drain_->RunOnce(0);
+  }
+  EXPECT_EQ(kafka_.producers_made, 1);  // 490 ms: not yet
+  clock_.Advance(10);
+  drain_->RunOnce(0);
+  EXPECT_EQ(kafka_.producers_made, 2);  // still fatal: the next wait is 1000 ms
+  drain_->RunOnce(0);
+  clock_.Advance(990);
+  drain_->RunOnce(0);
+  EXPECT_EQ(kafka_.producers_made, 2);
+  kafka_.fatal.clear();
+  clock_.Advance(10);
+  Run(20);
+  EXPECT_EQ(kafka_.producers_made, 3);
+  EXPECT_EQ(kafka_.DeliveredSeqs("t").size(), 10u);
+  EXPECT_EQ(Live("t"), 0u);
+  EXPECT_EQ(wal_->GetStats().topics["t"].delivered.count, 10u);
+}
+
+TEST_F(Drain, WallClockStepsChangeNeitherSettlingNorRetries) {
+  kafka_.leaders["t"] = {true};
+  {
+    DrainOptions o;
+    o.retry_backoff_ms = 100;
+    StartDrain(o);
+  }
+  Append("t", 10);
+  kafka_.fail_once[3] = RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
+  drain_->RunOnce(0);
+  const int64_t point = tracker_->Current().global_ms;
+  clock_.Set(clock_.NowMillis() - 3'600'000);  // an hour back; monotonic time goes on
+  Run(50);                                     // 500 ms
+  EXPECT_EQ(kafka_.DeliveredSeqs("t").size(), 10u);
+  EXPECT_EQ(Live("t"), 0u);
+  EXPECT_GE(tracker_->Current().global_ms, point);
+
+  clock_.Set(clock_.NowMillis() + 86'400'000 + 3'600'000);  // a day forward
+  Append("t", 10);
+  kafka_.fail_once[15] = RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
+  Run(50);
+  EXPECT_EQ(kafka_.DeliveredSeqs("t").size(), 20u);
+  EXPECT_EQ(Live("t"), 0u);
+}
+
+TEST_F(Drain, UnknownTopicIsDiscardedAfterFreshAnswersWhileOthersFlow) {
+  kafka_.leaders["ok"] = {true};
+  {
+    DrainOptions o;
+    o.retry_backoff_ms = 100;
+    o.unknown_topic_checks = 3;
+    StartDrain(o);
+  }
+  Append("missing", 5);
+  Append("ok", 5);
+  Run(300);
+  EXPECT_EQ(kafka_.DeliveredSeqs("ok").size(), 5u);
+  EXPECT_EQ(Live("missing"), 0u);
+  EXPECT_EQ(wal_->GetStats().topics["missing"].discarded["unknown_topic"].count, 5u);
+}
+
+}  // namespace
+}  // namespace kspool::agent

@@ -21,26 +21,11 @@ Heartbeater::~Heartbeater() { Stop(); }
 
 void Heartbeater::Start() {
   if (options_.interval_ms == 0) return;
-  thread_ = std::thread([this] {
-    MutexLock l(&mu_);
-    while (!stop_) {
-      cv_.WaitFor(&mu_, std::chrono::milliseconds(options_.interval_ms));
-      if (stop_) break;
-      mu_.Unlock();
-      Beat();
-      mu_.Lock();
-    }
-  });
+  thread_.Start("kspool-heartbt", std::chrono::milliseconds(options_.interval_ms),
+                [this] { Beat(); });
 }
 
-void Heartbeater::Stop() {
-  {
-    MutexLock l(&mu_);
-    stop_ = true;
-    cv_.SignalAll();
-  }
-  if (thread_.joinable()) thread_.join();
-}
+void Heartbeater::Stop() { thread_.Stop(); }
 
 size_t Heartbeater::Beat() {
   std::vector<std::string> topics = options_.topics;

@@ -14,14 +14,13 @@
 #include <atomic>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "agent/drain/commit_tracker.h"
 #include "agent/kafka/kafka_metadata.h"
 #include "agent/stats/metrics.h"
 #include "base/clock.h"
-#include "base/mutex.h"
+#include "base/periodic_thread.h"
 #include "wal/wal.h"
 
 namespace kspool::agent {
@@ -49,10 +48,7 @@ class Heartbeater {
   const std::function<void()> on_appended_;
   Clock* const clock_;
   const HeartbeatOptions options_;
-  std::thread thread_;
-  Mutex mu_;
-  CondVar cv_;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  PeriodicThread thread_;
 };
 
 }  // namespace kspool::agent

@@ -1,6 +1,5 @@
 #include "agent/background/wal_maintenance.h"
 
-#include <pthread.h>
 #include <spdlog/spdlog.h>
 
 namespace kspool::agent {
@@ -12,28 +11,9 @@ constexpr int kMaxTrimCalls = 16;
 
 }  // namespace
 
-void WalMaintenance::Start() {
-  thread_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "kspool-walmaint");
-    MutexLock l(&mu_);
-    while (!stop_) {
-      cv_.WaitFor(&mu_, interval_);
-      if (stop_) break;
-      mu_.Unlock();
-      RunOnce();
-      mu_.Lock();
-    }
-  });
-}
+void WalMaintenance::Start() { thread_.Start("kspool-walmaint", interval_, [this] { RunOnce(); }); }
 
-void WalMaintenance::Stop() {
-  {
-    MutexLock l(&mu_);
-    stop_ = true;
-    cv_.SignalAll();
-  }
-  if (thread_.joinable()) thread_.join();
-}
+void WalMaintenance::Stop() { thread_.Stop(); }
 
 void WalMaintenance::RunOnce() {
   // After a write error the drain loop reopens the WAL; until then there is nothing to do.

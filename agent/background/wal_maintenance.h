@@ -10,10 +10,9 @@
 #pragma once
 
 #include <chrono>
-#include <thread>
 
 #include "agent/stats/metrics.h"
-#include "base/mutex.h"
+#include "base/periodic_thread.h"
 #include "wal/wal.h"
 
 namespace kspool::agent {
@@ -42,10 +41,7 @@ class WalMaintenance {
   Metrics* const metrics_;
   const std::chrono::milliseconds interval_;
   uint64_t coarsenings_seen_ = 0;  // owned by the round's thread
-  std::thread thread_;
-  Mutex mu_;
-  CondVar cv_;
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  PeriodicThread thread_;
 };
 
 }  // namespace kspool::agent

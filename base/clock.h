@@ -2,7 +2,7 @@
 // move time, or jump the wall clock while the monotonic clock goes on.
 // The wall clock is for receive times and commit points only; intervals, deadlines and
 // backoffs use the monotonic clock, so a wall-clock step changes nothing else
-// (DESIGN.md invariant 9). Implementations must be thread-safe.
+// (ARCHITECTURE.md invariant 8). Implementations must be thread-safe.
 #pragma once
 
 #include <atomic>

@@ -9,6 +9,9 @@ install(TARGETS kspool-agent kspoolctl kspool-devkafka kspool-bench
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/systemd/kspool.service DESTINATION /lib/systemd/system)
 install(FILES ${PROJECT_SOURCE_DIR}/deploy/kspool.toml DESTINATION /etc/kspool)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The reference the README links to (security, the Bruce input, operations, performance).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs
+        FILES_MATCHING PATTERN "*.md")
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME kspool)

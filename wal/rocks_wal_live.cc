@@ -1,6 +1,6 @@
 // RocksWal: which outcomes given to Settle() are for live entries.
 //
-// Settle() must be idempotent (DESIGN.md invariant 10): the drain applies a batch again
+// Settle() must be idempotent (ARCHITECTURE.md invariant 9): the drain applies a batch again
 // after a failed sync, and RocksDB may have kept that batch. An outcome counts only if
 // its entry is live: at or above the head, below committed_next_, not settled already,
 // and present in the log.

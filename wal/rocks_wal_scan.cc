@@ -1,5 +1,5 @@
 // RocksWal: the choosing scan, for a reader that keeps a read position per topic and
-// passes over the entries of topics it has no room for (DESIGN.md "isolation").
+// passes over the entries of topics it has no room for (ARCHITECTURE.md invariant 7).
 // Entries are chosen by what the record's first bytes say (topic, receive time) before
 // any is decoded, so passing over an entry costs a peek, not a decode.
 #include <algorithm>

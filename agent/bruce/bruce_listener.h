@@ -33,7 +33,7 @@ struct BruceListenerOptions {
   BruceSocketOptions socket;
   size_t max_connections = 1024;  // stream + TCP clients at once; beyond, closed at once
   // Bytes all stream clients together may hold in unfinished messages; beyond it the
-  // connection holding the most is closed (DESIGN.md invariant 7).
+  // connection holding the most is closed (ARCHITECTURE.md invariant 6: memory bounded).
   size_t max_buffered_bytes = 64 << 20;
 };
 

@@ -1,5 +1,6 @@
-// The discard report (DESIGN.md "Discard reports") in its two public shapes: the admin
-// API's protobuf and the JSON of GET /discards. Pure functions.
+// The discard report (README, "Observing it": per topic, counts by outcome up to the
+// commit point and after it) in its two public shapes: the admin API's protobuf and the
+// JSON of GET /discards. Pure functions.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-// CommitTracker: derives and publishes the commit points (DESIGN.md invariant 4).
+// CommitTracker: derives and publishes the commit points (ARCHITECTURE.md invariant 4).
 //
 // T = (receive time of the oldest entry still in the WAL) - 1 ms, or the current time
 // when the WAL is empty; per topic, the same over that topic's entries. Published

@@ -9,7 +9,7 @@
 // `max_message_age_ms`, or an undecodable entry is discarded: moved to the dead letters
 // with its reason, in the same WAL batch that counts it.
 //
-// Isolation (DESIGN.md invariant 8; wal/FORMAT.md "Reading"): the window is shared
+// Isolation (ARCHITECTURE.md invariant 7; wal/FORMAT.md "Reading"): the window is shared
 // fairly between the topics that have entries to send; a topic's entries beyond its
 // share stay unread in the WAL and the reader goes on to other topics' entries behind
 // them, coming back to the skipped ones from a per-topic read position. Within a topic,
@@ -18,7 +18,7 @@
 // a key go to partitions that have a leader.
 //
 // Time: intervals, deadlines and backoffs use the monotonic clock; the wall clock is
-// read only for message ages (invariant 9).
+// read only for message ages (ARCHITECTURE.md invariant 8).
 //
 // After a WAL write error the loop reopens the WAL periodically and reads it again from
 // the head. A producer that hit a fatal error is replaced, with an exponential backoff.

@@ -1,4 +1,4 @@
-// How the spool treats each Kafka delivery error (DESIGN.md invariant 5): transient
+// How the spool treats each Kafka delivery error (ARCHITECTURE.md invariant 5): transient
 // errors never discard; permanent ones discard into the dead letters with a reason;
 // "unknown topic/partition" is permanent only once fresh metadata confirms it.
 // Thread safety: pure functions.

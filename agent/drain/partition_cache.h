@@ -1,6 +1,6 @@
 // PartitionCache: the drain loop's view of each topic's partitions (how many there are,
 // which have a leader), refreshed in the background, so that a slow or failing metadata
-// request never stalls delivery, of that topic or of any other (DESIGN.md invariant 8).
+// request never stalls delivery, of that topic or of any other (ARCHITECTURE.md invariant 7).
 // A topic nobody asked about for `forget_ms` is dropped: memory is bounded by the topics
 // in use, not by every topic ever seen.
 // Thread safety: every method may be called from any thread.

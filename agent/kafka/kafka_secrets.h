@@ -1,6 +1,6 @@
 // Which librdkafka properties are secrets, and how their values are kept out of every
 // output: the one definition used by --print-config, by the errors of a bad Kafka
-// option, and by the librdkafka log and error callbacks (README, "Kafka security").
+// option, and by the librdkafka log and error callbacks (docs/SECURITY.md, "Kafka security").
 // Thread safety: free functions are pure; a SecretScrubber is immutable once made, so
 // any thread (librdkafka's included) may use it.
 #pragma once

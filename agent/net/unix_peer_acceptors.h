@@ -1,5 +1,5 @@
 // The gRPC side of UnixPeerSlots: one external connection acceptor per slot, so that a
-// call knows its unix-socket peer (README, "TLS", Identities). Each acceptor has its own
+// call knows its unix-socket peer (docs/SECURITY.md, "TLS", Identities). Each acceptor has its own
 // credentials, LocalServerCredentials(UDS): plaintext (its handshake exchanges no bytes,
 // so every plaintext client connects as before), with an AuthMetadataProcessor that
 // gives each connection through slot i the identities of the peer holding i, read at

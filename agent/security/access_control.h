@@ -1,4 +1,4 @@
-// AccessControl: the --acl rules in force (README, "Access control") and the checks
+// AccessControl: the --acl rules in force (docs/SECURITY.md, "Access control") and the checks
 // the gRPC services make with them: topics a call may send to, the admin right, and
 // per-identity quotas (token buckets). Reload() replaces the rules from the file; an
 // unusable file keeps the rules in force (a warning and

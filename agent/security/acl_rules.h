@@ -1,4 +1,4 @@
-// AclRules: the access rules of an --acl file (README, "Access control"), parsed and
+// AclRules: the access rules of an --acl file (docs/SECURITY.md, "Access control"), parsed and
 // checked, with the lookups a call needs. Pure: no I/O but LoadAclFile, no clock.
 //
 // File format (TOML, ASCII: other characters as \uXXXX escapes in strings): any number

@@ -1,5 +1,5 @@
-// A SASL password given to the agent appears in none of its outputs (README, "Kafka
-// security"): a real kspool-agent with librdkafka's debug output on, a real
+// A SASL password given to the agent appears in none of its outputs (docs/SECURITY.md,
+// "Kafka security"): a real kspool-agent with librdkafka's debug output on, a real
 // kspool-devkafka, the password from --kafka-option-file or from the environment. The
 // agent runs, delivers or retries, refuses bad requests, discards for a Kafka error,
 // answers /status, /metrics, /discards and kspoolctl, prints --print-config and shuts

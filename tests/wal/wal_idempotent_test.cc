@@ -1,4 +1,4 @@
-// Exact accounting (DESIGN.md invariant 10): Settle() and SaveCommitPoints() applied
+// Exact accounting (ARCHITECTURE.md invariant 9): Settle() and SaveCommitPoints() applied
 // again — after a failed sync whose batch RocksDB kept or dropped, a Reopen(), a
 // restart, or simply twice — change nothing; the ledger accepted = delivered +
 // discarded + live (live found by scanning) holds at every step.

@@ -15,7 +15,7 @@ struct CeilingResult {
   // CPU (user + system, every thread of this process, RocksDB's flushes included) per
   // message written: the least CPU a message costs on this machine at this moment, to
   // take the agent's CPU per message as a ratio of (CPU speed on a shared VM moves by 2x
-  // within an hour; README, Performance).
+  // within an hour; docs/PERFORMANCE.md).
   double cpu_us_per_message = 0;
 };
 

@@ -33,7 +33,7 @@ class DeliveryWatch {
   std::unique_ptr<grpc::ClientReader<kspool::v1::DeliveryStatus>> reader_;
 };
 
-// TLS towards a secured agent (README, "TLS"); all empty: plaintext.
+// TLS towards a secured agent (docs/SECURITY.md, "TLS"); all empty: plaintext.
 struct AgentTls {
   std::string ca;    // PEM CA(s) the agent's certificate must chain to; empty: system roots
   std::string cert;  // PEM client certificate, for an agent with --tls-client-ca

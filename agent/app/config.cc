@@ -7,8 +7,8 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <sstream>
 #include <optional>
+#include <sstream>
 #include <string_view>
 #include <type_traits>
 
@@ -329,7 +329,8 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
                                  " bytes of overhead)"));
   add("max-batch-messages", &c.limits.max_batch_messages, "Most messages in one Send")
       ->check(CLI::PositiveNumber);
-  add("max-headers", &c.limits.max_headers, "Most headers on one message")->check(CLI::PositiveNumber);
+  add("max-headers", &c.limits.max_headers, "Most headers on one message")
+      ->check(CLI::PositiveNumber);
   add_parsed("max-future-timestamp", &c.limits.max_future_timestamp_ms,
              FormatDurationMs(c.limits.max_future_timestamp_ms),
              "Largest lead of a message's timestamp_ms over the agent's clock, e.g. 1h; "
@@ -339,7 +340,8 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
       ->check(CLI::PositiveNumber);
   add("max-inflight-bytes", &c.drain.max_inflight_bytes, "Drain window: bytes in flight")
       ->check(CLI::PositiveNumber);
-  add("retry-backoff-ms", &c.drain.retry_backoff_ms, "First delay before re-producing a failed message")
+  add("retry-backoff-ms", &c.drain.retry_backoff_ms,
+      "First delay before re-producing a failed message")
       ->check(CLI::PositiveNumber);
   add("retry-backoff-max-ms", &c.drain.retry_backoff_max_ms, "Largest re-produce delay")
       ->check(CLI::PositiveNumber);

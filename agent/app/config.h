@@ -1,6 +1,7 @@
 // Agent configuration: one struct, filled from command-line flags, KSPOOL_* environment
 // variables and a config file, with that precedence (flags > environment > file >
-// defaults). Thread safety: a value type; parse once in main.
+// defaults). It embeds the components' option structs, whose initializers are the
+// defaults. Thread safety: a value type; parse once in main.
 #pragma once
 
 #include <cstdint>
@@ -46,12 +47,18 @@ struct Config {
   // kspool_dead_letters_dropped_total.
   ByteSize dead_letter_max_bytes{0, 10};
 
-  // The drain: its window, backoffs, commit-point interval, shutdown grace, message age,
-  // unknown-topic checks and WAL reopen interval. Set at start, not by flags: its clock,
-  // metrics, partition cache and outcome hooks.
+  // The drain. Its window (max_inflight_messages, max_inflight_bytes) bounds what is in
+  // flight to Kafka, so memory follows it and not the backlog. max_message_age_ms: older
+  // entries (by receive time) are discarded as "expired" (0 = never).
+  // unknown_topic_checks: fresh-metadata confirmations that a topic does not exist before
+  // its entries are discarded as "unknown_topic". wal_reopen_interval_ms: the retry
+  // period after a WAL I/O error. shutdown_grace_ms: what in-flight produce gets at
+  // SIGTERM. Set at start, not by flags: its clock, metrics, partition cache and hooks.
   DrainOptions drain;
 
   // Request limits (bad input is INVALID_ARGUMENT), for gRPC Sends and the Bruce input.
+  // The size default fits Kafka's default limits with Kafka's and kspool's overhead
+  // (agent/validate/kafka_limits.h).
   RequestLimits limits;
 
   std::string listen = "127.0.0.1:7411";  // host:port or unix:PATH

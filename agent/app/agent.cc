@@ -29,20 +29,18 @@ uint64_t DefaultWalCapacity(const std::string& dir) {
   return static_cast<uint64_t>(st.f_blocks) * st.f_frsize / 2;
 }
 
-DrainOptions DrainOptionsFrom(const Config& c, Clock* clock, Metrics* metrics) {
-  DrainOptions d;
-  d.max_inflight_messages = c.max_inflight_messages;
-  d.max_inflight_bytes = c.max_inflight_bytes;
-  d.retry_backoff_ms = c.retry_backoff_ms;
-  d.retry_backoff_max_ms = c.retry_backoff_max_ms;
-  d.commit_point_interval_ms = c.commit_point_interval_ms;
-  d.shutdown_grace_ms = c.shutdown_grace_ms;
-  d.max_message_age_ms = c.max_message_age_ms;
-  d.unknown_topic_checks = c.unknown_topic_checks;
-  d.wal_reopen_interval_ms = c.wal_reopen_interval_ms;
-  d.clock = clock;
-  d.metrics = metrics;
-  return d;
+// The WAL's options as configured, with the seams filled in and what depends on the
+// capacity resolved: a capacity of 0 is half of the file system, and the per-topic and
+// dead-letter sizes may be a share of the capacity.
+wal::Options WalOptionsFrom(const Config& c, const AgentDeps& deps, Metrics* metrics) {
+  wal::Options wo = c.wal;
+  wo.env = deps.env;
+  wo.clock = deps.clock;
+  if (wo.max_bytes == 0) wo.max_bytes = DefaultWalCapacity(wo.dir);
+  wo.max_topic_bytes = c.topic_max_bytes.Of(wo.max_bytes);
+  wo.max_dead_letter_bytes = c.dead_letter_max_bytes.Of(wo.max_bytes);
+  wo.on_group_commit = [metrics](size_t n, double s) { metrics->ObserveGroupCommit(n, s); };
+  return wo;
 }
 
 // --max-receive-memory is split in two halves. One is for requests gRPC is still
@@ -61,7 +59,8 @@ uint64_t ReceptionLimit(const Config& config) { return config.max_receive_memory
 void ConfigureFrontDoor(const Config& config, grpc::ServerBuilder* builder) {
   // No request larger than the budget for decoded requests: it could never be taken.
   builder->SetMaxReceiveMessageSize(static_cast<int>(std::min<uint64_t>(
-      {config.max_message_bytes * 2 + (64 << 20), DecodedRequestBudget(config), INT32_MAX})));
+      {config.limits.max_message_bytes * 2 + (64 << 20), DecodedRequestBudget(config),
+       INT32_MAX})));
   builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                               static_cast<int>(config.max_streams_per_connection));
   builder->AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS,
@@ -84,28 +83,14 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
   a->metrics_ = std::make_unique<Metrics>(KSPOOL_VERSION);
   Metrics* metrics = a->metrics_.get();
 
-  wal::Options wo;
-  wo.dir = config.wal_dir;
-  wo.env = deps.env;
-  wo.clock = deps.clock;
-  wo.max_bytes = config.wal_max_bytes ? config.wal_max_bytes : DefaultWalCapacity(config.wal_dir);
-  wo.max_queue_bytes = config.max_append_queue_bytes;
-  wo.group_commit_delay_us = config.group_commit_delay_us;
-  wo.max_topic_bytes = config.topic_max_bytes.Of(wo.max_bytes);
-  wo.max_dead_letter_bytes = config.dead_letter_max_bytes.Of(wo.max_bytes);
-  wo.max_dead_letter_age_ms = static_cast<int64_t>(config.dead_letter_max_age_ms);
-  wo.topic_idle_forget_ms = static_cast<int64_t>(config.topic_idle_forget_ms);
-  wo.max_tracked_topics = config.max_tracked_topics;
-  wo.delivery_retention_ms = static_cast<int64_t>(config.delivery_retention_ms);
-  wo.delivery_retention_bytes = config.delivery_retention_bytes;
-  wo.on_group_commit = [metrics](size_t n, double s) { metrics->ObserveGroupCommit(n, s); };
+  const wal::Options wo = WalOptionsFrom(config, deps, metrics);
   absl::StatusOr<std::unique_ptr<wal::Wal>> wal = wal::Wal::Open(wo);
   if (!wal.ok()) return wal.status();
   a->wal_ = std::move(wal).value();
   a->agent_id_ = a->wal_->agent_id();
   wal::Stats stats = a->wal_->GetStats();
   spdlog::info("wal: opened {} (agent id {}): {} entries, {} bytes pending of {} capacity, "
-               "next seq {}", config.wal_dir, a->agent_id_, stats.entries, stats.bytes,
+               "next seq {}", wo.dir, a->agent_id_, stats.entries, stats.bytes,
                wo.max_bytes, stats.next_seq);
   spdlog::info("wal: bounds: {} dead letters ({} bytes, limit {} bytes, {} ms), per topic {} "
                "bytes, append queue {} bytes (0 = none)",
@@ -125,7 +110,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
       },
       pco);
   ProducerConfig pc{config.kafka_brokers, config.kafka_options, a->agent_id_,
-                    config.max_message_age_ms, {}};
+                    config.drain.max_message_age_ms, {}};
   // The producer is made by the drain loop itself, after drain_ is set, and destroyed
   // by it before it stops: drain_ is valid whenever this runs.
   pc.on_reports = [agent = a.get()] { agent->drain_->Notify(); };
@@ -133,7 +118,9 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
   a->waiters_->StartExpiry();
   a->feed_ = std::make_unique<DeliveryFeed>(a->wal_.get());
   a->feed_->Start();
-  DrainOptions dopt = DrainOptionsFrom(config, deps.clock, metrics);
+  DrainOptions dopt = config.drain;
+  dopt.clock = deps.clock;
+  dopt.metrics = metrics;
   dopt.partitions = a->partitions_.get();
   dopt.outcomes_wanted = [w = a->waiters_.get()] { return w->active(); };
   dopt.on_outcomes = [w = a->waiters_.get()](const auto& outcomes) { w->Resolve(outcomes); };
@@ -165,17 +152,14 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
 absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   DrainLoop* drain = drain_.get();
   auto retry_after_ms = [drain, clock,
-                         reopen = config.wal_reopen_interval_ms](absl::StatusCode code) {
+                         reopen = config.drain.wal_reopen_interval_ms](absl::StatusCode code) {
     if (code == absl::StatusCode::kUnavailable) return static_cast<int64_t>(reopen);
     // WAL full: soon if Kafka is taking messages, later if it is not.
     const int64_t last = drain->last_delivery_mono_ms();
     return last != 0 && clock->MonotonicMillis() - last < 5000 ? int64_t{200} : int64_t{2000};
   };
   spool_ = std::make_unique<SpoolService>(
-      wal_.get(),
-      RequestLimits{config.max_message_bytes, config.max_batch_messages, config.max_headers,
-                    config.max_future_timestamp_ms},
-      [drain] { drain->Notify(); }, retry_after_ms,
+      wal_.get(), config.limits, [drain] { drain->Notify(); }, retry_after_ms,
       metrics_.get(), metadata_.get(), clock, DecodedRequestBudget(config), waiters_.get(),
       feed_.get());
   admin_ = std::make_unique<AdminService>(wal_.get(), tracker_.get(), drain, clock);
@@ -212,7 +196,7 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   lo.max_connections = fds.grpc_connections;
   lo.on_refused = [metrics](std::string_view reason) { metrics->ConnectionRefused(reason); };
   lo.meter = meter_.get();
-  lo.socket_file = {static_cast<mode_t>(config.listen_mode), config.listen_group};
+  lo.socket_file = config.listen_socket;
   absl::StatusOr<std::unique_ptr<GrpcListener>> listener = GrpcListener::Listen(std::move(lo));
   if (!listener.ok()) return listener.status();
   listener_ = std::move(listener).value();
@@ -260,8 +244,8 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   sources.grpc_connections = [l = listener_.get()] { return l->connections(); };
   sources.grpc_connections_max = listener_->max_connections();
   sources.receive_memory_limit = config.max_receive_memory;
-  sources.delivery_retention_ms = static_cast<int64_t>(config.delivery_retention_ms);
-  sources.delivery_retention_bytes = config.delivery_retention_bytes;
+  sources.delivery_retention_ms = config.wal.delivery_retention_ms;
+  sources.delivery_retention_bytes = config.wal.delivery_retention_bytes;
   sources.waiting_sends = [w = waiters_.get()] { return w->waiting(); };
   sources.delivery_watchers = [f = feed_.get()] { return f->watchers(); };
   sources.receive_memory_used = [m = meter_.get(), spool = spool_.get()] {
@@ -323,8 +307,7 @@ absl::Status Agent::StartBruce(const Config& config, Clock* clock,
   bruce_rejections_ = std::make_unique<BruceRejections>(metrics_.get(), clock);
   admin_->set_bruce_rejections(bruce_rejections_.get());
   BruceIngestOptions io;
-  io.limits = RequestLimits{config.max_message_bytes, config.max_batch_messages,
-                            config.max_headers, config.max_future_timestamp_ms};
+  io.limits = config.limits;
   io.on_appended = [drain = drain_.get()] { drain->Notify(); };
   io.retry_after_ms = std::move(retry_after_ms);
   io.partitions = partitions_.get();
@@ -339,8 +322,7 @@ absl::Status Agent::StartBruce(const Config& config, Clock* clock,
     lo.max_datagram_bytes = lo.max_stream_bytes = config.bruce_max_message_bytes;
   }
   lo.max_buffered_bytes = std::max<size_t>(lo.max_buffered_bytes, 2 * lo.max_stream_bytes);
-  lo.socket.mode = static_cast<mode_t>(config.bruce_socket_mode);
-  lo.socket.group = config.bruce_socket_group;
+  lo.socket = config.bruce_socket;
   absl::StatusOr<std::unique_ptr<BruceListener>> l = BruceListener::Listen(
       std::move(lo), bruce_ingest_.get(), bruce_rejections_.get(), metrics_.get());
   if (!l.ok()) return l.status();

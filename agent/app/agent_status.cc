@@ -23,7 +23,7 @@ std::string Agent::StatusJson(Clock* clock) const {
   j["agent_id"] = agent_id_;
   const int64_t mono = clock->MonotonicMillis();
   j["uptime_seconds"] = (mono - started_mono_ms_) / 1000.0;
-  j["wal"] = {{"dir", config_.wal_dir},
+  j["wal"] = {{"dir", config_.wal.dir},
               {"entries", st.entries},
               {"bytes", st.bytes},
               {"capacity_bytes", st.capacity_bytes},

@@ -2,9 +2,13 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <deque>
+#include <functional>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string_view>
 #include <type_traits>
 
@@ -138,6 +142,48 @@ absl::StatusOr<ByteSize> ParseByteSize(const std::string& text) {
   return bad("has an unknown unit");
 }
 
+std::string FormatDurationMs(uint64_t ms) {
+  if (ms == 0) return "0";
+  static const std::pair<const char*, uint64_t> kUnits[] = {
+      {"d", 86'400'000}, {"h", 3'600'000}, {"m", 60'000}, {"s", 1000}, {"ms", 1}};
+  for (const auto& [name, unit] : kUnits) {
+    if (ms % unit != 0) continue;
+    if (unit == 86'400'000 && ms == unit) continue;  // one day reads "24h"
+    return std::to_string(ms / unit) + name;
+  }
+  return std::to_string(ms) + "ms";  // not reached: every count is whole milliseconds
+}
+
+std::string FormatByteSize(const ByteSize& size) {
+  if (size.percent > 0) {
+    std::ostringstream o;
+    o << size.percent << '%';  // 10 -> "10%", 2.5 -> "2.5%"
+    return o.str();
+  }
+  if (size.bytes == 0) return "0";
+  static const std::pair<const char*, uint64_t> kUnits[] = {
+      {"TiB", 1ull << 40}, {"GiB", 1ull << 30}, {"MiB", 1ull << 20}, {"KiB", 1ull << 10}};
+  for (const auto& [name, unit] : kUnits) {
+    if (size.bytes % unit == 0) return std::to_string(size.bytes / unit) + name;
+  }
+  return std::to_string(size.bytes);
+}
+
+std::string FormatSocketMode(uint32_t mode) {
+  char text[16];
+  std::snprintf(text, sizeof(text), "%04o", static_cast<unsigned>(mode));
+  return text;
+}
+
+wal::Options AgentWalOptions() {
+  wal::Options o;
+  o.dir = "/var/lib/kspool/wal";
+  o.max_dead_letter_age_ms = 7 * 86'400'000ll;
+  o.topic_idle_forget_ms = 86'400'000;
+  o.max_tracked_topics = 10000;
+  return o;
+}
+
 absl::StatusOr<uint32_t> ParseSocketMode(const std::string& text) {
   if (text.empty() || text.size() > 4 || text.find_first_not_of("01234567") != std::string::npos) {
     return absl::InvalidArgumentError("'" + text + "' is not an octal file mode such as 0660");
@@ -146,6 +192,15 @@ absl::StatusOr<uint32_t> ParseSocketMode(const std::string& text) {
 }
 
 namespace {
+// Stores what a parsed flag's text gave into its field: a count (milliseconds, a mode)
+// as the field's type, a size as a ByteSize or, for a field of bytes, its bytes.
+template <typename T>
+void AssignParsed(uint64_t value, T* field) {
+  *field = static_cast<T>(value);
+}
+void AssignParsed(const ByteSize& value, ByteSize* field) { *field = value; }
+void AssignParsed(const ByteSize& value, uint64_t* field) { *field = value.bytes; }
+
 // A size that cannot be a percent of the WAL's capacity.
 absl::StatusOr<ByteSize> ParseAbsoluteByteSize(const std::string& v) {
   absl::StatusOr<ByteSize> b = ParseByteSize(v);
@@ -201,24 +256,32 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
     }
     return opts[name];
   };
-  // A flag kept as text and converted after parsing; `parse` checks it first, so that
-  // an error names the flag.
-  auto add_parsed = [&](const std::string& name, std::string* text, const std::string& help,
-                        auto parse) {
+  // A flag kept as text and converted into `field` after parsing; `parse` checks the text
+  // first, so that an error names the flag. `field`'s value now is the default, given
+  // here as text (Format*) so that --help and --print-config show it as a user writes it.
+  std::deque<std::string> texts;                  // stable addresses for CLI11
+  std::vector<std::function<void()>> conversions;  // run after a successful parse
+  auto add_parsed = [&](const std::string& name, auto* field, std::string default_text,
+                        const std::string& help, auto parse) {
+    std::string* text = &texts.emplace_back(std::move(default_text));
     opts[name] = app.add_option("--" + name, *text, help)->check([parse](const std::string& v) {
       auto r = parse(v);
       return r.ok() ? std::string() : std::string(r.status().message());
     });
+    conversions.push_back([text, field, parse] {
+      auto r = parse(*text);
+      if (r.ok()) AssignParsed(*r, field);
+    });
   };
-  add("wal-dir", &c.wal_dir, "WAL directory (a persistent volume); created 0700 if missing")
+  add("wal-dir", &c.wal.dir, "WAL directory (a persistent volume); created 0700 if missing")
       ->check([](const std::string& v) {
         return v.empty() ? std::string("the WAL directory must not be empty") : std::string();
       });
   add("listen", &c.listen, "gRPC address: HOST:PORT or unix:PATH (port 0 picks a free one)");
-  std::string listen_mode = "0660";
-  add_parsed("listen-mode", &listen_mode, "File mode of the --listen unix:PATH socket, octal",
+  add_parsed("listen-mode", &c.listen_socket.mode, FormatSocketMode(c.listen_socket.mode),
+             "File mode of the --listen unix:PATH socket, octal",
              ParseSocketMode);
-  add("listen-group", &c.listen_group,
+  add("listen-group", &c.listen_socket.group,
       "Group of the --listen unix:PATH socket (default: the agent's)")
       ->check([](const std::string& v) {  // empty: the agent's group
         return v.empty() ? std::string() : std::string(LookupGroup(v).status().message());
@@ -255,7 +318,7 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
       "re-read when the file changes and on SIGHUP; none: every caller may do everything");
   add("log-level", &c.log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
-  add("max-message-bytes", &c.max_message_bytes,
+  add("max-message-bytes", &c.limits.max_message_bytes,
       "Largest accepted message (key+value+headers); the default fits librdkafka's and "
       "Kafka's default limit of 1,000,000 bytes with Kafka's and kspool's overhead")
       ->check(CLI::PositiveNumber)
@@ -264,79 +327,85 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
                              "1000000000, less " +
                                  std::to_string(kKafkaMessageOverheadBytes) +
                                  " bytes of overhead)"));
-  add("max-batch-messages", &c.max_batch_messages, "Most messages in one Send")
+  add("max-batch-messages", &c.limits.max_batch_messages, "Most messages in one Send")
       ->check(CLI::PositiveNumber);
-  add("max-headers", &c.max_headers, "Most headers on one message")->check(CLI::PositiveNumber);
-  std::string max_future = "1h";
-  add_parsed("max-future-timestamp", &max_future,
+  add("max-headers", &c.limits.max_headers, "Most headers on one message")
+      ->check(CLI::PositiveNumber);
+  add_parsed("max-future-timestamp", &c.limits.max_future_timestamp_ms,
+             FormatDurationMs(c.limits.max_future_timestamp_ms),
              "Largest lead of a message's timestamp_ms over the agent's clock, e.g. 1h; "
              "beyond it (or before 1970) INVALID_ARGUMENT",
              ParseDurationMs);
-  add("max-inflight-messages", &c.max_inflight_messages, "Drain window: messages in flight")
+  add("max-inflight-messages", &c.drain.max_inflight_messages, "Drain window: messages in flight")
       ->check(CLI::PositiveNumber);
-  add("max-inflight-bytes", &c.max_inflight_bytes, "Drain window: bytes in flight")
+  add("max-inflight-bytes", &c.drain.max_inflight_bytes, "Drain window: bytes in flight")
       ->check(CLI::PositiveNumber);
-  add("retry-backoff-ms", &c.retry_backoff_ms, "First delay before re-producing a failed message")
+  add("retry-backoff-ms", &c.drain.retry_backoff_ms,
+      "First delay before re-producing a failed message")
       ->check(CLI::PositiveNumber);
-  add("retry-backoff-max-ms", &c.retry_backoff_max_ms, "Largest re-produce delay")
+  add("retry-backoff-max-ms", &c.drain.retry_backoff_max_ms, "Largest re-produce delay")
       ->check(CLI::PositiveNumber);
-  add("commit-point-interval-ms", &c.commit_point_interval_ms,
+  add("commit-point-interval-ms", &c.drain.commit_point_interval_ms,
       "How often the commit point is recomputed and persisted")
       ->check(CLI::PositiveNumber);
-  add("group-commit-delay-us", &c.group_commit_delay_us,
+  add("group-commit-delay-us", &c.wal.group_commit_delay_us,
       "After a Send reaches the WAL, wait up to this many microseconds for more to share "
       "its fsync: less CPU per message at moderate load, for up to this much more Send "
       "latency; 0 = write at once")
       ->check(UnsignedAtMost(100000, "a number of microseconds"));
-  add("wal-max-bytes", &c.wal_max_bytes,
+  add("wal-max-bytes", &c.wal.max_bytes,
       "WAL capacity (bytes of pending messages); 0 = half of the WAL's file system");
-  std::string max_age = "0";
-  add_parsed("max-message-age", &max_age,
+  add_parsed("max-message-age", &c.drain.max_message_age_ms,
+             FormatDurationMs(c.drain.max_message_age_ms),
              "Discard (into the dead letters, reason 'expired') messages older than this, "
              "e.g. 7d; 0 = never",
              ParseDurationMs);
-  std::string queue_max = "64MiB", topic_max = "0", dead_max = "10%", dead_age = "7d",
-              idle_forget = "24h", delivery_retention = "1h", delivery_bytes = "256MiB";
-  add_parsed("max-append-queue-bytes", &queue_max,
+  add_parsed("max-append-queue-bytes", &c.wal.max_queue_bytes,
+             FormatByteSize({c.wal.max_queue_bytes}),
              "Bytes of Sends waiting for the WAL's disk (e.g. 64MiB); beyond it "
              "RESOURCE_EXHAUSTED; 0 = no bound",
              ParseAbsoluteByteSize);
-  add_parsed("topic-max-bytes", &topic_max,
+  add_parsed("topic-max-bytes", &c.topic_max_bytes, FormatByteSize(c.topic_max_bytes),
              "Live bytes one topic may fill in the WAL (bytes, e.g. 2GiB, or a percent of the "
              "capacity, e.g. 10%); beyond it only that topic's Sends get RESOURCE_EXHAUSTED; "
              "0 = no limit",
              ParseByteSize);
-  add_parsed("dead-letter-max-bytes", &dead_max,
+  add_parsed("dead-letter-max-bytes", &c.dead_letter_max_bytes,
+             FormatByteSize(c.dead_letter_max_bytes),
              "Dead letters (they count against the WAL capacity) beyond this size are removed, "
              "oldest first (bytes, or a percent of the capacity); 0 = no own limit",
              ParseByteSize);
-  add_parsed("dead-letter-max-age", &dead_age,
+  add_parsed("dead-letter-max-age", &c.wal.max_dead_letter_age_ms,
+             FormatDurationMs(static_cast<uint64_t>(c.wal.max_dead_letter_age_ms)),
              "Dead letters discarded longer ago than this are removed, e.g. 7d; 0 = kept",
              ParseDurationMs);
-  add_parsed("delivery-retention", &delivery_retention,
+  add_parsed("delivery-retention", &c.wal.delivery_retention_ms,
+             FormatDurationMs(static_cast<uint64_t>(c.wal.delivery_retention_ms)),
              "Keep each message's outcome (partition and offset, or discard reason) for "
              "GetDeliveryStatus and WatchDeliveries this long after it is settled, e.g. 1h; "
              "0 = no time limit",
              ParseDurationMs);
-  add_parsed("delivery-retention-bytes", &delivery_bytes,
+  add_parsed("delivery-retention-bytes", &c.wal.delivery_retention_bytes,
+             FormatByteSize({c.wal.delivery_retention_bytes}),
              "Most disk the kept outcomes may take (e.g. 256MiB); beyond it the oldest are "
              "forgotten; 0 = no size limit",
              ParseAbsoluteByteSize);
-  add_parsed("topic-idle-forget", &idle_forget,
+  add_parsed("topic-idle-forget", &c.wal.topic_idle_forget_ms,
+             FormatDurationMs(static_cast<uint64_t>(c.wal.topic_idle_forget_ms)),
              "A topic with nothing in the WAL and no Send for this long stops being tracked "
              "(its commit point; its counters stay), e.g. 24h; 0 = never",
              ParseDurationMs);
-  add("unknown-topic-checks", &c.unknown_topic_checks,
+  add("unknown-topic-checks", &c.drain.unknown_topic_checks,
       "Fresh-metadata checks that a topic does not exist before its messages are discarded")
       ->check(CLI::PositiveNumber);
-  add("wal-reopen-interval-ms", &c.wal_reopen_interval_ms,
+  add("wal-reopen-interval-ms", &c.drain.wal_reopen_interval_ms,
       "After a WAL I/O error (e.g. full disk), how often to try reopening it")
       ->check(CLI::PositiveNumber);
-  add("max-tracked-topics", &c.max_tracked_topics,
+  add("max-tracked-topics", &c.wal.max_tracked_topics,
       "Most topics whose commit points are tracked; beyond it the longest idle ones with "
       "nothing in the WAL stop being tracked early; 0 = no cap");
-  std::string heartbeat_interval = "0";
-  add_parsed("heartbeat-interval", &heartbeat_interval,
+  add_parsed("heartbeat-interval", &c.heartbeat_interval_ms,
+             FormatDurationMs(c.heartbeat_interval_ms),
              "Send a heartbeat with the commit point to every partition of the heartbeat "
              "topics this often, e.g. 10s; 0 = off",
              ParseDurationMs);
@@ -351,8 +420,7 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   add("max-streams-per-connection", &c.max_streams_per_connection,
       "Most concurrent calls on one gRPC connection")
       ->check(CLI::Range(uint64_t{1}, uint64_t{INT32_MAX}));
-  std::string idle_timeout = "5m", receive_memory = "256MiB";
-  add_parsed("idle-timeout", &idle_timeout,
+  add_parsed("idle-timeout", &c.idle_timeout_ms, FormatDurationMs(c.idle_timeout_ms),
              "gRPC connections with no call for this long are closed (clients reconnect), "
              "e.g. 5m",
              [](const std::string& v) -> absl::StatusOr<uint64_t> {
@@ -362,7 +430,8 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
                }
                return ms;
              });
-  add_parsed("max-receive-memory", &receive_memory,
+  add_parsed("max-receive-memory", &c.max_receive_memory,
+             FormatByteSize({c.max_receive_memory}),
              "Memory for requests being received and appended (e.g. 256MiB); beyond it "
              "Sends get RESOURCE_EXHAUSTED with retry-after-ms",
              [](const std::string& v) -> absl::StatusOr<ByteSize> {
@@ -381,12 +450,11 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   add("bruce-max-message-bytes", &c.bruce_max_message_bytes,
       "Largest Bruce/Dory-format message, whole (0: 64KiB for datagrams, 2MiB for streams)")
       ->check(UnsignedAtMost(INT32_MAX, "a message size in bytes"));
-  std::string socket_mode = "0660";
-  add_parsed("bruce-socket-mode", &socket_mode,
+  add_parsed("bruce-socket-mode", &c.bruce_socket.mode, FormatSocketMode(c.bruce_socket.mode),
              "File mode of the Bruce/Dory UNIX sockets, octal (e.g. 0660)", ParseSocketMode);
-  add("bruce-socket-group", &c.bruce_socket_group,
+  add("bruce-socket-group", &c.bruce_socket.group,
       "Group of the Bruce/Dory UNIX sockets (default: the agent's)");
-  add("shutdown-grace-ms", &c.shutdown_grace_ms,
+  add("shutdown-grace-ms", &c.drain.shutdown_grace_ms,
       "At SIGTERM, how long in-flight produce may finish; the rest stays in the WAL");
 
   // Environment variables become flags unless the flag itself was given, so that they
@@ -432,22 +500,9 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
     out.output = o.str() + err.str();
     return out;
   }
-  c.max_message_age_ms = ParseDurationMs(max_age).value_or(0);
-  c.max_future_timestamp_ms = ParseDurationMs(max_future).value_or(0);
-  c.heartbeat_interval_ms = ParseDurationMs(heartbeat_interval).value_or(0);
-  c.max_append_queue_bytes = ParseByteSize(queue_max).value_or(ByteSize{}).bytes;
-  c.topic_max_bytes = ParseByteSize(topic_max).value_or(ByteSize{});
-  c.dead_letter_max_bytes = ParseByteSize(dead_max).value_or(ByteSize{});
-  c.dead_letter_max_age_ms = ParseDurationMs(dead_age).value_or(0);
-  c.topic_idle_forget_ms = ParseDurationMs(idle_forget).value_or(0);
-  c.delivery_retention_ms = ParseDurationMs(delivery_retention).value_or(0);
-  c.delivery_retention_bytes = ParseByteSize(delivery_bytes).value_or(ByteSize{}).bytes;
-  c.idle_timeout_ms = ParseDurationMs(idle_timeout).value_or(c.idle_timeout_ms);
-  c.max_receive_memory = ParseByteSize(receive_memory).value_or(ByteSize{}).bytes;
-  c.bruce_socket_mode = ParseSocketMode(socket_mode).value_or(0660);
-  c.listen_mode = ParseSocketMode(listen_mode).value_or(0660);
+  for (const std::function<void()>& convert : conversions) convert();
   // Here, not as a CLI11 check: the default directory is checked too.
-  if (absl::Status s = wal::CheckWalDirNotWorldWritable(c.wal_dir); !s.ok()) {
+  if (absl::Status s = wal::CheckWalDirNotWorldWritable(c.wal.dir); !s.ok()) {
     out.exit = true;
     out.exit_code = 2;
     out.output = "--wal-dir: " + std::string(s.message()) + "\n";
@@ -470,11 +525,12 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   }
   // A quarter of it is the most one request may take (agent.cc, DecodedRequestBudget):
   // it must hold the largest message, or that message could never be sent.
-  if (c.max_receive_memory / 4 < c.max_message_bytes + (64u << 10)) {
+  if (c.max_receive_memory / 4 < c.limits.max_message_bytes + (64u << 10)) {
     out.exit = true;
     out.exit_code = 2;
     out.output = "--max-receive-memory " + std::to_string(c.max_receive_memory) +
-                 " is too small for --max-message-bytes " + std::to_string(c.max_message_bytes) +
+                 " is too small for --max-message-bytes " +
+                 std::to_string(c.limits.max_message_bytes) +
                  ": it must be at least 4 x (that + 64KiB)\n";
   } else if (print_config) {
     out.exit = true;

@@ -1,6 +1,7 @@
 // Agent configuration: one struct, filled from command-line flags, KSPOOL_* environment
 // variables and a config file, with that precedence (flags > environment > file >
-// defaults). Thread safety: a value type; parse once in main.
+// defaults). It embeds the components' option structs, whose initializers are the
+// defaults. Thread safety: a value type; parse once in main.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +9,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "agent/validate/kafka_limits.h"
+#include "agent/drain/drain_loop.h"
+#include "agent/net/socket_file.h"
+#include "agent/validate/request_validator.h"
+#include "wal/wal.h"
 
 namespace kspool::agent {
 
@@ -20,11 +24,45 @@ struct ByteSize {
   uint64_t Of(uint64_t capacity) const;
 };
 
+// The WAL's options with the agent's defaults. The WAL library's own defaults are "no
+// limit" (for kspoolctl and tests); the agent's differ for the directory, the dead
+// letters' age, idle topics and the cap on tracked topics.
+wal::Options AgentWalOptions();
+
+// Each setting's default is written once: in the component's option struct embedded
+// here (wal, drain, limits, listen_socket, bruce_socket), or, for a setting only the
+// agent has, in the field below. The flags bind to these fields, so --help and
+// --print-config show the same defaults.
 struct Config {
-  std::string wal_dir = "/var/lib/kspool/wal";
-  std::string listen = "127.0.0.1:7411";          // host:port or unix:PATH
-  uint32_t listen_mode = 0660;                    // unix:PATH: the socket file's mode
-  std::string listen_group;                       // and group (empty: the agent's)
+  // The WAL (--wal-dir is wal.dir). Set at start, not by flags: wal.clock, wal.env,
+  // wal.on_group_commit; wal.max_topic_bytes and wal.max_dead_letter_bytes, from
+  // topic_max_bytes and dead_letter_max_bytes below (a size or a share of the capacity);
+  // and wal.max_bytes when it is 0: half of the size of the file system that holds
+  // wal.dir. Beyond wal.max_bytes of live entries, Sends get RESOURCE_EXHAUSTED.
+  wal::Options wal = AgentWalOptions();
+  // Live bytes one topic may fill; beyond it that topic's Sends get RESOURCE_EXHAUSTED.
+  ByteSize topic_max_bytes;
+  // Dead letters (they count against the WAL capacity): beyond either this or
+  // wal.max_dead_letter_age_ms the oldest are removed, counted as
+  // kspool_dead_letters_dropped_total.
+  ByteSize dead_letter_max_bytes{0, 10};
+
+  // The drain. Its window (max_inflight_messages, max_inflight_bytes) bounds what is in
+  // flight to Kafka, so memory follows it and not the backlog. max_message_age_ms: older
+  // entries (by receive time) are discarded as "expired" (0 = never).
+  // unknown_topic_checks: fresh-metadata confirmations that a topic does not exist before
+  // its entries are discarded as "unknown_topic". wal_reopen_interval_ms: the retry
+  // period after a WAL I/O error. shutdown_grace_ms: what in-flight produce gets at
+  // SIGTERM. Set at start, not by flags: its clock, metrics, partition cache and hooks.
+  DrainOptions drain;
+
+  // Request limits (bad input is INVALID_ARGUMENT), for gRPC Sends and the Bruce input.
+  // The size default fits Kafka's default limits with Kafka's and kspool's overhead
+  // (agent/validate/kafka_limits.h).
+  RequestLimits limits;
+
+  std::string listen = "127.0.0.1:7411";  // host:port or unix:PATH
+  SocketFileOptions listen_socket;         // unix:PATH: the socket file's mode and group
   std::string metrics_listen = "127.0.0.1:9411";  // host:port
   std::string kafka_brokers = "127.0.0.1:9092";
   std::vector<std::string> kafka_options;          // librdkafka KEY=VALUE pass-through
@@ -44,35 +82,8 @@ struct Config {
   // SIGHUP; empty: every caller may do everything.
   std::string acl_file;
 
-  // WAL capacity in bytes of live entries; Sends beyond it get RESOURCE_EXHAUSTED.
-  // 0: half of the size of the file system that holds --wal-dir.
-  uint64_t wal_max_bytes = 0;
-  // Entries older than this (by receive time) are discarded as "expired"; 0 = never.
-  uint64_t max_message_age_ms = 0;
-  // Fresh-metadata confirmations that a topic does not exist before its entries are
-  // discarded as "unknown_topic" (for clusters with topic auto-creation off).
-  uint64_t unknown_topic_checks = 3;
-  uint64_t wal_reopen_interval_ms = 1000;  // retry period after a WAL I/O error
-  uint64_t heartbeat_interval_ms = 0;      // 0: no heartbeats
+  uint64_t heartbeat_interval_ms = 0;         // 0: no heartbeats
   std::vector<std::string> heartbeat_topics;  // empty: every topic the WAL tracks
-
-  // Bounds: what clients, time or a stuck topic can make the agent hold (0 = no bound).
-  // Appends waiting for the WAL's committer, in bytes; beyond it RESOURCE_EXHAUSTED.
-  uint64_t max_append_queue_bytes = 64ull << 20;
-  // Live bytes one topic may fill; beyond it that topic's Sends get RESOURCE_EXHAUSTED.
-  ByteSize topic_max_bytes;
-  // Dead letters (they count against the WAL capacity): beyond either limit the oldest
-  // are removed, counted as kspool_dead_letters_dropped_total.
-  ByteSize dead_letter_max_bytes{0, 10};
-  uint64_t dead_letter_max_age_ms = 7 * 86'400'000ull;
-  // A topic with nothing in the WAL and no Send for this long stops being tracked, and
-  // so do the longest idle beyond max_tracked_topics.
-  uint64_t topic_idle_forget_ms = 86'400'000;
-  // The delivery index (GetDeliveryStatus, WatchDeliveries): outcomes older than this,
-  // and the oldest beyond this many stored bytes, are forgotten (0 = no limit of the kind).
-  uint64_t delivery_retention_ms = 3'600'000;
-  uint64_t delivery_retention_bytes = 256ull << 20;
-  uint64_t max_tracked_topics = 10000;
 
   // The front door: what clients can hold (see README, "Limits").
   uint64_t max_connections = 1000;              // lowered to fit RLIMIT_NOFILE
@@ -80,35 +91,16 @@ struct Config {
   uint64_t idle_timeout_ms = 300'000;           // connections without calls are closed
   uint64_t max_receive_memory = 256ull << 20;   // requests in reception and being appended
 
-  // Request limits (bad input is INVALID_ARGUMENT).
-  // Fits Kafka's default limits with Kafka's and kspool's overhead: agent/validate/kafka_limits.h.
-  uint64_t max_message_bytes = kDefaultMaxMessageBytes;
-  uint64_t max_batch_messages = 10000;
-  uint64_t max_headers = kHeadersBudgeted;  // per message; the size default assumes it
-  uint64_t max_future_timestamp_ms = 3'600'000;  // client timestamps at most this far ahead
-
   // Bruce/Dory-format input (README, "Bruce and Dory clients"); empty paths: off.
   std::string bruce_datagram_socket;
   std::string bruce_stream_socket;
   std::string bruce_tcp;  // HOST:PORT, loopback only
   // Largest message; 0: 64 KiB for datagrams, 2 MiB for streams (Bruce's and Dory's).
   uint64_t bruce_max_message_bytes = 0;
-  uint32_t bruce_socket_mode = 0660;
-  std::string bruce_socket_group;  // empty: the agent's group
+  SocketFileOptions bruce_socket;  // the UNIX sockets' mode and group
   bool bruce_enabled() const {
     return !bruce_datagram_socket.empty() || !bruce_stream_socket.empty() || !bruce_tcp.empty();
   }
-
-  // The drain window: what may be in flight to Kafka at once. Memory is bounded by these,
-  // not by the backlog.
-  uint64_t max_inflight_messages = 100000;
-  uint64_t max_inflight_bytes = 32ull << 20;
-  uint64_t retry_backoff_ms = 100;       // first re-produce delay after a failed delivery
-  uint64_t retry_backoff_max_ms = 5000;  // cap of the exponential backoff
-  uint64_t commit_point_interval_ms = 100;
-  // How long the WAL's committer waits for more Sends to join a synced write (0: none).
-  uint64_t group_commit_delay_us = 0;
-  uint64_t shutdown_grace_ms = 5000;  // time in-flight produce gets at SIGTERM
 };
 
 // What parsing decided: run with `config`, or exit with `exit_code` after printing
@@ -135,6 +127,13 @@ absl::StatusOr<ByteSize> ParseByteSize(const std::string& text);
 
 // "0660" -> 0660 (--listen-mode, --bruce-socket-mode); INVALID_ARGUMENT unless 1-4 octal digits.
 absl::StatusOr<uint32_t> ParseSocketMode(const std::string& text);
+
+// The inverses, for showing a default in --help and --print-config: Parse*(Format*(x))
+// gives x back. Durations take the largest unit that divides them, but a single day is
+// "24h"; sizes the largest binary unit that divides them; modes four octal digits.
+std::string FormatDurationMs(uint64_t ms);
+std::string FormatByteSize(const ByteSize& size);
+std::string FormatSocketMode(uint32_t mode);
 
 // `env` is the process environment (`environ`), passed in so tests can supply their own.
 ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* env);

@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   const std::string bruce_tcp = (*agent)->bruce_tcp_address();
   std::printf("kspool-agent ready: grpc=%s http=%s agent_id=%s wal=%s%s%s\n",
               (*agent)->grpc_address().c_str(), (*agent)->http_address().c_str(),
-              (*agent)->agent_id().c_str(), config.wal_dir.c_str(),
+              (*agent)->agent_id().c_str(), config.wal.dir.c_str(),
               bruce_tcp.empty() ? "" : " bruce_tcp=", bruce_tcp.c_str());
   std::fflush(stdout);
   spdlog::info("serving kspool.v1.Spool on {}; producing to {}", (*agent)->grpc_address(),

@@ -35,20 +35,27 @@ using kspool::agent::ParseOutcome;
 }
 
 void CheckRanges(const Config& c) {
-  if (c.max_message_bytes < 1 || c.max_message_bytes > kspool::agent::kLargestMaxMessageBytes) {
-    Fail("max_message_bytes out of range", std::to_string(c.max_message_bytes));
+  if (c.limits.max_message_bytes < 1 ||
+      c.limits.max_message_bytes > kspool::agent::kLargestMaxMessageBytes) {
+    Fail("max_message_bytes out of range", std::to_string(c.limits.max_message_bytes));
   }
-  for (uint64_t ms : {c.max_message_age_ms, c.wal_reopen_interval_ms, c.heartbeat_interval_ms,
-                      c.dead_letter_max_age_ms, c.topic_idle_forget_ms, c.retry_backoff_ms,
-                      c.retry_backoff_max_ms, c.commit_point_interval_ms, c.shutdown_grace_ms}) {
+  // The WAL keeps its durations as int64: a negative one would read as beyond the limit.
+  for (uint64_t ms : {c.drain.max_message_age_ms, c.drain.wal_reopen_interval_ms,
+                      c.heartbeat_interval_ms,
+                      static_cast<uint64_t>(c.wal.max_dead_letter_age_ms),
+                      static_cast<uint64_t>(c.wal.topic_idle_forget_ms),
+                      static_cast<uint64_t>(c.wal.delivery_retention_ms), c.drain.retry_backoff_ms,
+                      c.drain.retry_backoff_max_ms, c.drain.commit_point_interval_ms,
+                      c.drain.shutdown_grace_ms}) {
     if (ms > kspool::agent::kMaxDurationMs) Fail("duration beyond 100 years", std::to_string(ms));
   }
-  for (uint64_t n : {c.wal_max_bytes, c.unknown_topic_checks, c.max_append_queue_bytes,
-                     c.topic_max_bytes.bytes, c.dead_letter_max_bytes.bytes, c.max_tracked_topics,
-                     c.max_batch_messages, c.max_inflight_messages, c.max_inflight_bytes}) {
+  for (uint64_t n : {c.wal.max_bytes, c.drain.unknown_topic_checks, c.wal.max_queue_bytes,
+                     c.topic_max_bytes.bytes, c.dead_letter_max_bytes.bytes,
+                     uint64_t{c.wal.max_tracked_topics}, c.limits.max_batch_messages,
+                     c.drain.max_inflight_messages, c.drain.max_inflight_bytes}) {
     if (n > static_cast<uint64_t>(INT64_MAX)) Fail("number beyond INT64_MAX", std::to_string(n));
   }
-  if (c.wal_dir.empty()) Fail("empty wal_dir accepted");
+  if (c.wal.dir.empty()) Fail("empty wal_dir accepted");
   for (const std::string& o : c.kafka_options) {
     if (!kspool::agent::CheckKafkaOption(o).ok()) Fail("kafka option accepted", o);
   }

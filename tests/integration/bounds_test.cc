@@ -19,7 +19,7 @@ std::vector<std::string> Values(const std::string& prefix, int n) {
 TEST(Bounds, AFullTopicIsRefusedWhileAnotherTopicIsAcceptedAndDelivered) {
   SpoolHarness h({"stuck:1", "healthy:2"});
   h.Start([](agent::Config* c) {
-    c->wal_max_bytes = 10 << 20;
+    c->wal.max_bytes = 10 << 20;
     c->topic_max_bytes = agent::ByteSize{0, 0.5};  // 0.5% of 10 MiB: about 52 KB
   });
   ASSERT_EQ(h.kafka().Command("leader stuck 0 none"), "OK");

@@ -19,7 +19,7 @@ using namespace std::chrono_literals;
 
 TEST(Fault, KafkaDownSendsFillTheWalThenEverythingDrains) {
   SpoolHarness h;
-  h.Start([](agent::Config* c) { c->wal_max_bytes = 20000; });
+  h.Start([](agent::Config* c) { c->wal.max_bytes = 20000; });
   ASSERT_EQ(h.kafka().Command("broker down all"), "OK");
   int accepted = 0;
   kspool::testing::SendResult full;
@@ -165,7 +165,7 @@ TEST(Fault, MessageTooLargeForTheProducerIsDiscarded) {
 TEST(Fault, UnknownTopicAndPartitionAreDiscardedAfterFreshMetadataChecks) {
   SpoolHarness h({"t:2"});
   h.Start([](agent::Config* c) {
-    c->unknown_topic_checks = 2;
+    c->drain.unknown_topic_checks = 2;
     c->kafka_options = {"topic.metadata.propagation.max.ms=300", "message.timeout.ms=2000"};
   });
   ASSERT_EQ(h.kafka().Command("topic error ghost UNKNOWN_TOPIC_OR_PART"), "OK");
@@ -193,7 +193,7 @@ TEST(Fault, UnknownTopicAndPartitionAreDiscardedAfterFreshMetadataChecks) {
 TEST(Fault, MaxMessageAgeExpiresUndeliverableMessages) {
   SpoolHarness h({"t:2"});
   h.Start([](agent::Config* c) {
-    c->max_message_age_ms = 1000;
+    c->drain.max_message_age_ms = 1000;
     c->kafka_options = {"reconnect.backoff.max.ms=200"};
   });
   ASSERT_EQ(h.kafka().Command("broker down all"), "OK");

@@ -79,8 +79,8 @@ TEST(Heartbeat, EveryMessageAtOrBeforeTheCommitPointComesBeforeTheHeartbeat) {
 TEST(Heartbeat, WithoutAListOnlyTrackedTopicsGetHeartbeats) {
   SpoolHarness h({"kept:2", "gone:3"});
   h.Start([](agent::Config* c) {
-    c->topic_idle_forget_ms = 0;
-    c->max_tracked_topics = 1;
+    c->wal.topic_idle_forget_ms = 0;
+    c->wal.max_tracked_topics = 1;
   });
   ASSERT_TRUE(h.Send("gone", {"x"}).status.ok());
   ASSERT_TRUE(h.WaitUntilDrained(30s));

@@ -24,7 +24,7 @@ std::map<std::string, double> Scrape(const std::string& address) {
 
 TEST(Metrics, CountsMatchWhatWasSentDeliveredAndDiscardedAndSurviveRestart) {
   SpoolHarness h({"t:2", "u:1"});
-  h.Start([](agent::Config* c) { c->wal_max_bytes = 50'000'000; });
+  h.Start([](agent::Config* c) { c->wal.max_bytes = 50'000'000; });
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(h.Send("t", {"a", "b", "c"}).status.ok());
   ASSERT_TRUE(h.Send("u", {"x"}).status.ok());
   ASSERT_TRUE(h.WaitUntilDrained(30s));
@@ -106,7 +106,7 @@ TEST(Metrics, BacklogShowsInEntriesAgeAndLagWhileKafkaIsDown) {
 // not make them redelivered (the earlier run never reached Kafka here).
 TEST(Metrics, RedeliveredDoesNotCountEntriesOnlyReplayedAfterARestart) {
   SpoolHarness h;
-  h.Start([](agent::Config* c) { c->shutdown_grace_ms = 100; });
+  h.Start([](agent::Config* c) { c->drain.shutdown_grace_ms = 100; });
   ASSERT_EQ(h.kafka().Command("broker down all"), "OK");
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(h.Send("t", kspool::testing::Values("m", 100)).status.ok());
   h.Stop();
@@ -134,7 +134,7 @@ TEST(Metrics, BrokersUpIsZeroNotNegativeBeforeTheFirstStatistics) {
 
 TEST(Metrics, HealthAndStatusReportAWalErrorAndItsRecovery) {
   SpoolHarness h;
-  h.Start([](agent::Config* c) { c->wal_reopen_interval_ms = 1500; });
+  h.Start([](agent::Config* c) { c->drain.wal_reopen_interval_ms = 1500; });
   const std::string http = h.agent().http_address();
   EXPECT_EQ(HttpGet(http, "/healthz").status, 200);
   EXPECT_EQ(h.SendFailingItsSync("t", "x").status.error_code(), grpc::StatusCode::UNAVAILABLE);

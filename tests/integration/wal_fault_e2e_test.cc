@@ -43,7 +43,7 @@ TEST(WalFaultE2E, FullDiskIsUnavailableAndAcceptsAgainOnceSpaceReturns) {
 
 TEST(WalFaultE2E, AfterAFailedFsyncNothingIsAckedUntilTheWalIsReopened) {
   SpoolHarness h;
-  h.Start([](agent::Config* c) { c->wal_reopen_interval_ms = 1500; });
+  h.Start([](agent::Config* c) { c->drain.wal_reopen_interval_ms = 1500; });
   ASSERT_TRUE(h.Send("t", {"before"}).status.ok());
   EXPECT_EQ(h.SendFailingItsSync("t", "sync-fails").status.error_code(),
             grpc::StatusCode::UNAVAILABLE);
@@ -145,8 +145,8 @@ TEST(WalFaultE2E, CorruptRecordWithAnUnreadableTopicIsCountedUnderItsTopic) {
 TEST(WalFaultE2E, BadRequestsAreRejectedWholeNamingIndexAndField) {
   SpoolHarness h;
   h.Start([](agent::Config* c) {
-    c->max_message_bytes = 1000;
-    c->max_batch_messages = 5;
+    c->limits.max_message_bytes = 1000;
+    c->limits.max_batch_messages = 5;
   });
   auto good = [] {
     kspool::v1::Message m;

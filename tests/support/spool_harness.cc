@@ -19,16 +19,16 @@ SpoolHarness::~SpoolHarness() { Stop(); }
 void SpoolHarness::Start(const std::function<void(agent::Config*)>& tweak) {
   Stop();
   agent::Config c;
-  c.wal_dir = wal_dir();
+  c.wal.dir = wal_dir();
   c.listen = "127.0.0.1:0";
   c.metrics_listen = "127.0.0.1:0";
   c.kafka_brokers = kafka_->bootstrap();
-  c.commit_point_interval_ms = 50;
-  c.retry_backoff_ms = 50;
-  c.retry_backoff_max_ms = 500;
-  c.wal_reopen_interval_ms = 200;
-  c.wal_max_bytes = 1ull << 30;
-  c.shutdown_grace_ms = 2000;
+  c.drain.commit_point_interval_ms = 50;
+  c.drain.retry_backoff_ms = 50;
+  c.drain.retry_backoff_max_ms = 500;
+  c.drain.wal_reopen_interval_ms = 200;
+  c.wal.max_bytes = 1ull << 30;
+  c.drain.shutdown_grace_ms = 2000;
   if (tweak) tweak(&c);
   agent::AgentDeps deps;
   deps.env = env_;

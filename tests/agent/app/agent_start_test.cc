@@ -12,7 +12,7 @@ namespace {
 
 Config Unreachable(const std::string& wal_dir) {
   Config c;
-  c.wal_dir = wal_dir;
+  c.wal.dir = wal_dir;
   c.listen = "127.0.0.1:0";
   c.metrics_listen = "127.0.0.1:0";
   c.kafka_brokers = "127.0.0.1:1";

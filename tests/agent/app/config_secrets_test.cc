@@ -129,18 +129,18 @@ TEST_F(ConfigSecrets, PrintConfigReflectsPrecedenceAndParsesBackToTheSameConfig)
   ASSERT_FALSE(direct.exit) << direct.output;
   const Config& a = again.config;
   const Config& d = direct.config;
-  EXPECT_EQ(a.wal_dir, d.wal_dir);
+  EXPECT_EQ(a.wal.dir, d.wal.dir);
   EXPECT_EQ(a.listen, d.listen);
   EXPECT_EQ(a.kafka_options, d.kafka_options);  // the file is read again
   EXPECT_EQ(a.kafka_option_files, d.kafka_option_files);
   EXPECT_EQ(a.heartbeat_topics, d.heartbeat_topics);
-  EXPECT_EQ(a.max_batch_messages, d.max_batch_messages);
-  EXPECT_EQ(a.max_message_age_ms, d.max_message_age_ms);
+  EXPECT_EQ(a.limits.max_batch_messages, d.limits.max_batch_messages);
+  EXPECT_EQ(a.drain.max_message_age_ms, d.drain.max_message_age_ms);
   EXPECT_EQ(a.topic_max_bytes.percent, d.topic_max_bytes.percent);
-  EXPECT_EQ(a.max_message_bytes, d.max_message_bytes);
+  EXPECT_EQ(a.limits.max_message_bytes, d.limits.max_message_bytes);
   EXPECT_EQ(a.dead_letter_max_bytes.percent, d.dead_letter_max_bytes.percent);
   EXPECT_EQ(a.idle_timeout_ms, d.idle_timeout_ms);
-  EXPECT_EQ(a.bruce_socket_mode, d.bruce_socket_mode);
+  EXPECT_EQ(a.bruce_socket.mode, d.bruce_socket.mode);
   // Printing the re-read configuration prints the same text.
   ParseOutcome twice = Parse({"--print-config", "--config", printed});
   EXPECT_EQ(twice.output, first.output);

@@ -26,7 +26,7 @@ ParseOutcome Parse(std::vector<std::string> args, std::vector<std::string> env =
 TEST(Config, DefaultsWithoutAnything) {
   ParseOutcome p = Parse({});
   ASSERT_FALSE(p.exit) << p.output;
-  EXPECT_EQ(p.config.wal_dir, "/var/lib/kspool/wal");
+  EXPECT_EQ(p.config.wal.dir, "/var/lib/kspool/wal");
   EXPECT_EQ(p.config.listen, "127.0.0.1:7411");
 }
 
@@ -38,11 +38,11 @@ TEST(Config, FlagsBeatEnvironmentBeatFileBeatDefaults) {
   ParseOutcome p = Parse({"--config", file, "--wal-dir", "/from/flag"},
                          {"KSPOOL_WAL_DIR=/from/env", "KSPOOL_LISTEN=127.0.0.1:2"});
   ASSERT_FALSE(p.exit) << p.output;
-  EXPECT_EQ(p.config.wal_dir, "/from/flag");       // flag > env > file
+  EXPECT_EQ(p.config.wal.dir, "/from/flag");       // flag > env > file
   EXPECT_EQ(p.config.listen, "127.0.0.1:2");       // env > file
   EXPECT_EQ(p.config.kafka_brokers, "file:9092");  // file > default
-  EXPECT_EQ(p.config.max_batch_messages, 7u);
-  EXPECT_EQ(p.config.max_message_bytes, kDefaultMaxMessageBytes);  // default
+  EXPECT_EQ(p.config.limits.max_batch_messages, 7u);
+  EXPECT_EQ(p.config.limits.max_message_bytes, kDefaultMaxMessageBytes);  // default
 }
 
 TEST(Config, ConfigFileCanComeFromTheEnvironment) {
@@ -51,7 +51,7 @@ TEST(Config, ConfigFileCanComeFromTheEnvironment) {
   std::ofstream(file) << "wal-dir=/ini/wal\n";
   ParseOutcome p = Parse({}, {"KSPOOL_CONFIG=" + file});
   ASSERT_FALSE(p.exit) << p.output;
-  EXPECT_EQ(p.config.wal_dir, "/ini/wal");
+  EXPECT_EQ(p.config.wal.dir, "/ini/wal");
 }
 
 TEST(Config, KafkaOptionsRepeat) {
@@ -92,12 +92,12 @@ TEST(Config, MissingConfigFileIsAnError) {
 TEST(Config, BoundsHaveSaneDefaults) {
   ParseOutcome p = Parse({});
   ASSERT_FALSE(p.exit) << p.output;
-  EXPECT_EQ(p.config.max_append_queue_bytes, 64u << 20);
+  EXPECT_EQ(p.config.wal.max_queue_bytes, 64u << 20);
   EXPECT_EQ(p.config.topic_max_bytes.Of(1000), 0u) << "no per-topic limit unless asked";
   EXPECT_EQ(p.config.dead_letter_max_bytes.Of(1000), 100u) << "10% of the WAL";
-  EXPECT_EQ(p.config.dead_letter_max_age_ms, 7 * 86'400'000u);
-  EXPECT_EQ(p.config.topic_idle_forget_ms, 86'400'000u);
-  EXPECT_EQ(p.config.max_tracked_topics, 10000u);
+  EXPECT_EQ(p.config.wal.max_dead_letter_age_ms, 7 * 86'400'000ll);
+  EXPECT_EQ(p.config.wal.topic_idle_forget_ms, 86'400'000ll);
+  EXPECT_EQ(p.config.wal.max_tracked_topics, 10000u);
 }
 
 TEST(Config, SizesTakeBytesUnitsOrAPercentOfTheWal) {
@@ -108,9 +108,9 @@ TEST(Config, SizesTakeBytesUnitsOrAPercentOfTheWal) {
   EXPECT_EQ(p.config.topic_max_bytes.Of(1'000'000), 100'000u);
   EXPECT_EQ(p.config.topic_max_bytes.Of(0), 0u) << "a share of an unlimited WAL: no limit";
   EXPECT_EQ(p.config.dead_letter_max_bytes.Of(1'000'000), 2ull << 30);
-  EXPECT_EQ(p.config.max_append_queue_bytes, 1024u);
-  EXPECT_EQ(p.config.dead_letter_max_age_ms, 36 * 3'600'000u);
-  EXPECT_EQ(p.config.topic_idle_forget_ms, 0u);
+  EXPECT_EQ(p.config.wal.max_queue_bytes, 1024u);
+  EXPECT_EQ(p.config.wal.max_dead_letter_age_ms, 36 * 3'600'000ll);
+  EXPECT_EQ(p.config.wal.topic_idle_forget_ms, 0);
 
   absl::StatusOr<ByteSize> half = ParseByteSize("2.5%");
   ASSERT_TRUE(half.ok()) << half.status();
@@ -129,10 +129,10 @@ TEST(Config, BadSizesAreErrorsNamingTheFlag) {
 }
 
 TEST(Config, GroupCommitDelayIsOffByDefaultAndAtMostATenthOfASecond) {
-  EXPECT_EQ(Parse({}).config.group_commit_delay_us, 0u);
+  EXPECT_EQ(Parse({}).config.wal.group_commit_delay_us, 0u);
   ParseOutcome p = Parse({"--group-commit-delay-us", "500"});
   ASSERT_FALSE(p.exit) << p.output;
-  EXPECT_EQ(p.config.group_commit_delay_us, 500u);
+  EXPECT_EQ(p.config.wal.group_commit_delay_us, 500u);
   p = Parse({"--group-commit-delay-us", "100001"});
   EXPECT_TRUE(p.exit);
   EXPECT_NE(p.output.find("group-commit-delay-us"), std::string::npos) << p.output;
@@ -193,7 +193,7 @@ TEST(Config, LargestDurationIsAHundredYears) {
       << ParseDurationMs("999999999999d").status();
   ParseOutcome p = Parse({"--max-message-age", "36500d", "--heartbeat-interval", "10s"});
   ASSERT_FALSE(p.exit) << p.output;
-  EXPECT_EQ(p.config.max_message_age_ms, 36500ull * 86'400'000);
+  EXPECT_EQ(p.config.drain.max_message_age_ms, 36500ull * 86'400'000);
   EXPECT_EQ(p.config.heartbeat_interval_ms, 10'000u);
 }
 
@@ -246,8 +246,8 @@ TEST(Config, OverflowingValuesFromTheEnvironmentAreErrorsNamingTheFlag) {
 TEST(Config, DefaultMaxMessageBytesLeavesRoomForKafkasOverheadWithinAMillionBytes) {
   ParseOutcome p = Parse({});
   ASSERT_FALSE(p.exit) << p.output;
-  EXPECT_EQ(p.config.max_message_bytes, 999'457u);
-  EXPECT_EQ(p.config.max_message_bytes + 61 + 36 + 62 + 64 * 6, 1'000'000u);
+  EXPECT_EQ(p.config.limits.max_message_bytes, 999'457u);
+  EXPECT_EQ(p.config.limits.max_message_bytes + 61 + 36 + 62 + 64 * 6, 1'000'000u);
 }
 
 TEST(Config, MaxMessageBytesBeyondWhatLibrdkafkaCanCarryIsAnErrorNamingTheFlag) {
@@ -260,7 +260,7 @@ TEST(Config, MaxMessageBytesBeyondWhatLibrdkafkaCanCarryIsAnErrorNamingTheFlag) 
   }
   ParseOutcome ok = Parse({"--max-message-bytes", "999999457", "--max-receive-memory", "4GiB"});
   ASSERT_FALSE(ok.exit) << ok.output;
-  EXPECT_EQ(ok.config.max_message_bytes, 999'999'457u);
+  EXPECT_EQ(ok.config.limits.max_message_bytes, 999'999'457u);
 }
 
 // A quarter of --max-receive-memory is the most one request may take: the largest
@@ -498,7 +498,7 @@ TEST(Config, BruceInputIsOffByDefault) {
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_FALSE(p.config.bruce_enabled());
   EXPECT_EQ(p.config.bruce_max_message_bytes, 0u);  // per-transport defaults
-  EXPECT_EQ(p.config.bruce_socket_mode, 0660u);
+  EXPECT_EQ(p.config.bruce_socket.mode, 0660u);
 }
 
 TEST(Config, BruceFlagsAndTheirEnvironmentVariables) {
@@ -509,8 +509,8 @@ TEST(Config, BruceFlagsAndTheirEnvironmentVariables) {
   EXPECT_TRUE(p.config.bruce_enabled());
   EXPECT_EQ(p.config.bruce_datagram_socket, "/run/k/d.sock");
   EXPECT_EQ(p.config.bruce_tcp, "127.0.0.1:9090");
-  EXPECT_EQ(p.config.bruce_socket_group, "kspool");
-  EXPECT_EQ(p.config.bruce_socket_mode, 0640u);
+  EXPECT_EQ(p.config.bruce_socket.group, "kspool");
+  EXPECT_EQ(p.config.bruce_socket.mode, 0640u);
   EXPECT_EQ(p.config.bruce_max_message_bytes, 4096u);
 }
 
@@ -524,14 +524,14 @@ TEST(Config, BruceSocketModeMustBeOctal) {
 }
 
 TEST(Config, ListenSocketModeAndGroup) {
-  EXPECT_EQ(Parse({}).config.listen_mode, 0660u);
+  EXPECT_EQ(Parse({}).config.listen_socket.mode, 0660u);
   const struct group* own = getgrgid(getegid());
   ASSERT_NE(own, nullptr);
   ParseOutcome p =
       Parse({"--listen-mode", "0600"}, {"KSPOOL_LISTEN_GROUP=" + std::string(own->gr_name)});
   ASSERT_FALSE(p.exit) << p.output;
-  EXPECT_EQ(p.config.listen_mode, 0600u);
-  EXPECT_EQ(p.config.listen_group, own->gr_name);
+  EXPECT_EQ(p.config.listen_socket.mode, 0600u);
+  EXPECT_EQ(p.config.listen_socket.group, own->gr_name);
   EXPECT_FALSE(Parse({"--listen-group", ""}).exit) << "empty: the agent's group";
 }
 

@@ -18,18 +18,18 @@ ParseOutcome Parse(std::vector<std::string> args) {
 TEST(RequestLimitFlags, DefaultsAreSixtyFourHeadersAndOneHourAhead) {
   ParseOutcome p = Parse({});
   ASSERT_FALSE(p.exit) << p.output;
-  EXPECT_EQ(p.config.max_headers, 64u);
-  EXPECT_EQ(p.config.max_future_timestamp_ms, 3'600'000u);
+  EXPECT_EQ(p.config.limits.max_headers, 64u);
+  EXPECT_EQ(p.config.limits.max_future_timestamp_ms, 3'600'000u);
 }
 
 TEST(RequestLimitFlags, TakeACountAndADuration) {
   ParseOutcome p = Parse({"--max-headers", "8", "--max-future-timestamp", "5m"});
   ASSERT_FALSE(p.exit) << p.output;
-  EXPECT_EQ(p.config.max_headers, 8u);
-  EXPECT_EQ(p.config.max_future_timestamp_ms, 300'000u);
+  EXPECT_EQ(p.config.limits.max_headers, 8u);
+  EXPECT_EQ(p.config.limits.max_future_timestamp_ms, 300'000u);
   p = Parse({"--max-future-timestamp", "0"});
   ASSERT_FALSE(p.exit) << p.output;
-  EXPECT_EQ(p.config.max_future_timestamp_ms, 0u) << "0: no timestamp in the future";
+  EXPECT_EQ(p.config.limits.max_future_timestamp_ms, 0u) << "0: no timestamp in the future";
 }
 
 TEST(RequestLimitFlags, BadValuesAreErrorsNamingTheFlag) {

@@ -53,9 +53,9 @@ void DrainLoop::Run() {
       MutexLock l(&wake_mu_);
       seen_wakes = wake_count_;
     }
-    // librdkafka is polled without waiting: its timed waits follow the wall clock. The
-    // loop waits here, on the monotonic clock, and is woken by appends (Notify) and by
-    // the producer when delivery reports are ready (ProducerConfig::on_reports).
+    // The Kafka client is polled without waiting: its timed waits follow the wall clock.
+    // The loop waits here, on the monotonic clock, and is woken by appends (Notify) and
+    // by the producer when delivery reports are ready (ProducerConfig::on_reports).
     RunOnce(/*poll_ms=*/0);
     const bool idle = (!read_any_ && window_.empty()) || !producer_;
     if (idle || !read_any_) {
@@ -279,7 +279,7 @@ void DrainLoop::DrainForShutdown() {
   std::vector<DeliveryReport> reports;
   auto handle = [&] {
     for (DeliveryReport& r : reports) {
-      if (r.err != RD_KAFKA_RESP_ERR_NO_ERROR) r.seq = 0;  // no retries now; nothing discarded
+      if (r.result != DeliveryResult::kDelivered) r.seq = 0;  // no retries now; nothing discarded
     }
     HandleReports(reports, options_.clock->MonotonicMillis());
     SettleFinished(options_.clock->MonotonicMillis(), /*all=*/true);

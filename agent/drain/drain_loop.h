@@ -4,10 +4,10 @@
 // the backlog) and produces each entry. A successful delivery report removes the entry
 // from the WAL (batched Settle() calls). A transient error never discards: the entry
 // stays in the window and the WAL and is produced again after an exponential backoff.
-// A permanent error (kafka_errors.h), an unknown topic or partition confirmed by
-// `unknown_topic_checks` fresh metadata answers, an entry older than
-// `max_message_age_ms`, or an undecodable entry is discarded: moved to the dead letters
-// with its reason, in the same WAL batch that counts it.
+// A permanent error (as the producer classifies it, producer.h), an unknown topic or
+// partition confirmed by `unknown_topic_checks` fresh metadata answers, an entry older
+// than `max_message_age_ms`, or an undecodable entry is discarded: moved to the dead
+// letters with its reason (discard_reasons.h), in the same WAL batch that counts it.
 //
 // Isolation (DESIGN.md invariant 8; wal/FORMAT.md "Reading"): the window is shared
 // fairly between the topics that have entries to send; a topic's entries beyond its

@@ -1,4 +1,4 @@
-// DrainLoop's logic against a scripted Kafka (tests/support/fake_kafka.h), a real WAL in
+// DrainLoop's logic against a scripted Kafka (tests/agent/drain/fake_producer.h), a real WAL in
 // a temp dir and a manual clock: deterministic, one pass of the loop at a time.
 #include "agent/drain/drain_loop.h"
 
@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "tests/support/fake_kafka.h"
+#include "tests/agent/drain/fake_producer.h"
 #include "tests/support/temp_dir.h"
 
 namespace kspool::agent {
@@ -231,8 +231,8 @@ TEST_F(Drain, RetryNeverReordersAPartition) {
   StartDrain();
   std::vector<std::string> keys = KeysFor(0, 2, 1);
   Append("t", 40, keys);
-  kafka_.fail_once[7] = RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
-  kafka_.fail_once[20] = RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION;
+  kafka_.fail_once[7] = FakeKafka::Transient("REQUEST_TIMED_OUT");
+  kafka_.fail_once[20] = FakeKafka::Transient("NOT_LEADER_FOR_PARTITION");
   Run(300);
   std::vector<uint64_t> seqs = kafka_.DeliveredSeqs("t", 0);
   ASSERT_EQ(seqs.size(), 40u);
@@ -301,7 +301,7 @@ TEST_F(Drain, WallClockStepsChangeNeitherSettlingNorRetries) {
     StartDrain(o);
   }
   Append("t", 10);
-  kafka_.fail_once[3] = RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
+  kafka_.fail_once[3] = FakeKafka::Transient("REQUEST_TIMED_OUT");
   drain_->RunOnce(0);
   const int64_t point = tracker_->Current().global_ms;
   clock_.Set(clock_.NowMillis() - 3'600'000);  // an hour back; monotonic time goes on
@@ -312,7 +312,7 @@ TEST_F(Drain, WallClockStepsChangeNeitherSettlingNorRetries) {
 
   clock_.Set(clock_.NowMillis() + 86'400'000 + 3'600'000);  // a day forward
   Append("t", 10);
-  kafka_.fail_once[15] = RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
+  kafka_.fail_once[15] = FakeKafka::Transient("REQUEST_TIMED_OUT");
   Run(50);
   EXPECT_EQ(kafka_.DeliveredSeqs("t").size(), 20u);
   EXPECT_EQ(Live("t"), 0u);

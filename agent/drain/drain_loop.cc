@@ -85,7 +85,7 @@ void DrainLoop::RunOnce(int poll_ms) {
   now = options_.clock->MonotonicMillis();
   HandleReports(reports, now);
   if (!known_.empty()) {
-    options_.on_outcomes(known_);
+    options_.outcomes->Known(known_);
     known_.clear();
   }
   SettleFinished(now, /*all=*/false);
@@ -155,7 +155,7 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
     }
     return;
   }
-  if (options_.on_settled) options_.on_settled(batch);
+  if (options_.outcomes) options_.outcomes->Settled(batch);
   // Batches hold thousands of entries of a few topics: look each topic up once per run.
   TopicState* ts = nullptr;
   std::string_view ts_name;

@@ -40,6 +40,7 @@
 #include "agent/drain/commit_tracker.h"
 #include "agent/drain/drain_lanes.h"
 #include "agent/drain/drain_metrics.h"
+#include "agent/drain/outcome_listener.h"
 #include "agent/drain/partition_cache.h"
 #include "agent/drain/producer.h"
 #include "agent/drain/stuck_topic.h"
@@ -71,15 +72,8 @@ struct DrainOptions {
   uint64_t purge_interval_ms = 2000;
   size_t scan_max_keys = 65536;  // WAL keys one read pass may look at
   Clock* clock = SystemClock::Default();
-  // Told, on the loop's thread, of outcomes as soon as they are known (Kafka's
-  // acknowledgement, or a discard decided), before they are settled, while
-  // `outcomes_wanted` says someone waits for outcomes (WAIT_FOR_KAFKA Sends); their
-  // `raw` is left out. Once per pass. Must be short and must not block.
-  std::function<bool()> outcomes_wanted;
-  std::function<void(const std::vector<wal::Outcome>&)> on_outcomes;
-  // Told of every batch of outcomes once Settle() has made it durable (the delivery
-  // feed), on the loop's thread: must be short and must not block.
-  std::function<void(const std::vector<wal::Outcome>&)> on_settled;
+  // Told of outcomes when known and when settled (outcome_listener.h); optional.
+  OutcomeListener* outcomes = nullptr;
   DrainMetrics* metrics = nullptr;       // optional
   PartitionCache* partitions = nullptr;  // required
 };
@@ -179,7 +173,7 @@ class DrainLoop {
   // entries finished out of order wait up to settle_delay_ms for the prefix to reach
   // them, then go out one by one. `finished_` lists them in finishing order.
   std::deque<uint64_t> finished_;
-  std::vector<wal::Outcome> known_;  // for on_outcomes, this pass
+  std::vector<wal::Outcome> known_;  // for OutcomeListener::Known, this pass
   int64_t next_settle_ms_ = 0;
   int64_t next_commit_update_ms_ = 0;
   int64_t next_reopen_ms_ = 0;

@@ -72,7 +72,7 @@ void DrainLoop::Finish(uint64_t seq, Slot& slot, wal::Outcome outcome, int64_t n
   // A Send that waits for Kafka is answered from the acknowledgement, not the settle:
   // the message is in Kafka now. Asked per outcome: a waiter that appears later cannot
   // be waiting for a message that was already read (its sequence numbers come later).
-  if (options_.on_outcomes && options_.outcomes_wanted && options_.outcomes_wanted()) {
+  if (options_.outcomes && options_.outcomes->Wanted()) {
     wal::Outcome& known = known_.emplace_back();
     known.seq = outcome.seq;
     known.topic = outcome.topic;

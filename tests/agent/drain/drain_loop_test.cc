@@ -334,5 +334,56 @@ TEST_F(Drain, UnknownTopicIsDiscardedAfterFreshAnswersWhileOthersFlow) {
   EXPECT_EQ(wal_->GetStats().topics["missing"].discarded["unknown_topic"].count, 5u);
 }
 
+// Records what the drain tells its OutcomeListener.
+struct RecordingListener : OutcomeListener {
+  bool wanted = true;
+  int known_calls = 0;
+  std::vector<wal::Outcome> known;
+  std::vector<wal::Outcome> settled;
+  bool Wanted() const override { return wanted; }
+  void Known(const std::vector<wal::Outcome>& outcomes) override {
+    ++known_calls;
+    known.insert(known.end(), outcomes.begin(), outcomes.end());
+  }
+  void Settled(const std::vector<wal::Outcome>& outcomes) override {
+    settled.insert(settled.end(), outcomes.begin(), outcomes.end());
+  }
+};
+
+TEST_F(Drain, ListenerHearsOutcomesWhenKnownWhileWantedAndWhenSettled) {
+  kafka_.leaders["t"] = {true};
+  RecordingListener listener;
+  {
+    DrainOptions o;
+    o.outcomes = &listener;
+    StartDrain(o);
+  }
+  Append("t", 3);
+  drain_->RunOnce(0);
+  // Known in the pass that took the acknowledgements, all at once, without the record.
+  ASSERT_EQ(listener.known.size(), 3u);
+  EXPECT_EQ(listener.known_calls, 1);
+  for (const wal::Outcome& o : listener.known) {
+    EXPECT_EQ(o.topic, "t");
+    EXPECT_EQ(o.discard_reason, "");  // delivered
+    EXPECT_EQ(o.offset, 0);
+    EXPECT_TRUE(o.raw.empty());
+    EXPECT_NE(o.time_ms, 0);
+  }
+  Run(20);
+  EXPECT_EQ(Live("t"), 0u);
+  ASSERT_EQ(listener.settled.size(), 3u);
+  EXPECT_EQ(listener.settled[0].seq, listener.known[0].seq);
+
+  // Nobody waits: outcomes are told only once settled.
+  listener.wanted = false;
+  Append("t", 2);
+  Run(20);
+  EXPECT_EQ(Live("t"), 0u);
+  EXPECT_EQ(listener.known.size(), 3u);
+  EXPECT_EQ(listener.known_calls, 1);
+  EXPECT_EQ(listener.settled.size(), 5u);
+}
+
 }  // namespace
 }  // namespace kspool::agent

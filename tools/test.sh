@@ -6,9 +6,9 @@
 #                with apt-get, run as user kspool, purged (tests/deploy/
 #                package_install_test.sh; needs root or passwordless sudo);
 #   build-asan/  AddressSanitizer + UBSan: unit and integration tests;
-#   build-tsan/  clang, ThreadSanitizer and -Wthread-safety: the unit tests of wal/ and
-#                agent/ and the Bruce input (concurrent group commit, settling, the
-#                Bruce ingest's flow control; Debian's librdkafka
+#   build-tsan/  clang, ThreadSanitizer and -Wthread-safety: the unit tests of base/,
+#                wal/, the drain, agent/ and the Bruce input (concurrent group commit,
+#                settling, the Bruce ingest's flow control; Debian's librdkafka
 #                crashes under TSan at start, so nothing that starts it runs there);
 #   build-fuzz/  clang + libFuzzer: the WAL record decoder, the Send request validator,
 #                the agent's config parser, the --acl file parser and the Bruce input's decoder
@@ -47,7 +47,8 @@ for pass in "${passes[@]}"; do
       ;;
     tsan)
       CC=clang CXX=clang++ configure build-tsan -DKSPOOL_SANITIZE=thread -DKSPOOL_THREAD_SAFETY=ON
-      ninja -C build-tsan -j"$JOBS" wal_tests wal_admin_tests agent_tests bruce_tests
+      ninja -C build-tsan -j"$JOBS" wal_tests wal_admin_tests agent_tests bruce_tests drain_tests \
+        base_tests
       (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$ROOT/tests/tsan.supp" \
         ctest --no-tests=error --output-on-failure -j"$JOBS" --timeout 600 -L unit)
       ;;

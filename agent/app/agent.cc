@@ -7,11 +7,31 @@
 
 #include <filesystem>
 
+#include "agent/delivery/delivery_feed.h"
+#include "agent/delivery/delivery_waiters.h"
+#include "agent/drain/outcome_listener.h"
 #include "agent/net/fd_limits.h"
 #include "agent/security/tls_credentials.h"
 
 namespace kspool::agent {
 namespace {
+
+// The drain's outcomes, for delivery confirmation: known ones answer the Sends waiting
+// for Kafka; settled ones release the waiters' answered copies and wake the watchers.
+class DeliveryListener final : public OutcomeListener {
+ public:
+  DeliveryListener(DeliveryWaiters* waiters, DeliveryFeed* feed) : waiters_(waiters), feed_(feed) {}
+  bool Wanted() const override { return waiters_->active(); }
+  void Known(const std::vector<wal::Outcome>& outcomes) override { waiters_->Resolve(outcomes); }
+  void Settled(const std::vector<wal::Outcome>& outcomes) override {
+    waiters_->Settled(outcomes);
+    feed_->Notify();
+  }
+
+ private:
+  DeliveryWaiters* const waiters_;
+  DeliveryFeed* const feed_;
+};
 
 // Half of the file system that holds (or will hold) `dir`: room for RocksDB's own
 // overhead (compaction, tombstones) and for whatever else shares the volume. 0 (no
@@ -122,12 +142,8 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
   dopt.clock = deps.clock;
   dopt.metrics = metrics;
   dopt.partitions = a->partitions_.get();
-  dopt.outcomes_wanted = [w = a->waiters_.get()] { return w->active(); };
-  dopt.on_outcomes = [w = a->waiters_.get()](const auto& outcomes) { w->Resolve(outcomes); };
-  dopt.on_settled = [w = a->waiters_.get(), f = a->feed_.get()](const auto& outcomes) {
-    w->Settled(outcomes);
-    f->Notify();
-  };
+  a->outcome_listener_ = std::make_unique<DeliveryListener>(a->waiters_.get(), a->feed_.get());
+  dopt.outcomes = a->outcome_listener_.get();
   a->drain_ = std::make_unique<DrainLoop>(
       a->wal_.get(), a->tracker_.get(),
       [pc]() -> absl::StatusOr<std::unique_ptr<Producer>> {

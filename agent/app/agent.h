@@ -90,6 +90,7 @@ class Agent {
   // Told by drain_ of settled outcomes, so they outlive it.
   std::unique_ptr<DeliveryWaiters> waiters_;
   std::unique_ptr<DeliveryFeed> feed_;
+  std::unique_ptr<OutcomeListener> outcome_listener_;  // drain_'s, to waiters_ and feed_
   std::unique_ptr<AccessControl> access_;      // --acl; used by spool_ and admin_
   std::unique_ptr<AclReloader> acl_reloader_;  // re-reads access_'s file
   std::unique_ptr<SpoolService> spool_;

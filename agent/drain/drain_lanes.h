@@ -136,8 +136,11 @@ struct Room {
   }
 };
 
+// Kafka's murmur2 hash of a key (the Java client's Utils.murmur2, as an unsigned value).
+uint32_t Murmur2(std::string_view key);
 // The ordered lane of a keyed entry: Kafka's default partitioner (murmur2, as the Java
-// client), so keyed data lands where other producers put it.
+// client and the C client's "murmur2" partitioner), so keyed data lands where other
+// producers put it. partition_count > 0.
 int32_t KeyPartition(std::string_view key, int partition_count);
 
 // The lane of an entry: its explicit partition, its key's partition, kLaneUnordered

@@ -53,9 +53,9 @@ void DrainLoop::Run() {
       MutexLock l(&wake_mu_);
       seen_wakes = wake_count_;
     }
-    // librdkafka is polled without waiting: its timed waits follow the wall clock. The
-    // loop waits here, on the monotonic clock, and is woken by appends (Notify) and by
-    // the producer when delivery reports are ready (ProducerConfig::on_reports).
+    // The Kafka client is polled without waiting: its timed waits follow the wall clock.
+    // The loop waits here, on the monotonic clock, and is woken by appends (Notify) and
+    // by the producer when delivery reports are ready (ProducerConfig::on_reports).
     RunOnce(/*poll_ms=*/0);
     const bool idle = (!read_any_ && window_.empty()) || !producer_;
     if (idle || !read_any_) {
@@ -85,7 +85,7 @@ void DrainLoop::RunOnce(int poll_ms) {
   now = options_.clock->MonotonicMillis();
   HandleReports(reports, now);
   if (!known_.empty()) {
-    options_.on_outcomes(known_);
+    options_.outcomes->Known(known_);
     known_.clear();
   }
   SettleFinished(now, /*all=*/false);
@@ -155,7 +155,7 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
     }
     return;
   }
-  if (options_.on_settled) options_.on_settled(batch);
+  if (options_.outcomes) options_.outcomes->Settled(batch);
   // Batches hold thousands of entries of a few topics: look each topic up once per run.
   TopicState* ts = nullptr;
   std::string_view ts_name;
@@ -279,7 +279,7 @@ void DrainLoop::DrainForShutdown() {
   std::vector<DeliveryReport> reports;
   auto handle = [&] {
     for (DeliveryReport& r : reports) {
-      if (r.err != RD_KAFKA_RESP_ERR_NO_ERROR) r.seq = 0;  // no retries now; nothing discarded
+      if (r.result != DeliveryResult::kDelivered) r.seq = 0;  // no retries now; nothing discarded
     }
     HandleReports(reports, options_.clock->MonotonicMillis());
     SettleFinished(options_.clock->MonotonicMillis(), /*all=*/true);

@@ -4,10 +4,10 @@
 // the backlog) and produces each entry. A successful delivery report removes the entry
 // from the WAL (batched Settle() calls). A transient error never discards: the entry
 // stays in the window and the WAL and is produced again after an exponential backoff.
-// A permanent error (kafka_errors.h), an unknown topic or partition confirmed by
-// `unknown_topic_checks` fresh metadata answers, an entry older than
-// `max_message_age_ms`, or an undecodable entry is discarded: moved to the dead letters
-// with its reason, in the same WAL batch that counts it.
+// A permanent error (as the producer classifies it, producer.h), an unknown topic or
+// partition confirmed by `unknown_topic_checks` fresh metadata answers, an entry older
+// than `max_message_age_ms`, or an undecodable entry is discarded: moved to the dead
+// letters with its reason (discard_reasons.h), in the same WAL batch that counts it.
 //
 // Isolation (ARCHITECTURE.md invariant 7; wal/FORMAT.md "Reading"): the window is shared
 // fairly between the topics that have entries to send; a topic's entries beyond its
@@ -40,6 +40,7 @@
 #include "agent/drain/commit_tracker.h"
 #include "agent/drain/drain_lanes.h"
 #include "agent/drain/drain_metrics.h"
+#include "agent/drain/outcome_listener.h"
 #include "agent/drain/partition_cache.h"
 #include "agent/drain/producer.h"
 #include "agent/drain/stuck_topic.h"
@@ -71,15 +72,8 @@ struct DrainOptions {
   uint64_t purge_interval_ms = 2000;
   size_t scan_max_keys = 65536;  // WAL keys one read pass may look at
   Clock* clock = SystemClock::Default();
-  // Told, on the loop's thread, of outcomes as soon as they are known (Kafka's
-  // acknowledgement, or a discard decided), before they are settled, while
-  // `outcomes_wanted` says someone waits for outcomes (WAIT_FOR_KAFKA Sends); their
-  // `raw` is left out. Once per pass. Must be short and must not block.
-  std::function<bool()> outcomes_wanted;
-  std::function<void(const std::vector<wal::Outcome>&)> on_outcomes;
-  // Told of every batch of outcomes once Settle() has made it durable (the delivery
-  // feed), on the loop's thread: must be short and must not block.
-  std::function<void(const std::vector<wal::Outcome>&)> on_settled;
+  // Told of outcomes when known and when settled (outcome_listener.h); optional.
+  OutcomeListener* outcomes = nullptr;
   DrainMetrics* metrics = nullptr;       // optional
   PartitionCache* partitions = nullptr;  // required
 };
@@ -179,7 +173,7 @@ class DrainLoop {
   // entries finished out of order wait up to settle_delay_ms for the prefix to reach
   // them, then go out one by one. `finished_` lists them in finishing order.
   std::deque<uint64_t> finished_;
-  std::vector<wal::Outcome> known_;  // for on_outcomes, this pass
+  std::vector<wal::Outcome> known_;  // for OutcomeListener::Known, this pass
   int64_t next_settle_ms_ = 0;
   int64_t next_commit_update_ms_ = 0;
   int64_t next_reopen_ms_ = 0;

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "agent/drain/drain_loop.h"
-#include "agent/drain/kafka_errors.h"
+#include "agent/drain/discard_reasons.h"
 
 namespace kspool::agent {
 
@@ -18,7 +18,7 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
     if (it == window_.end() || it->second.state != Slot::kInKafka) continue;
     Slot& slot = it->second;
     TopicState& ts = topics_[slot.entry.record.topic];
-    if (r.err == RD_KAFKA_RESP_ERR__PURGE_QUEUE) {
+    if (r.result == DeliveryResult::kPurged) {
       // Taken back before it was sent (a leaderless partition, or a new producer).
       --slot.attempts;
       Requeue(r.seq, slot);
@@ -26,7 +26,7 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
     }
     auto k = ts.in_kafka.find(slot.produced_to);
     if (k != ts.in_kafka.end() && k->second > 0) --k->second;
-    if (r.err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    if (r.result == DeliveryResult::kDelivered) {
       Finish(r.seq, slot,
              {r.seq, slot.entry.record.topic, slot.entry.size, "", "", "",
               slot.entry.record.receive_time_ms, r.partition, r.offset, wall_ms},
@@ -37,21 +37,25 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
       ts.LaneOf(slot.lane).failures = 0;
       continue;
     }
-    if (options_.metrics) options_.metrics->ProduceError(rd_kafka_err2name(r.err));
-    switch (ClassifyDeliveryError(r.err)) {
-      case ErrorClass::kPermanent:
-        Discard(r.seq, slot, DiscardReason(r.err), r.error);
+    if (options_.metrics) options_.metrics->ProduceError(r.error_name);
+    switch (r.result) {
+      case DeliveryResult::kDiscard:
+        Discard(r.seq, slot, r.reason, r.error);
         break;
-      case ErrorClass::kCheckTopic: {
+      case DeliveryResult::kUnknownTopic:
+      case DeliveryResult::kUnknownPartition: {
         std::string why;
         if (TargetMissing(slot, &why)) {
-          Discard(r.seq, slot, DiscardReason(r.err), r.error + "; " + why);
+          Discard(r.seq, slot,
+                  r.result == DeliveryResult::kUnknownPartition ? kReasonUnknownPartition
+                                                                : kReasonUnknownTopic,
+                  r.error + "; " + why);
         } else {
           Retry(r.seq, slot, r.error, now);
         }
         break;
       }
-      case ErrorClass::kTransient:
+      default:  // kRetry (kQueued and kQueueFull never come as reports)
         if (Expired(slot)) {
           Discard(r.seq, slot, kReasonExpired,
                   "older than --max-message-age; last error: " + r.error);
@@ -68,7 +72,7 @@ void DrainLoop::Finish(uint64_t seq, Slot& slot, wal::Outcome outcome, int64_t n
   // A Send that waits for Kafka is answered from the acknowledgement, not the settle:
   // the message is in Kafka now. Asked per outcome: a waiter that appears later cannot
   // be waiting for a message that was already read (its sequence numbers come later).
-  if (options_.on_outcomes && options_.outcomes_wanted && options_.outcomes_wanted()) {
+  if (options_.outcomes && options_.outcomes->Wanted()) {
     wal::Outcome& known = known_.emplace_back();
     known.seq = outcome.seq;
     known.topic = outcome.topic;

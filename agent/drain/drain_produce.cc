@@ -11,7 +11,7 @@
 #include <iterator>
 
 #include "agent/drain/drain_loop.h"
-#include "agent/drain/kafka_errors.h"
+#include "agent/drain/discard_reasons.h"
 
 namespace kspool::agent {
 namespace {
@@ -41,9 +41,48 @@ std::optional<int32_t> PickPartition(TopicState& ts, const TopicLayout& layout, 
 
 }  // namespace
 
+uint32_t Murmur2(std::string_view key) {
+  // MurmurHash2 as Kafka's Java client has it (Utils.murmur2): seed 0x9747b28c, the
+  // key read in little-endian 4-byte words.
+  constexpr uint32_t kSeed = 0x9747b28c;
+  constexpr uint32_t kM = 0x5bd1e995;
+  constexpr int kR = 24;
+  const auto* data = reinterpret_cast<const unsigned char*>(key.data());
+  size_t len = key.size();
+  uint32_t h = kSeed ^ static_cast<uint32_t>(len);
+  while (len >= 4) {
+    uint32_t k = static_cast<uint32_t>(data[0]) | static_cast<uint32_t>(data[1]) << 8 |
+                 static_cast<uint32_t>(data[2]) << 16 | static_cast<uint32_t>(data[3]) << 24;
+    k *= kM;
+    k ^= k >> kR;
+    k *= kM;
+    h *= kM;
+    h ^= k;
+    data += 4;
+    len -= 4;
+  }
+  switch (len) {
+    case 3:
+      h ^= static_cast<uint32_t>(data[2]) << 16;
+      [[fallthrough]];
+    case 2:
+      h ^= static_cast<uint32_t>(data[1]) << 8;
+      [[fallthrough]];
+    case 1:
+      h ^= data[0];
+      h *= kM;
+  }
+  h ^= h >> 13;
+  h *= kM;
+  h ^= h >> 15;
+  return h;
+}
+
 int32_t KeyPartition(std::string_view key, int partition_count) {
-  return rd_kafka_msg_partitioner_murmur2(nullptr, key.data(), key.size(), partition_count,
-                                          nullptr, nullptr);
+  // The Java client's default partitioner (and the C client's "murmur2"): the hash made
+  // positive by masking its sign bit, modulo the partition count.
+  return static_cast<int32_t>((Murmur2(key) & 0x7fffffff) %
+                              static_cast<uint32_t>(partition_count));
 }
 
 int32_t LaneFor(int32_t partition, const std::optional<std::string_view>& key,
@@ -145,8 +184,8 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
       if (!p) return;  // no partition has a leader: wait for one
       partition = *p;
     }
-    rd_kafka_resp_err_t err = producer_->Produce(slot.entry, partition);
-    if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+    DeliveryReport r = producer_->Produce(slot.entry, partition);
+    if (r.result == DeliveryResult::kQueueFull) {
       *queue_full = true;  // try again after the next poll
       return;
     }
@@ -155,8 +194,9 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
     slot.state = Slot::kInKafka;
     slot.produced_to = partition;
     ++ts.in_kafka[partition];
-    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-      HandleReports({DeliveryReport{seq, err, rd_kafka_err2str(err)}}, now);
+    if (r.result != DeliveryResult::kQueued) {
+      r.seq = seq;
+      HandleReports({std::move(r)}, now);
       if (ordered && !lane.waiting.empty()) return;  // keep the rest behind the failed one
       continue;
     }

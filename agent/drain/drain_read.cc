@@ -13,7 +13,7 @@
 #include <algorithm>
 
 #include "agent/drain/drain_loop.h"
-#include "agent/drain/kafka_errors.h"
+#include "agent/drain/discard_reasons.h"
 
 namespace kspool::agent {
 bool DrainLoop::Refill(int64_t now) {

@@ -1,11 +1,12 @@
 // Producer: what the drain loop needs from a Kafka producer, as an interface (the seam
 // LevelDB's Env is for files), so that the drain's hardest cases run as unit tests
-// against a scripted fake. KafkaProducer (kafka_producer.h) is the real one.
+// against a scripted fake. KafkaProducer (agent/kafka/kafka_producer.h) is the real one.
+// Outcomes are told in the drain's terms (DeliveryResult): the producer classifies its
+// client's errors (transient errors never discard; permanent ones discard with a stable
+// reason; an unknown topic or partition is for the drain to confirm with metadata).
 // Thread safety: one thread (the drain loop) uses an instance; delivery reports are
 // handed out only by Poll().
 #pragma once
-
-#include <librdkafka/rdkafka.h>
 
 #include <cstdint>
 #include <string>
@@ -19,10 +20,38 @@ namespace kspool::agent {
 // Java client; any partition without a key).
 inline constexpr int32_t kAnyPartition = -1;
 
+// What happened to a message handed to the producer.
+enum class DeliveryResult {
+  // Produce() only: accepted; its report comes from a later Poll().
+  kQueued,
+  // Produce() only: the client's local queue is full; nothing was done. Produce it
+  // again after the next Poll().
+  kQueueFull,
+  // In Kafka, at `partition` and `offset`.
+  kDelivered,
+  // A transient error (leader change, timeout, broker down...): produce it again after
+  // a backoff. Never a reason to discard.
+  kRetry,
+  // A permanent error: discard it into the dead letters with `reason`.
+  kDiscard,
+  // The cluster may not have the topic, or the partition: the drain asks fresh metadata
+  // and discards (unknown_topic / unknown_partition) only once it confirms; else retry.
+  kUnknownTopic,
+  kUnknownPartition,
+  // Taken back from the client before it was sent (PurgeQueued, PurgeAll).
+  kPurged,
+};
+
 struct DeliveryReport {
   uint64_t seq = 0;
-  rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
-  std::string error;  // the client's text, when err is set
+  DeliveryResult result = DeliveryResult::kRetry;  // as a default, never loses a message
+  // kDiscard: the stable, lower-case reason (metrics, dead letters, reports), e.g.
+  // "msg_size_too_large".
+  std::string reason;
+  // Unless delivered or queued: the client's name of the error (the label of the
+  // produce-error metric, e.g. "REQUEST_TIMED_OUT") and its text (logs, dead letters).
+  std::string error_name;
+  std::string error;
   int32_t partition = -1;
   int64_t offset = -1;
 };
@@ -31,17 +60,17 @@ class Producer {
  public:
   virtual ~Producer() = default;
 
-  // Enqueues one decoded WAL entry for `partition` (or kAnyPartition). Returns the
-  // local error, e.g. RD_KAFKA_RESP_ERR__QUEUE_FULL; the entry then has no report
-  // coming. The caller keeps the entry alive until its report.
-  virtual rd_kafka_resp_err_t Produce(const wal::Entry& entry, int32_t partition) = 0;
+  // Enqueues one decoded WAL entry for `partition` (or kAnyPartition). kQueued when
+  // accepted: its report comes from Poll(). Any other result is the entry's report
+  // (seq set), and no other is coming. The caller keeps the entry alive until its report.
+  virtual DeliveryReport Produce(const wal::Entry& entry, int32_t partition) = 0;
   // Serves delivery reports for up to timeout_ms, appending them to *out.
   virtual void Poll(int timeout_ms, std::vector<DeliveryReport>* out) = 0;
   // Messages produced and not yet reported.
   virtual int OutstandingMessages() const = 0;
-  // Fails the messages still queued in the client (not those on the wire) with
-  // RD_KAFKA_RESP_ERR__PURGE_QUEUE; their reports come with the next Poll(). Used to
-  // take back messages waiting for a partition that has no leader.
+  // Takes back the messages still queued in the client (not those on the wire): they
+  // are reported kPurged by the next Poll(). Used to take back messages waiting for a
+  // partition that has no leader.
   virtual void PurgeQueued() = 0;
   // The same for every message, also those in flight. At shutdown and after a fatal error.
   virtual void PurgeAll() = 0;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "agent/kafka/kafka_errors.h"
 #include "agent/kafka/kafka_options.h"
 
 namespace kspool::agent {
@@ -117,7 +118,7 @@ rd_kafka_topic_t* KafkaProducer::Topic(const std::string& name) {
   return t;
 }
 
-rd_kafka_resp_err_t KafkaProducer::Produce(const wal::Entry& e, int32_t partition) {
+DeliveryReport KafkaProducer::Produce(const wal::Entry& e, int32_t partition) {
   const wal::Record& r = e.record;
   rd_kafka_headers_t* hdrs = rd_kafka_headers_new(r.headers.size() + 2);
   std::string seq = std::to_string(e.seq);
@@ -141,7 +142,9 @@ rd_kafka_resp_err_t KafkaProducer::Produce(const wal::Entry& e, int32_t partitio
                         RD_KAFKA_V_KEY(key, key_len), RD_KAFKA_V_TIMESTAMP(ts),
                         RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(opaque), RD_KAFKA_V_END);
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) rd_kafka_headers_destroy(hdrs);
-  return err;
+  DeliveryReport report = ReportOfProduce(err);
+  report.seq = e.seq;
+  return report;
 }
 
 void KafkaProducer::Poll(int timeout_ms, std::vector<DeliveryReport>* out) {
@@ -170,10 +173,8 @@ std::string KafkaProducer::FatalError() const {
 
 void KafkaProducer::OnDelivery(rd_kafka_t*, const rd_kafka_message_t* msg, void* opaque) {
   auto* self = static_cast<KafkaProducer*>(opaque);
-  DeliveryReport r;
+  DeliveryReport r = ReportOfDelivery(msg->err);
   r.seq = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(msg->_private));
-  r.err = msg->err;
-  if (msg->err) r.error = rd_kafka_err2str(msg->err);
   r.partition = msg->partition;
   r.offset = msg->offset;
   (self->sink_ ? self->sink_ : &self->stray_)->push_back(std::move(r));

@@ -1,7 +1,8 @@
 // KafkaProducer: the Producer on librdkafka, configured for the spool: acks=all,
 // idempotence on, murmur2 partitioning for keyed messages (as the Java client), and
 // the headers kspool.agent and kspool.seq on every record. Produce() does not copy the
-// payload: the caller keeps the entry alive until its delivery report.
+// payload: the caller keeps the entry alive until its delivery report. Its client's
+// errors are told in the drain's terms (kafka_errors.h).
 // Thread safety: one thread (the drain loop) uses an instance; reports are delivered
 // only inside Poll() and Flush(), on that thread.
 #pragma once
@@ -47,7 +48,7 @@ class KafkaProducer final : public Producer {
   [[nodiscard]] static absl::Status CheckOptions(const std::vector<std::string>& options);
   ~KafkaProducer() override;
 
-  rd_kafka_resp_err_t Produce(const wal::Entry& entry, int32_t partition) override;
+  DeliveryReport Produce(const wal::Entry& entry, int32_t partition) override;
   void Poll(int timeout_ms, std::vector<DeliveryReport>* out) override;
   int OutstandingMessages() const override;
   void PurgeQueued() override;

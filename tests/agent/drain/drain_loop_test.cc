@@ -1,4 +1,4 @@
-// DrainLoop's logic against a scripted Kafka (tests/support/fake_kafka.h), a real WAL in
+// DrainLoop's logic against a scripted Kafka (tests/agent/drain/fake_producer.h), a real WAL in
 // a temp dir and a manual clock: deterministic, one pass of the loop at a time.
 #include "agent/drain/drain_loop.h"
 
@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "tests/support/fake_kafka.h"
+#include "tests/agent/drain/fake_producer.h"
 #include "tests/support/temp_dir.h"
 
 namespace kspool::agent {
@@ -231,8 +231,8 @@ TEST_F(Drain, RetryNeverReordersAPartition) {
   StartDrain();
   std::vector<std::string> keys = KeysFor(0, 2, 1);
   Append("t", 40, keys);
-  kafka_.fail_once[7] = RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
-  kafka_.fail_once[20] = RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION;
+  kafka_.fail_once[7] = FakeKafka::Transient("REQUEST_TIMED_OUT");
+  kafka_.fail_once[20] = FakeKafka::Transient("NOT_LEADER_FOR_PARTITION");
   Run(300);
   std::vector<uint64_t> seqs = kafka_.DeliveredSeqs("t", 0);
   ASSERT_EQ(seqs.size(), 40u);
@@ -301,7 +301,7 @@ TEST_F(Drain, WallClockStepsChangeNeitherSettlingNorRetries) {
     StartDrain(o);
   }
   Append("t", 10);
-  kafka_.fail_once[3] = RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
+  kafka_.fail_once[3] = FakeKafka::Transient("REQUEST_TIMED_OUT");
   drain_->RunOnce(0);
   const int64_t point = tracker_->Current().global_ms;
   clock_.Set(clock_.NowMillis() - 3'600'000);  // an hour back; monotonic time goes on
@@ -312,7 +312,7 @@ TEST_F(Drain, WallClockStepsChangeNeitherSettlingNorRetries) {
 
   clock_.Set(clock_.NowMillis() + 86'400'000 + 3'600'000);  // a day forward
   Append("t", 10);
-  kafka_.fail_once[15] = RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT;
+  kafka_.fail_once[15] = FakeKafka::Transient("REQUEST_TIMED_OUT");
   Run(50);
   EXPECT_EQ(kafka_.DeliveredSeqs("t").size(), 20u);
   EXPECT_EQ(Live("t"), 0u);
@@ -332,6 +332,57 @@ TEST_F(Drain, UnknownTopicIsDiscardedAfterFreshAnswersWhileOthersFlow) {
   EXPECT_EQ(kafka_.DeliveredSeqs("ok").size(), 5u);
   EXPECT_EQ(Live("missing"), 0u);
   EXPECT_EQ(wal_->GetStats().topics["missing"].discarded["unknown_topic"].count, 5u);
+}
+
+// Records what the drain tells its OutcomeListener.
+struct RecordingListener : OutcomeListener {
+  bool wanted = true;
+  int known_calls = 0;
+  std::vector<wal::Outcome> known;
+  std::vector<wal::Outcome> settled;
+  bool Wanted() const override { return wanted; }
+  void Known(const std::vector<wal::Outcome>& outcomes) override {
+    ++known_calls;
+    known.insert(known.end(), outcomes.begin(), outcomes.end());
+  }
+  void Settled(const std::vector<wal::Outcome>& outcomes) override {
+    settled.insert(settled.end(), outcomes.begin(), outcomes.end());
+  }
+};
+
+TEST_F(Drain, ListenerHearsOutcomesWhenKnownWhileWantedAndWhenSettled) {
+  kafka_.leaders["t"] = {true};
+  RecordingListener listener;
+  {
+    DrainOptions o;
+    o.outcomes = &listener;
+    StartDrain(o);
+  }
+  Append("t", 3);
+  drain_->RunOnce(0);
+  // Known in the pass that took the acknowledgements, all at once, without the record.
+  ASSERT_EQ(listener.known.size(), 3u);
+  EXPECT_EQ(listener.known_calls, 1);
+  for (const wal::Outcome& o : listener.known) {
+    EXPECT_EQ(o.topic, "t");
+    EXPECT_EQ(o.discard_reason, "");  // delivered
+    EXPECT_EQ(o.offset, 0);
+    EXPECT_TRUE(o.raw.empty());
+    EXPECT_NE(o.time_ms, 0);
+  }
+  Run(20);
+  EXPECT_EQ(Live("t"), 0u);
+  ASSERT_EQ(listener.settled.size(), 3u);
+  EXPECT_EQ(listener.settled[0].seq, listener.known[0].seq);
+
+  // Nobody waits: outcomes are told only once settled.
+  listener.wanted = false;
+  Append("t", 2);
+  Run(20);
+  EXPECT_EQ(Live("t"), 0u);
+  EXPECT_EQ(listener.known.size(), 3u);
+  EXPECT_EQ(listener.known_calls, 1);
+  EXPECT_EQ(listener.settled.size(), 5u);
 }
 
 }  // namespace

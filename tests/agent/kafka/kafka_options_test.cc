@@ -58,11 +58,14 @@ TEST(KafkaLimits, LargestDefaultMessageFitsAMillionBytesBatchInLibrdkafkasEncodi
 
   auto p = Producer({"message.max.bytes=" + std::to_string(1'000'000 - kKafkaBatchHeaderBytes)});
   ASSERT_TRUE(p.ok()) << p.status();
-  EXPECT_EQ((*p)->Produce(e, 0), RD_KAFKA_RESP_ERR_NO_ERROR);
+  EXPECT_EQ((*p)->Produce(e, 0).result, DeliveryResult::kQueued);
   // Control: librdkafka does refuse what does not fit.
   r.value.push_back('x');
   r.value.append(kKafkaMessageOverheadBytes, 'x');
-  EXPECT_EQ((*p)->Produce(e, 0), RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+  DeliveryReport refused = (*p)->Produce(e, 0);
+  EXPECT_EQ(refused.result, DeliveryResult::kDiscard);
+  EXPECT_EQ(refused.error_name, rd_kafka_err2name(RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE));
+  EXPECT_EQ(refused.reason, "msg_size_too_large");
   (*p)->PurgeAll();
 
   kspool::v1::wire::SendRequest req;

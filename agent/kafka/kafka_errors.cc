@@ -1,4 +1,8 @@
-#include "agent/drain/kafka_errors.h"
+#include "agent/kafka/kafka_errors.h"
+
+#include <cctype>
+
+#include "agent/drain/discard_reasons.h"
 
 namespace kspool::agent {
 
@@ -50,6 +54,51 @@ std::string DiscardReason(rd_kafka_resp_err_t err) {
       return name;
     }
   }
+}
+
+DeliveryReport ReportOfDelivery(rd_kafka_resp_err_t err) {
+  DeliveryReport r;
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    r.result = DeliveryResult::kDelivered;
+    return r;
+  }
+  r.error_name = rd_kafka_err2name(err);
+  r.error = rd_kafka_err2str(err);
+  if (err == RD_KAFKA_RESP_ERR__PURGE_QUEUE) {
+    // Taken back before it was sent (PurgeQueued, or PurgeAll for a queued message).
+    r.result = DeliveryResult::kPurged;
+    return r;
+  }
+  switch (ClassifyDeliveryError(err)) {
+    case ErrorClass::kPermanent:
+      r.result = DeliveryResult::kDiscard;
+      r.reason = DiscardReason(err);
+      break;
+    case ErrorClass::kCheckTopic:
+      r.result = err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION ? DeliveryResult::kUnknownPartition
+                                                             : DeliveryResult::kUnknownTopic;
+      break;
+    case ErrorClass::kTransient:
+      r.result = DeliveryResult::kRetry;
+      break;
+  }
+  return r;
+}
+
+DeliveryReport ReportOfProduce(rd_kafka_resp_err_t err) {
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    DeliveryReport r;
+    r.result = DeliveryResult::kQueued;
+    return r;
+  }
+  if (err == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+    DeliveryReport r;
+    r.result = DeliveryResult::kQueueFull;
+    r.error_name = rd_kafka_err2name(err);
+    r.error = rd_kafka_err2str(err);
+    return r;
+  }
+  return ReportOfDelivery(err);
 }
 
 }  // namespace kspool::agent

@@ -1,6 +1,32 @@
-#include "tests/support/fake_kafka.h"
+#include "tests/agent/drain/fake_producer.h"
 
 namespace kspool::testing {
+namespace {
+
+using agent::DeliveryReport;
+using agent::DeliveryResult;
+
+DeliveryReport Report(const FakeKafka::Produced& p, DeliveryResult result, std::string error_name,
+                      std::string error, int64_t offset = -1) {
+  DeliveryReport r;
+  r.seq = p.seq;
+  r.result = result;
+  r.error_name = std::move(error_name);
+  r.error = std::move(error);
+  r.partition = p.partition;
+  r.offset = offset;
+  return r;
+}
+
+}  // namespace
+
+DeliveryReport FakeKafka::Transient(const std::string& error_name) {
+  DeliveryReport r;
+  r.result = DeliveryResult::kRetry;
+  r.error_name = error_name;
+  r.error = "scripted failure: " + error_name;
+  return r;
+}
 
 bool FakeKafka::HasLeader(const std::string& topic, int32_t p) const {
   auto it = leaders.find(topic);
@@ -32,29 +58,32 @@ agent::LayoutSource FakeKafka::Layouts() {
   };
 }
 
-rd_kafka_resp_err_t FakeProducer::Produce(const wal::Entry& entry, int32_t partition) {
+DeliveryReport FakeProducer::Produce(const wal::Entry& entry, int32_t partition) {
   FakeKafka::Produced p{entry.seq, entry.record.topic, partition, entry.record.key};
   kafka_->produced.push_back(p);
   queued_.push_back(std::move(p));
-  return RD_KAFKA_RESP_ERR_NO_ERROR;
+  DeliveryReport queued;
+  queued.seq = entry.seq;
+  queued.result = DeliveryResult::kQueued;
+  return queued;
 }
 
-void FakeProducer::Poll(int, std::vector<agent::DeliveryReport>* out) {
+void FakeProducer::Poll(int, std::vector<DeliveryReport>* out) {
   out->insert(out->end(), purged_.begin(), purged_.end());
   purged_.clear();
   if (!fatal_.empty()) return;  // a dead client answers nothing
   std::deque<FakeKafka::Produced> waiting;
   // As a partition's queue in the client: once one message fails, the ones behind it
   // in the same partition fail with it.
-  std::map<std::pair<std::string, int32_t>, rd_kafka_resp_err_t> failed;
+  std::map<std::pair<std::string, int32_t>, DeliveryReport> failed;
   for (FakeKafka::Produced& p : queued_) {
     auto f = failed.find({p.topic, p.partition});
     if (f != failed.end()) {
-      out->push_back({p.seq, f->second, rd_kafka_err2str(f->second), p.partition, -1});
+      out->push_back(Report(p, f->second.result, f->second.error_name, f->second.error));
       continue;
     }
     if (!kafka_->leaders.count(p.topic)) {
-      out->push_back({p.seq, RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC, "unknown topic", p.partition, -1});
+      out->push_back(Report(p, DeliveryResult::kUnknownTopic, "_UNKNOWN_TOPIC", "unknown topic"));
       continue;
     }
     if (!kafka_->HasLeader(p.topic, p.partition)) {
@@ -63,12 +92,12 @@ void FakeProducer::Poll(int, std::vector<agent::DeliveryReport>* out) {
     }
     auto fail = kafka_->fail_once.find(p.seq);
     if (fail != kafka_->fail_once.end()) {
-      out->push_back({p.seq, fail->second, rd_kafka_err2str(fail->second), p.partition, -1});
+      out->push_back(Report(p, fail->second.result, fail->second.error_name, fail->second.error));
       failed[{p.topic, p.partition}] = fail->second;
       kafka_->fail_once.erase(fail);
       continue;
     }
-    out->push_back({p.seq, RD_KAFKA_RESP_ERR_NO_ERROR, "", p.partition, 0});
+    out->push_back(Report(p, DeliveryResult::kDelivered, "", "", /*offset=*/0));
     kafka_->delivered.push_back(std::move(p));
   }
   queued_.swap(waiting);
@@ -77,7 +106,7 @@ void FakeProducer::Poll(int, std::vector<agent::DeliveryReport>* out) {
 void FakeProducer::PurgeQueued() {
   ++kafka_->purges;
   for (const FakeKafka::Produced& p : queued_) {
-    purged_.push_back({p.seq, RD_KAFKA_RESP_ERR__PURGE_QUEUE, "purged", p.partition, -1});
+    purged_.push_back(Report(p, DeliveryResult::kPurged, "_PURGE_QUEUE", "purged"));
   }
   queued_.clear();
 }

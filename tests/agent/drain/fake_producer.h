@@ -2,7 +2,8 @@
 // tests of the drain loop's logic (the end-to-end tests use kspool-devkafka). It keeps
 // what was produced, answers with a delivery report at the next Poll() unless the
 // partition has no leader (then the message waits in the "client" until purged), and
-// can fail chosen messages, or the whole producer with a fatal error.
+// can fail chosen messages, or the whole producer with a fatal error. It speaks the
+// drain's terms (agent/drain/producer.h): no Kafka client is involved.
 // Thread safety: none; the test and the drain loop run on one thread (RunOnce()).
 #pragma once
 
@@ -29,12 +30,16 @@ struct FakeKafka {
   };
   // Per topic: per partition, whether it has a leader. A topic not here does not exist.
   std::map<std::string, std::vector<bool>> leaders;
-  std::vector<Produced> produced;       // every Produce() call, in order
-  std::vector<Produced> delivered;      // successful reports, in order
-  std::map<uint64_t, rd_kafka_resp_err_t> fail_once;  // seq -> error of its next report
-  std::string fatal;             // a producer made while this is set reports it as fatal
+  std::vector<Produced> produced;   // every Produce() call, in order
+  std::vector<Produced> delivered;  // successful reports, in order
+  // seq -> the failed report its next delivery gets (e.g. Transient(...)).
+  std::map<uint64_t, agent::DeliveryReport> fail_once;
+  std::string fatal;  // a producer made while this is set reports it as fatal
   int producers_made = 0;
   int purges = 0;
+
+  // A transient failure (kRetry), as the client names it, e.g. "REQUEST_TIMED_OUT".
+  static agent::DeliveryReport Transient(const std::string& error_name);
 
   bool HasLeader(const std::string& topic, int32_t p) const;
   std::vector<uint64_t> DeliveredSeqs(const std::string& topic, int32_t partition = -2) const;
@@ -48,7 +53,7 @@ class FakeProducer final : public agent::Producer {
  public:
   explicit FakeProducer(FakeKafka* kafka, std::string fatal)
       : kafka_(kafka), fatal_(std::move(fatal)) {}
-  rd_kafka_resp_err_t Produce(const wal::Entry& entry, int32_t partition) override;
+  agent::DeliveryReport Produce(const wal::Entry& entry, int32_t partition) override;
   void Poll(int timeout_ms, std::vector<agent::DeliveryReport>* out) override;
   int OutstandingMessages() const override { return static_cast<int>(queued_.size()); }
   void PurgeQueued() override;

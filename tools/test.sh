@@ -15,10 +15,11 @@
 #                (concurrent group commit, settling, the drain's lanes, the Bruce ingest's
 #                flow control). Not the binaries that start Debian's librdkafka (it
 #                crashes under TSan at start) or gRPC (uninstrumented);
-#   build-fuzz/  clang + libFuzzer: the WAL record decoder, the Send request validator,
-#                the agent's config parser, the --acl file parser and the Bruce input's decoder
-#                fuzzed for FUZZ_SECONDS (default 60) each, plus their regression inputs
-#                (tests/fuzz/run.sh).
+#   build-fuzz/  clang + libFuzzer (the main project with -DKSPOOL_FUZZ=ON): the WAL
+#                record decoder, the Send request validator, the agent's config parser,
+#                the --acl file parser and the Bruce input's decoder, each linking its
+#                library, fuzzed for FUZZ_SECONDS (default 60) each, plus their
+#                regression inputs (tests/fuzz/run.sh).
 # Usage: tools/test.sh [plain|package|asan|tsan|fuzz]...   (default: all five)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
-# Builds kspool and runs every test suite:
-#   build/       all tests (unit, integration, crash, and deploy: the files of deploy/
-#                checked against the code, promtool, systemd-analyze);
+# Builds kspool and runs every test suite. Test labels (tests/CMakeLists.txt) say what a
+# test binary covers: unit, integration, crash, faketime, deploy; a second label, tsan,
+# marks the binaries ThreadSanitizer can run.
+#   build/       all tests (unit, integration, crash, faketime, and deploy: the files of
+#                deploy/ checked against the code, promtool, systemd-analyze);
 #   package      the Debian package made from build/ (tools/package.sh), installed
 #                with apt-get, run as user kspool, purged (tests/deploy/
 #                package_install_test.sh; needs root or passwordless sudo);
-#   build-asan/  AddressSanitizer + UBSan: unit and integration tests;
-#   build-tsan/  clang, ThreadSanitizer and -Wthread-safety: the unit tests of base/,
-#                wal/, the drain, agent/ and the Bruce input (concurrent group commit,
-#                settling, the Bruce ingest's flow control; Debian's librdkafka
-#                crashes under TSan at start, so nothing that starts it runs there);
-#   build-fuzz/  clang + libFuzzer: the WAL record decoder, the Send request validator,
-#                the agent's config parser, the --acl file parser and the Bruce input's decoder
-#                fuzzed for FUZZ_SECONDS (default 60) each, plus their regression inputs
-#                (tests/fuzz/run.sh).
+#   build-asan/  AddressSanitizer + UBSan: the unit and integration tests (not crash;
+#                not faketime: libfaketime cannot be preloaded before ASan's runtime);
+#   build-tsan/  clang, ThreadSanitizer and -Wthread-safety: the tests labelled tsan (the
+#                target tsan_tests builds exactly them): base/, wal/ and kspoolctl's WAL
+#                access, the drain, the Bruce input and the agent's in-process unit tests
+#                (concurrent group commit, settling, the drain's lanes, the Bruce ingest's
+#                flow control). Not the binaries that start Debian's librdkafka (it
+#                crashes under TSan at start) or gRPC (uninstrumented);
+#   build-fuzz/  clang + libFuzzer (the main project with -DKSPOOL_FUZZ=ON): the WAL
+#                record decoder, the Send request validator, the agent's config parser,
+#                the --acl file parser and the Bruce input's decoder, each linking its
+#                library, fuzzed for FUZZ_SECONDS (default 60) each, plus their
+#                regression inputs (tests/fuzz/run.sh).
 # Usage: tools/test.sh [plain|package|asan|tsan|fuzz]...   (default: all five)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,10 +53,9 @@ for pass in "${passes[@]}"; do
       ;;
     tsan)
       CC=clang CXX=clang++ configure build-tsan -DKSPOOL_SANITIZE=thread -DKSPOOL_THREAD_SAFETY=ON
-      ninja -C build-tsan -j"$JOBS" wal_tests wal_admin_tests agent_tests bruce_tests drain_tests \
-        base_tests
+      ninja -C build-tsan -j"$JOBS" tsan_tests
       (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$ROOT/tests/tsan.supp" \
-        ctest --no-tests=error --output-on-failure -j"$JOBS" --timeout 600 -L unit)
+        ctest --no-tests=error --output-on-failure -j"$JOBS" --timeout 600 -L tsan)
       ;;
     fuzz) tests/fuzz/run.sh ;;
     *) echo "unknown pass $pass (plain, package, asan, tsan, fuzz)"; exit 2 ;;

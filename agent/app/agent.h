@@ -17,7 +17,7 @@
 #include "agent/bruce/bruce_listener.h"
 #include "agent/bruce/bruce_rejections.h"
 #include "agent/drain/commit_tracker.h"
-#include "agent/app/config.h"
+#include "agent/app/config/config.h"
 #include "agent/drain/drain_loop.h"
 #include "agent/net/grpc_listener.h"
 #include "agent/background/heartbeater.h"

@@ -9,7 +9,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "agent/app/agent.h"
-#include "agent/app/config.h"
+#include "agent/app/config/config.h"
 #include "agent/kafka/kafka_producer.h"
 #include "agent/api/protobuf_log.h"
 

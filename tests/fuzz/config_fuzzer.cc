@@ -1,4 +1,4 @@
-// libFuzzer target for the agent's configuration parser (agent/app/config.h). The input is
+// libFuzzer target for the agent's configuration parser (agent/app/config/config.h). The input is
 // split at NUL bytes into pieces: a piece starting with 'E' becomes an environment entry
 // (KSPOOL_ + the rest), one starting with 'F' the text of a config file (written to a
 // file, and --config names it), any other a command-line argument. Properties:
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/app/config.h"
+#include "agent/app/config/config.h"
 #include "agent/validate/kafka_limits.h"
 #include "agent/kafka/kafka_options.h"
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (tests/fuzz/CMakeLists.txt, a standalone project that
-# needs clang) into build-fuzz/ and runs each one for FUZZ_SECONDS (default 60) over a
+# Builds the libFuzzer targets (tests/fuzz/CMakeLists.txt: the main project configured
+# with clang and -DKSPOOL_FUZZ=ON; only the *_fuzzer targets and the libraries they link
+# are built) into build-fuzz/ and runs each one for FUZZ_SECONDS (default 60) over a
 # temporary copy of its seed corpus (tests/fuzz/corpus/<target>/; the checked-in corpus
 # never grows), after replaying every input under tests/fuzz/regressions/<target>/.
 # Exits non-zero if any fuzzer crashes; crashing inputs are kept under build-fuzz/crashes/.
@@ -15,7 +16,14 @@ JOBS=${JOBS:-2}
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(record request config bruce acl)
 
-CC=clang CXX=clang++ cmake -S tests/fuzz -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+# A build-fuzz/ configured from tests/fuzz alone (before the fuzzers linked the
+# project's libraries) cannot be reconfigured from the root: start it afresh.
+if [ -f build-fuzz/CMakeCache.txt ] &&
+   ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$root" build-fuzz/CMakeCache.txt; then
+  rm -rf build-fuzz/CMakeCache.txt build-fuzz/CMakeFiles
+fi
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DKSPOOL_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
 ninja -C build-fuzz -j"$JOBS" $(printf '%s_fuzzer ' "${targets[@]}")
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/kspool-fuzz.XXXXXX")

@@ -1,4 +1,4 @@
-#include "agent/app/config_print.h"
+#include "agent/app/config/config_print.h"
 
 #include <CLI/CLI.hpp>
 #include <optional>

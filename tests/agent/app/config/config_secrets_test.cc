@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "agent/app/config.h"
+#include "agent/app/config/config.h"
 #include "tests/support/temp_dir.h"
 
 namespace kspool::agent {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/app/config.h"
+#include "agent/app/config/config.h"
 
 namespace kspool::agent {
 namespace {

@@ -1,4 +1,4 @@
-#include "agent/app/config.h"
+#include "agent/app/config/config.h"
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include <type_traits>
 
 #include "agent/security/acl_rules.h"
-#include "agent/app/config_print.h"
+#include "agent/app/config/config_print.h"
 #include "agent/validate/kafka_limits.h"
 #include "agent/kafka/kafka_options.h"
 #include "agent/net/socket_file.h"

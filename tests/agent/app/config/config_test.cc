@@ -1,4 +1,4 @@
-#include "agent/app/config.h"
+#include "agent/app/config/config.h"
 
 #include <grp.h>
 #include <gtest/gtest.h>

@@ -1,8 +1,8 @@
 // The request-limit flags of the Spool service: --max-headers and --max-future-timestamp.
-// (Apart from tests/agent/app/config_test.cc so that the two can change independently.)
+// (Apart from tests/agent/app/config/config_test.cc so that the two can change independently.)
 #include <gtest/gtest.h>
 
-#include "agent/app/config.h"
+#include "agent/app/config/config.h"
 
 namespace kspool::agent {
 namespace {

@@ -1,4 +1,4 @@
-// RocksWal: the Wal on RocksDB. Internal to wal/; users see wal.h only.
+// RocksWal: the Wal on RocksDB. Internal to wal/; users see wal.h and the interfaces it aggregates.
 //
 // Lock order: settle_mu_ -> db_mu_ -> mu_. db_mu_ is held shared by everything that
 // touches RocksDB and exclusively by Reopen(), which swaps the database underneath.

@@ -172,7 +172,7 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
     return last != 0 && clock->MonotonicMillis() - last < 5000 ? int64_t{200} : int64_t{2000};
   };
   spool_ = std::make_unique<SpoolService>(
-      wal_.get(),
+      wal_.get(), wal_.get(),
       RequestLimits{config.max_message_bytes, config.max_batch_messages, config.max_headers,
                     config.max_future_timestamp_ms},
       [drain] { drain->Notify(); }, retry_after_ms,

@@ -45,7 +45,7 @@
 #include "agent/drain/stuck_topic.h"
 #include "base/clock.h"
 #include "base/mutex.h"
-#include "wal/wal.h"
+#include "wal/drain_log.h"
 
 namespace kspool::agent {
 
@@ -88,7 +88,8 @@ using ProducerFactory = std::function<absl::StatusOr<std::unique_ptr<Producer>>(
 
 class DrainLoop {
  public:
-  DrainLoop(wal::Wal* wal, CommitTracker* tracker, ProducerFactory factory, DrainOptions options);
+  DrainLoop(wal::DrainLog* wal, CommitTracker* tracker, ProducerFactory factory,
+            DrainOptions options);
   ~DrainLoop();
 
   // Creates the producer and, with `background`, the loop's thread. Without it the
@@ -155,7 +156,7 @@ class DrainLoop {
   }
   void DrainForShutdown();
 
-  wal::Wal* const wal_;
+  wal::DrainLog* const wal_;
   CommitTracker* const tracker_;
   const ProducerFactory factory_;
   const DrainOptions options_;

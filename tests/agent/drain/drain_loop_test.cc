@@ -8,6 +8,7 @@
 
 #include "tests/support/fake_kafka.h"
 #include "tests/support/temp_dir.h"
+#include "wal/wal.h"
 
 namespace kspool::agent {
 namespace {

@@ -17,24 +17,14 @@
 #include "absl/base/thread_annotations.h"
 #include "rocksdb/db.h"
 #include "base/mutex.h"
+#include "wal/delivery_index.h"
+#include "wal/open_db.h"
 #include "wal/seq_runs.h"
 #include "wal/wal.h"
 
 namespace kspool::wal {
 
-// An open RocksDB database with the WAL's column families.
-struct OpenDb {
-  std::unique_ptr<rocksdb::DB> db;
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::ColumnFamilyHandle* log = nullptr;
-  rocksdb::ColumnFamilyHandle* meta = nullptr;
-  rocksdb::ColumnFamilyHandle* dead = nullptr;
-  // The delivery index; null only in a read-only open of a WAL written before it existed.
-  rocksdb::ColumnFamilyHandle* delivery = nullptr;
-  ~OpenDb();
-};
-
-// FAILED_PRECONDITION "<dir> is not a kspool WAL: <why>" (rocks_wal_admin.cc).
+// FAILED_PRECONDITION "<dir> is not a kspool WAL: <why>" (rocks_wal_read_only.cc).
 absl::Status NotAKspoolWal(const std::string& dir, const std::string& why);
 
 // The dead letters' totals, counted by scanning `dead` (rocks_wal_dead.cc): once, for a
@@ -87,7 +77,7 @@ class RocksWal final : public Wal {
                               uint64_t* next) override;
   absl::StatusOr<DeliveryTrim> TrimDeliveries() override;
 
-  // Options::read_only (rocks_wal_admin.cc): a view of `wal` whose writing methods fail
+  // Options::read_only (rocks_wal_read_only.cc): a view of `wal` whose writing methods fail
   // with FAILED_PRECONDITION.
   static std::unique_ptr<Wal> ReadOnlyView(std::unique_ptr<RocksWal> wal);
 
@@ -113,7 +103,10 @@ class RocksWal final : public Wal {
     int64_t report_point_ms = 0;
   };
 
-  explicit RocksWal(Options options) : options_(std::move(options)) {}
+  explicit RocksWal(Options options)
+      : options_(std::move(options)),
+        delivery_index_(options_.clock, options_.delivery_retention_ms,
+                        options_.delivery_retention_bytes) {}
   absl::StatusOr<std::unique_ptr<OpenDb>> OpenDatabase();
   // Options::read_only: refuses a directory that is not a kspool WAL; writes nothing.
   absl::StatusOr<std::unique_ptr<OpenDb>> OpenDatabaseReadOnly() const;
@@ -212,12 +205,6 @@ class RocksWal final : public Wal {
   bool FoldsAt(int64_t commit_point_ms) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t ReportPointAt(int64_t commit_point_ms) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void LoadSplit(std::string_view key, std::string_view value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The delivery index (rocks_wal_delivery.cc): puts the runs of the settled `outcomes`
-  // (live ones only; time_ms 0 means `now_ms`) and the index's new totals into `wb`, and
-  // returns those totals, to be taken over once the batch is written.
-  Counts IndexOutcomes(const std::vector<Outcome>& outcomes, int64_t now_ms,
-                       rocksdb::WriteBatch* wb) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   // Admission of one append into the group being formed (rocks_wal_limits.cc): the WAL's
   // capacity and the per-topic limit. `group_topics` holds the bytes per topic already
   // admitted into the group, and gains the request's on success.
@@ -299,11 +286,9 @@ class RocksWal final : public Wal {
   // Tracked topics -> receive time of their last append (or when tracking started).
   std::map<std::string, int64_t> tracked_ ABSL_GUARDED_BY(mu_);
   uint64_t topics_forgotten_ ABSL_GUARDED_BY(mu_) = 0;
-  // The delivery index: its persisted totals (changed only under settle_mu_ too) and its
-  // floor, below which outcomes are forgotten. TrimDeliveries raises the floor before
-  // its write is visible, so that a reader that misses a trimmed run sees the new floor.
-  Counts delivery_index_ ABSL_GUARDED_BY(mu_);
-  uint64_t delivery_floor_ ABSL_GUARDED_BY(mu_) = 1;
+  // The delivery index (delivery_index.h): its writers hold settle_mu_; Settle() takes
+  // over its new totals under mu_, so that GetStats() sees them with the ledger's.
+  DeliveryIndex delivery_index_;
 
   // Settle() is serialized: it owns the delete bookkeeping.
   mutable Mutex settle_mu_;

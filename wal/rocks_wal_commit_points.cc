@@ -188,4 +188,28 @@ void RocksWal::CloseCommitPoints() {
   WriteCommitPoints(saved, /*closing=*/true).IgnoreError();
 }
 
+absl::StatusOr<int64_t> RocksWal::ReceiveTimeBound(uint64_t from_seq) {
+  // mu_ is held across the seek so that no group commits in between: the answer then
+  // covers the log, the group being written, and every future group.
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
+  MutexLock l(&mu_);
+  std::optional<uint64_t> first = FirstLiveAtOrAfter(std::max(from_seq, head_), committed_next_);
+  if (first) {
+    std::string v;
+    RETURN_IF_ERROR(FromRocks(db_->db->Get(rocksdb::ReadOptions(), db_->log, keys::Seq(*first), &v),
+                              "read WAL entry " + std::to_string(*first)));
+    absl::StatusOr<int64_t> t = PeekReceiveTime(v);
+    if (t.ok()) return *t;
+    // An unreadable record cannot vouch for its time, but it was not settled when the
+    // last commit point was saved, so it was received after that point.
+    return saved_points_.global_ms + 1;
+  }
+  if (writing_receive_ms_) return *writing_receive_ms_;
+  int64_t bound = std::max(std::max(options_.clock->NowMillis(), last_receive_ms_) + 1,
+                           receive_floor_ms_);
+  receive_floor_ms_ = bound;
+  return bound;
+}
+
 }  // namespace kspool::wal

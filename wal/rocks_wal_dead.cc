@@ -1,5 +1,7 @@
-// RocksWal: the dead letters' own limits (Options::max_dead_letter_bytes and
-// max_dead_letter_age_ms).
+// RocksWal: reading the dead letters (ScanDeadLetters), their totals, and their own
+// limits (Options::max_dead_letter_bytes and max_dead_letter_age_ms). Settle() writes
+// them (rocks_wal_settle.cc); kspoolctl replays and purges them
+// (rocks_wal_dead_admin.cc); their codec is dead_letter.h.
 //
 // Dead letters count against the WAL's capacity, so without a limit of their own a
 // stream of permanent errors would end up refusing every Send. TrimDeadLetters removes
@@ -127,6 +129,22 @@ absl::StatusOr<DeadLetterTrim> RocksWal::TrimDeadLetters() {
     for (auto& [limit, c] : by_limit) topics_[topic].dead_dropped[limit] = c;
   }
   return trim;
+}
+
+absl::Status RocksWal::ScanDeadLetters(uint64_t from_seq, size_t max_entries,
+                                       std::vector<DeadLetter>* out) {
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
+  std::string lo = keys::Seq(from_seq);
+  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(rocksdb::ReadOptions(), db_->dead));
+  for (it->Seek(lo); it->Valid() && out->size() < max_entries; it->Next()) {
+    uint64_t seq = keys::ParseSeq(std::string_view(it->key().data(), it->key().size()));
+    absl::StatusOr<DeadLetter> d =
+        DecodeDeadLetter(seq, std::string_view(it->value().data(), it->value().size()));
+    if (!d.ok()) return d.status();
+    out->push_back(std::move(d).value());
+  }
+  return FromRocks(it->status(), "scan dead letters");
 }
 
 }  // namespace kspool::wal

@@ -204,8 +204,7 @@ absl::Status RocksWal::LoadState(bool reopen) {
     live_bytes_ = 0;
     for (const auto& [t, ts] : topics_) live_bytes_ += ts.pending().bytes;
     dead_ = *m.dead;
-    delivery_index_ = m.delivery_index;
-    delivery_floor_ = *m.delivery_floor;
+    delivery_index_.Load(m.delivery_index, *m.delivery_floor);
     durable_points_ = points;
     TrackAtOpen(reopen, m.last_append, &points);
     if (reopen) {

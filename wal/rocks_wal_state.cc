@@ -27,8 +27,8 @@ Stats RocksWal::GetStats() const {
     s.topics_forgotten = topics_forgotten_;
     s.report_buckets = after_.size();
     s.report_coarsenings = report_coarsenings_;
-    s.delivery_index = delivery_index_;
-    s.delivery_floor_seq = delivery_floor_;
+    s.delivery_index = delivery_index_.totals();
+    s.delivery_floor_seq = delivery_index_.floor();
     head = head_;
     limit = committed_next_;
   }

@@ -19,6 +19,7 @@
 #include "base/mutex.h"
 #include "wal/delivery_index.h"
 #include "wal/open_db.h"
+#include "wal/report_split.h"
 #include "wal/seq_runs.h"
 #include "wal/wal.h"
 
@@ -90,21 +91,9 @@ class RocksWal final : public Wal {
     AppendResult result;
   };
 
-  // What one Settle changes in `after_` (rocks_wal_report.cc): the new counts of the
-  // buckets it touched, or, when the table was coarsened, the whole new table.
-  struct SplitChange {
-    std::map<int64_t, OutcomeTable> put;
-    bool coarsened = false;
-  };
-  // What saving a commit point folds from `after_` into `before_`.
-  struct Fold {
-    OutcomeTable before;
-    std::optional<int64_t> last_folded;  // key of the newest bucket folded
-    int64_t report_point_ms = 0;
-  };
-
   explicit RocksWal(Options options)
       : options_(std::move(options)),
+        report_(options_.max_report_buckets),
         delivery_index_(options_.clock, options_.delivery_retention_ms,
                         options_.delivery_retention_bytes) {}
   absl::StatusOr<std::unique_ptr<OpenDb>> OpenDatabase();
@@ -156,7 +145,7 @@ class RocksWal final : public Wal {
   // True if publishing `points` needs no write: every point that moves belongs to a
   // scope with no live entries and no group commit in flight, stays at or below the
   // ceiling, is not a topic's first point, and the global point folds no settled
-  // message into the report (FoldsAt).
+  // message into the report (ReportSplit::FoldsAt).
   bool LeaseCovers(const CommitPoints& points) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes `points` (synced) with the report split folded at the global point, and the
   // ceiling: raised if a point passes it, or removed when `closing` (every published
@@ -189,22 +178,6 @@ class RocksWal final : public Wal {
   const std::vector<Outcome>& AttributeUnreadable(const std::vector<Outcome>& given,
                                                   std::vector<Outcome>* fixed)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
-  // The commit-point split of the settled counts (rocks_wal_report.cc). Settle adds to
-  // `after_` (merging buckets beyond Options::max_report_buckets); saving a commit point
-  // folds the buckets it passed into `before_`.
-  void SplitSettled(const std::vector<Outcome>& outcomes, rocksdb::WriteBatch* wb,
-                    SplitChange* change) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
-  void ApplySplit(SplitChange change) ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_, mu_);
-  void FoldSplit(int64_t commit_point_ms, rocksdb::WriteBatch* wb, Fold* fold) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
-  void ApplyFold(Fold fold) ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_, mu_);
-  // True if saving `commit_point_ms` would fold settled messages into `before_` (so it
-  // must be a written batch). Else ReportPointAt() is the report's point at it: the
-  // commit point, or just below a merged bucket that straddles it; never decreasing.
-  bool FoldsAt(int64_t commit_point_ms) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  int64_t ReportPointAt(int64_t commit_point_ms) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void LoadSplit(std::string_view key, std::string_view value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Admission of one append into the group being formed (rocks_wal_limits.cc): the WAL's
   // capacity and the per-topic limit. `group_topics` holds the bytes per topic already
   // admitted into the group, and gains the request's on success.
@@ -272,12 +245,8 @@ class RocksWal final : public Wal {
   uint64_t unverified_below_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t verified_upto_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<uint64_t, uint64_t> gaps_ ABSL_GUARDED_BY(mu_);
-  OutcomeTable before_ ABSL_GUARDED_BY(mu_);  // received <= report_point_ms_
-  // Settled after report_point_ms_, by time bucket: keyed by the lowest receive time it
-  // may hold; buckets are disjoint, each spanning [key, max receive time in it].
-  std::map<int64_t, OutcomeTable> after_ ABSL_GUARDED_BY(mu_);
-  int64_t report_point_ms_ ABSL_GUARDED_BY(mu_) = 0;  // <= saved_points_.global_ms
-  uint64_t report_coarsenings_ ABSL_GUARDED_BY(mu_) = 0;
+  // The discard report's split (report_split.h); changed only under settle_mu_ too.
+  ReportSplit report_ ABSL_GUARDED_BY(mu_);
   // Bounds (rocks_wal_limits.cc, rocks_wal_dead.cc).
   uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // batches in queue_
   std::map<std::string, uint64_t> refused_ ABSL_GUARDED_BY(mu_);

@@ -24,7 +24,7 @@
 //  * The discard report: a lease is refused when the global point would fold settled
 //    messages into the report's cumulative counts, so folds (and the report point they
 //    move) are always in a written batch. A leased global point moves the report point
-//    without a write (ReportPointAt): nothing at or below it waits to be folded.
+//    without a write (ReportSplit::PointAt): nothing at or below it waits to be folded.
 // Idle, that is one write per lease period. Under load the WAL has live entries, so its
 // global point is written whenever it moves (with the settles' cadence), as before.
 #include "wal/keys.h"
@@ -67,7 +67,7 @@ absl::Status RocksWal::SaveCommitPoints(const CommitPoints& requested) {
     // Raise the floor before the points can be seen, so no later receive time is <= them.
     receive_floor_ms_ = std::max(receive_floor_ms_, HighestPoint(next) + 1);
     if (LeaseCovers(next)) {
-      report_point_ms_ = ReportPointAt(next.global_ms);
+      report_.set_point_ms(report_.PointAt(next.global_ms));
       saved_points_ = std::move(next);
       return absl::OkStatus();
     }
@@ -77,7 +77,7 @@ absl::Status RocksWal::SaveCommitPoints(const CommitPoints& requested) {
 
 bool RocksWal::LeaseCovers(const CommitPoints& next) const {
   if (writing_receive_ms_) return false;
-  if (FoldsAt(next.global_ms)) return false;
+  if (report_.FoldsAt(next.global_ms)) return false;
   if (next.global_ms > saved_points_.global_ms) {
     if (next.global_ms > ceiling_ms_) return false;
     for (const auto& [topic, t] : topics_) {
@@ -114,8 +114,11 @@ absl::Status RocksWal::WriteCommitPoints(const CommitPoints& points, bool closin
     ceiling = highest + options_.commit_lease_ms;
     wb.Put(db_->meta, keys::kCommitCeiling, keys::U64(static_cast<uint64_t>(ceiling)));
   }
-  Fold fold;
-  FoldSplit(points.global_ms, &wb, &fold);
+  ReportSplit::Fold fold;
+  {
+    MutexLock l(&mu_);
+    report_.PlanFold(points.global_ms, db_->meta, &wb, &fold);
+  }
   rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
     RecordWriteError(s, "commit point write");
@@ -125,7 +128,7 @@ absl::Status RocksWal::WriteCommitPoints(const CommitPoints& points, bool closin
   saved_points_ = MaxOf(saved_points_, points);
   NoteDurable(points);
   ceiling_ms_ = ceiling;
-  ApplyFold(std::move(fold));
+  report_.Apply(std::move(fold));
   return absl::OkStatus();
 }
 

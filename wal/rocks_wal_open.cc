@@ -198,9 +198,8 @@ absl::Status RocksWal::LoadState(bool reopen) {
     range_deleted_below_ = physical_first ? physical_first : head_;
     last_receive_ms_ = last_receive;
     topics_ = std::move(m.topics);
-    before_.clear();
-    after_.clear();
-    for (const auto& [k, val] : m.split) LoadSplit(k, val);
+    report_.Clear();
+    for (const auto& [k, val] : m.split) report_.Load(k, val);
     live_bytes_ = 0;
     for (const auto& [t, ts] : topics_) live_bytes_ += ts.pending().bytes;
     dead_ = *m.dead;
@@ -212,17 +211,17 @@ absl::Status RocksWal::LoadState(bool reopen) {
       // whose failed sync RocksDB kept, with its split folded): the higher one wins.
       saved_points_ = MaxOf(saved_points_, points);
       ceiling_ms_ = std::max(ceiling_ms_, m.ceiling);
-      report_point_ms_ = std::max(report_point_ms_, m.report_point);
+      report_.set_point_ms(std::max(report_.point_ms(), m.report_point));
     } else {
       saved_points_ = StartPoints(points, m.ceiling);
       ceiling_ms_ = m.ceiling;
-      report_point_ms_ = m.report_point;
+      report_.set_point_ms(m.report_point);
     }
     receive_floor_ms_ = std::max({receive_floor_ms_, last_receive_ms_,
                                   HighestPoint(saved_points_) + 1, m.receive_floor});
     write_error_ = absl::OkStatus();
-    if (!FoldsAt(saved_points_.global_ms)) {
-      report_point_ms_ = ReportPointAt(saved_points_.global_ms);
+    if (!report_.FoldsAt(saved_points_.global_ms)) {
+      report_.set_point_ms(report_.PointAt(saved_points_.global_ms));
       return absl::OkStatus();
     }
     start = saved_points_;
@@ -231,10 +230,10 @@ absl::Status RocksWal::LoadState(bool reopen) {
   // cumulative counts, so that the report matches its commit point.
   if (!options_.read_only) return WriteCommitPoints(start, /*closing=*/false);
   rocksdb::WriteBatch unused;
-  Fold fold;
-  FoldSplit(start.global_ms, &unused, &fold);
+  ReportSplit::Fold fold;
   MutexLock l(&mu_);
-  ApplyFold(std::move(fold));
+  report_.PlanFold(start.global_ms, db_->meta, &unused, &fold);
+  report_.Apply(std::move(fold));
   return absl::OkStatus();
 }
 

@@ -112,8 +112,11 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
     }
   }
   if (added.count > 0) wb.Put(db_->meta, keys::kDeadLetters, keys::EncodeCounts(dead));
-  SplitChange split;
-  SplitSettled(outcomes, &wb, &split);
+  ReportSplit::Change split;
+  {
+    MutexLock l(&mu_);
+    report_.Split(outcomes, saved_points_.global_ms + 1, db_->meta, &wb, &split);
+  }
   const Counts index = delivery_index_.Index(outcomes, now_ms, *db_, &wb);
   rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
@@ -131,7 +134,7 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
     live_bytes_ -= std::min(live_bytes_, bytes);
     dead_ = dead;
     delivery_index_.SetTotals(index);
-    ApplySplit(std::move(split));
+    report_.Apply(std::move(split));
     limit = committed_next_;
   }
   if (range_deleted) {

@@ -1,7 +1,23 @@
-// RocksWal: the Wal on RocksDB. Internal to wal/; users see wal.h and the interfaces it aggregates.
+// RocksWal: the Wal on RocksDB. Internal to wal/; users see wal.h and the interfaces it
+// aggregates.
 //
-// Lock order: settle_mu_ -> db_mu_ -> mu_. db_mu_ is held shared by everything that
-// touches RocksDB and exclusively by Reopen(), which swaps the database underneath.
+// Components with their own header and state, which RocksWal composes:
+//   DeliveryIndex    delivery_index.h     the index of settled outcomes (leaf lock)
+//   DeadLetterStore  dead_letter_store.h  the dead letters and their limits (leaf lock)
+//   ReportSplit      report_split.h       the discard report's split (under mu_)
+//   OpenDb           open_db.h            the open database (under db_mu_)
+// The rest is RocksWal's own, file by file: opening and reopening (rocks_wal_open.cc,
+// read-only: rocks_wal_read_only.cc), the group committer (rocks_wal_append.cc),
+// admission and topic tracking (rocks_wal_limits.cc), reading the log
+// (rocks_wal_read.cc), Settle (rocks_wal_settle.cc) with the live-entry tracking
+// (rocks_wal_live.cc) and the attribution of unreadable records
+// (rocks_wal_attribute.cc), commit points and their lease (rocks_wal_commit_points.cc),
+// dead-letter replay and purge (rocks_wal_dead_admin.cc), stats and the report
+// (rocks_wal_state.cc). Each component's batch is applied to memory only once written.
+//
+// Lock order: settle_mu_ -> db_mu_ -> mu_ -> the components' leaf locks. db_mu_ is held
+// shared by everything that touches RocksDB and exclusively by Reopen(), which swaps
+// the database underneath.
 #pragma once
 
 #include <atomic>
@@ -17,6 +33,7 @@
 #include "absl/base/thread_annotations.h"
 #include "rocksdb/db.h"
 #include "base/mutex.h"
+#include "wal/dead_letter_store.h"
 #include "wal/delivery_index.h"
 #include "wal/open_db.h"
 #include "wal/report_split.h"
@@ -27,10 +44,6 @@ namespace kspool::wal {
 
 // FAILED_PRECONDITION "<dir> is not a kspool WAL: <why>" (rocks_wal_read_only.cc).
 absl::Status NotAKspoolWal(const std::string& dir, const std::string& why);
-
-// The dead letters' totals, counted by scanning `dead` (rocks_wal_dead.cc): once, for a
-// WAL written before they were kept in `meta`.
-absl::StatusOr<Counts> CountDeadLetters(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* dead);
 
 // One stored log entry as an Entry: decoded, or with its status and raw bytes.
 Entry DecodeEntry(uint64_t seq, std::string_view raw);
@@ -95,7 +108,9 @@ class RocksWal final : public Wal {
       : options_(std::move(options)),
         report_(options_.max_report_buckets),
         delivery_index_(options_.clock, options_.delivery_retention_ms,
-                        options_.delivery_retention_bytes) {}
+                        options_.delivery_retention_bytes),
+        dead_letters_(options_.clock, options_.max_dead_letter_bytes,
+                      options_.max_dead_letter_age_ms) {}
   absl::StatusOr<std::unique_ptr<OpenDb>> OpenDatabase();
   // Options::read_only: refuses a directory that is not a kspool WAL; writes nothing.
   absl::StatusOr<std::unique_ptr<OpenDb>> OpenDatabaseReadOnly() const;
@@ -247,17 +262,19 @@ class RocksWal final : public Wal {
   std::map<uint64_t, uint64_t> gaps_ ABSL_GUARDED_BY(mu_);
   // The discard report's split (report_split.h); changed only under settle_mu_ too.
   ReportSplit report_ ABSL_GUARDED_BY(mu_);
-  // Bounds (rocks_wal_limits.cc, rocks_wal_dead.cc).
+  // Bounds (rocks_wal_limits.cc).
   uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // batches in queue_
   std::map<std::string, uint64_t> refused_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, uint64_t> topic_full_refused_ ABSL_GUARDED_BY(mu_);
-  Counts dead_ ABSL_GUARDED_BY(mu_);  // dead letters; changed only under settle_mu_ too
   // Tracked topics -> receive time of their last append (or when tracking started).
   std::map<std::string, int64_t> tracked_ ABSL_GUARDED_BY(mu_);
   uint64_t topics_forgotten_ ABSL_GUARDED_BY(mu_) = 0;
   // The delivery index (delivery_index.h): its writers hold settle_mu_; Settle() takes
   // over its new totals under mu_, so that GetStats() sees them with the ledger's.
   DeliveryIndex delivery_index_;
+  // The dead letters (dead_letter_store.h): their writers hold settle_mu_; their totals
+  // are taken over under mu_ too, so that admission sees them with live_bytes_.
+  DeadLetterStore dead_letters_;
 
   // Settle() is serialized: it owns the delete bookkeeping.
   mutable Mutex settle_mu_;

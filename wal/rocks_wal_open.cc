@@ -202,7 +202,7 @@ absl::Status RocksWal::LoadState(bool reopen) {
     for (const auto& [k, val] : m.split) report_.Load(k, val);
     live_bytes_ = 0;
     for (const auto& [t, ts] : topics_) live_bytes_ += ts.pending().bytes;
-    dead_ = *m.dead;
+    dead_letters_.Load(*m.dead);
     delivery_index_.Load(m.delivery_index, *m.delivery_floor);
     durable_points_ = points;
     TrackAtOpen(reopen, m.last_append, &points);

@@ -9,7 +9,6 @@
 // unreadable record's discard to its owner is rocks_wal_attribute.cc.
 #include <algorithm>
 
-#include "wal/dead_letter.h"
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
 #include "wal/rocks_status.h"
@@ -72,22 +71,16 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
     run = end;
   }
   uint64_t bytes = 0;
-  Counts added;  // to the dead letters
-  for (const Outcome& o : outcomes) {
-    bytes += o.size;
-    if (o.discard_reason.empty()) continue;
-    std::string letter = EncodeDeadLetter(o, now_ms);
-    added.count += 1;
-    added.bytes += letter.size();
-    wb.Put(db_->dead, keys::Seq(o.seq), letter);
-  }
+  for (const Outcome& o : outcomes) bytes += o.size;
+  const Counts added = dead_letters_.Keep(outcomes, now_ms, *db_, &wb);
   // New totals of the touched counters, aggregated per (topic, outcome) first: a batch
   // holds thousands of messages but only a few topics.
   std::map<std::string, TopicStats> totals;
   Counts dead;  // the dead letters' totals after this batch
   {
     MutexLock l(&mu_);
-    dead = {dead_.count + added.count, dead_.bytes + added.bytes};
+    const Counts before = dead_letters_.totals();
+    dead = {before.count + added.count, before.bytes + added.bytes};
     const Outcome* last = nullptr;
     Counts* last_counts = nullptr;
     for (const Outcome& o : outcomes) {
@@ -132,7 +125,7 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
       for (auto& [reason, c] : t.discarded) topics_[topic].discarded[reason] = c;
     }
     live_bytes_ -= std::min(live_bytes_, bytes);
-    dead_ = dead;
+    dead_letters_.SetTotals(dead);
     delivery_index_.SetTotals(index);
     report_.Apply(std::move(split));
     limit = committed_next_;

@@ -20,7 +20,7 @@ Stats RocksWal::GetStats() const {
     s.appends = appends_;
     s.appended_messages = appended_messages_;
     s.capacity_bytes = options_.max_bytes;
-    s.dead_letters = dead_;
+    s.dead_letters = dead_letters_.totals();
     s.queued_bytes = queued_bytes_;
     s.refused = refused_;
     s.topic_full_refused = topic_full_refused_;

@@ -5,6 +5,7 @@
 //   DeliveryIndex    delivery_index.h     the index of settled outcomes (leaf lock)
 //   DeadLetterStore  dead_letter_store.h  the dead letters and their limits (leaf lock)
 //   ReportSplit      report_split.h       the discard report's split (under mu_)
+//   KnownGaps        known_gaps.h         the log's gaps learnt by scans (under mu_)
 //   OpenDb           open_db.h            the open database (under db_mu_)
 // The rest is RocksWal's own, file by file: opening and reopening (rocks_wal_open.cc,
 // read-only: rocks_wal_read_only.cc), the group committer (rocks_wal_append.cc),
@@ -35,6 +36,7 @@
 #include "base/mutex.h"
 #include "wal/dead_letter_store.h"
 #include "wal/delivery_index.h"
+#include "wal/known_gaps.h"
 #include "wal/open_db.h"
 #include "wal/report_split.h"
 #include "wal/seq_runs.h"
@@ -251,15 +253,8 @@ class RocksWal final : public Wal {
   uint64_t appended_messages_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t reopens_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t head_ ABSL_GUARDED_BY(mu_) = 1;    // oldest live seq, or committed_next_ when empty
-  // committed_next_ at the last Open/Reopen. Below it, the log may hold gaps the memory
-  // does not know of (entries settled out of order before a restart, a failed append,
-  // a settle whose failed sync RocksDB kept). Above it, every seq was written by a group
-  // commit of this incarnation. Contiguous scans from the head learn the gaps: below
-  // verified_upto_, a seq is present unless in gaps_ (start -> end); Settle() looks up
-  // in the log only seqs of [verified_upto_, unverified_below_).
-  uint64_t unverified_below_ ABSL_GUARDED_BY(mu_) = 1;
-  uint64_t verified_upto_ ABSL_GUARDED_BY(mu_) = 1;
-  std::map<uint64_t, uint64_t> gaps_ ABSL_GUARDED_BY(mu_);
+  // The gaps of the log below this incarnation's first group commit (known_gaps.h).
+  KnownGaps known_gaps_ ABSL_GUARDED_BY(mu_);
   // The discard report's split (report_split.h); changed only under settle_mu_ too.
   ReportSplit report_ ABSL_GUARDED_BY(mu_);
   // Bounds (rocks_wal_limits.cc).

@@ -191,10 +191,8 @@ absl::Status RocksWal::LoadState(bool reopen) {
       last_receive = std::max(last_receive, last_receive_ms_);
     }
     next_seq_ = committed_next_ = next_seq;
-    unverified_below_ = committed_next_;
     head_ = first.value_or(committed_next_);
-    verified_upto_ = head_;
-    gaps_.clear();
+    known_gaps_.Reset(committed_next_, head_);
     range_deleted_below_ = physical_first ? physical_first : head_;
     last_receive_ms_ = last_receive;
     topics_ = std::move(m.topics);

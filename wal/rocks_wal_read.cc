@@ -51,8 +51,9 @@ absl::Status RocksWal::Scan(uint64_t from_seq, size_t max_entries, size_t max_by
     MutexLock l(&mu_);
     lower = std::max(from_seq, head_);
     upper = committed_next_;
-    verify_from = std::max(verified_upto_, head_);
-    learn = lower <= verify_from && verify_from < unverified_below_;
+    const KnownGaps::ScanPlan plan = known_gaps_.PlanScan(lower, head_);
+    verify_from = plan.verify_from;
+    learn = plan.learn;
   }
   if (lower >= upper || max_entries == 0) return absl::OkStatus();
   std::string lo = keys::Seq(lower), hi = keys::Seq(upper);
@@ -104,8 +105,9 @@ absl::Status RocksWal::ScanChoosing(const ScanRange& range,
     MutexLock l(&mu_);
     lower = std::max(range.from_seq, head_);  // nothing below the head is live
     upper = std::min(range.to_seq, committed_next_);
-    verify_from = std::max(verified_upto_, head_);
-    learn = lower <= verify_from && verify_from < unverified_below_;
+    const KnownGaps::ScanPlan plan = known_gaps_.PlanScan(lower, head_);
+    verify_from = plan.verify_from;
+    learn = plan.learn;
   }
   // After a restart, a scan from the verified edge tells Settle() which keys exist
   // (rocks_wal_live.cc): every key offered is present, every one passed over is not.

@@ -141,7 +141,7 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   deleted_above_head_.EraseBelow(new_head);
   MutexLock l(&mu_);
   head_ = std::max(head_, new_head);
-  while (!gaps_.empty() && gaps_.begin()->second <= head_) gaps_.erase(gaps_.begin());
+  known_gaps_.ForgetBelow(head_);
   return absl::OkStatus();
 }
 

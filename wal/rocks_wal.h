@@ -6,6 +6,7 @@
 //   DeadLetterStore  dead_letter_store.h  the dead letters and their limits (leaf lock)
 //   ReportSplit      report_split.h       the discard report's split (under mu_)
 //   KnownGaps        known_gaps.h         the log's gaps learnt by scans (under mu_)
+//   CommitLease      commit_lease.h       the commit points and their lease (under mu_)
 //   OpenDb           open_db.h            the open database (under db_mu_)
 // The rest is RocksWal's own, file by file: opening and reopening (rocks_wal_open.cc,
 // read-only: rocks_wal_read_only.cc), the group committer (rocks_wal_append.cc),
@@ -34,6 +35,7 @@
 #include "absl/base/thread_annotations.h"
 #include "rocksdb/db.h"
 #include "base/mutex.h"
+#include "wal/commit_lease.h"
 #include "wal/dead_letter_store.h"
 #include "wal/delivery_index.h"
 #include "wal/known_gaps.h"
@@ -49,10 +51,6 @@ absl::Status NotAKspoolWal(const std::string& dir, const std::string& why);
 
 // One stored log entry as an Entry: decoded, or with its status and raw bytes.
 Entry DecodeEntry(uint64_t seq, std::string_view raw);
-
-// Commit points, scope by scope the higher of the two; the highest point of any scope.
-CommitPoints MaxOf(const CommitPoints& a, const CommitPoints& b);
-int64_t HighestPoint(const CommitPoints& p);
 
 class RocksWal final : public Wal {
  public:
@@ -170,18 +168,6 @@ class RocksWal final : public Wal {
   absl::Status WriteCommitPoints(const CommitPoints& points, bool closing)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_)
           ABSL_LOCKS_EXCLUDED(mu_);
-  // The leased points an append of `topics` must persist in its own batch, as it gives
-  // their scopes live entries: the saved points above the durable ones, of the WAL and
-  // of those topics (global_ms 0: none). Taken when the group's receive time is.
-  CommitPoints LeasedPointsFor(const std::map<std::string, Counts>& topics) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PutLeasedPoints(const CommitPoints& leased, rocksdb::WriteBatch* wb) const
-      ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
-  // After a successful write of `points`: they are durable.
-  void NoteDurable(const CommitPoints& points) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // After Open: the points to start from, given the durable ones and the ceiling.
-  CommitPoints StartPoints(const CommitPoints& durable, int64_t ceiling) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // On a clean close: persists every saved point and removes the ceiling.
   void CloseCommitPoints() ABSL_LOCKS_EXCLUDED(settle_mu_, db_mu_, mu_);
   absl::Status ClosedError() const;
@@ -242,11 +228,8 @@ class RocksWal final : public Wal {
   absl::Status write_error_ ABSL_GUARDED_BY(mu_);                   // sticky until Reopen()
   std::map<std::string, TopicStats> topics_ ABSL_GUARDED_BY(mu_);
   uint64_t live_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  // Published-safe points (persisted, or leased under the ceiling); what is durable in
-  // `commit_point_ms*` and `leased_point_ms*` together; the persisted ceiling (0: none).
-  CommitPoints saved_points_ ABSL_GUARDED_BY(mu_);
-  CommitPoints durable_points_ ABSL_GUARDED_BY(mu_);
-  int64_t ceiling_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  // The commit points and their lease (commit_lease.h).
+  CommitLease lease_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> fsyncs_{0};
   uint64_t group_commits_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t appends_ ABSL_GUARDED_BY(mu_) = 0;

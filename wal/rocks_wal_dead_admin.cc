@@ -101,8 +101,8 @@ absl::StatusOr<std::vector<ReplayedEntry>> RocksWal::ReplayDeadLetters(
   wb.Put(db_->meta, keys::kDeadLetters, keys::EncodeCounts(dead));
   wb.Put(db_->meta, keys::kNextSeq, keys::U64(seq));
   wb.Put(db_->meta, keys::kLastReceive, keys::U64(static_cast<uint64_t>(receive_ms)));
-  const CommitPoints leased = LeasedPointsFor(added);  // the topics get live entries
-  PutLeasedPoints(leased, &wb);
+  const CommitPoints leased = lease_.LeasedFor(added);  // the topics get live entries
+  CommitLease::PutLeased(leased, db_->meta, &wb);
   // mu_ stays held across the write: no group commit can take sequence numbers meanwhile.
   rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
@@ -111,7 +111,7 @@ absl::StatusOr<std::vector<ReplayedEntry>> RocksWal::ReplayDeadLetters(
     return FromRocks(s, "replay dead letters");
   }
   next_seq_ = committed_next_ = seq;
-  NoteDurable(leased);
+  lease_.NoteDurable(leased);
   live_bytes_ += bytes;
   dead_letters_.SetTotals(dead);
   for (auto& [topic, c] : accepted) {

@@ -169,8 +169,7 @@ absl::StatusOr<std::vector<std::string>> RocksWal::ForgetIdleTopics() {
   }
   for (const std::string& topic : gone) {
     tracked_.erase(topic);
-    saved_points_.topics_ms.erase(topic);
-    durable_points_.topics_ms.erase(topic);
+    lease_.Forget(topic);
     topic_full_refused_.erase(topic);
   }
   topics_forgotten_ += gone.size();

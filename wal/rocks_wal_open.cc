@@ -202,27 +202,25 @@ absl::Status RocksWal::LoadState(bool reopen) {
     for (const auto& [t, ts] : topics_) live_bytes_ += ts.pending().bytes;
     dead_letters_.Load(*m.dead);
     delivery_index_.Load(m.delivery_index, *m.delivery_floor);
-    durable_points_ = points;
+    lease_.SetDurable(points);
     TrackAtOpen(reopen, m.last_append, &points);
     if (reopen) {
       // Memory knows every point published; the log may hold more (a commit-point batch
       // whose failed sync RocksDB kept, with its split folded): the higher one wins.
-      saved_points_ = MaxOf(saved_points_, points);
-      ceiling_ms_ = std::max(ceiling_ms_, m.ceiling);
+      lease_.Reopen(points, m.ceiling);
       report_.set_point_ms(std::max(report_.point_ms(), m.report_point));
     } else {
-      saved_points_ = StartPoints(points, m.ceiling);
-      ceiling_ms_ = m.ceiling;
+      lease_.Open(points, m.ceiling, topics_);
       report_.set_point_ms(m.report_point);
     }
     receive_floor_ms_ = std::max({receive_floor_ms_, last_receive_ms_,
-                                  HighestPoint(saved_points_) + 1, m.receive_floor});
+                                  HighestPoint(lease_.saved()) + 1, m.receive_floor});
     write_error_ = absl::OkStatus();
-    if (!report_.FoldsAt(saved_points_.global_ms)) {
-      report_.set_point_ms(report_.PointAt(saved_points_.global_ms));
+    if (!report_.FoldsAt(lease_.saved().global_ms)) {
+      report_.set_point_ms(report_.PointAt(lease_.saved().global_ms));
       return absl::OkStatus();
     }
-    start = saved_points_;
+    start = lease_.saved();
   }
   // Settled messages at or before the starting global point move into the report's
   // cumulative counts, so that the report matches its commit point.

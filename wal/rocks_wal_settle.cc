@@ -108,7 +108,7 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   ReportSplit::Change split;
   {
     MutexLock l(&mu_);
-    report_.Split(outcomes, saved_points_.global_ms + 1, db_->meta, &wb, &split);
+    report_.Split(outcomes, lease_.saved().global_ms + 1, db_->meta, &wb, &split);
   }
   const Counts index = delivery_index_.Index(outcomes, now_ms, *db_, &wb);
   rocksdb::Status s = SyncedWrite(&wb);

@@ -6,7 +6,8 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "wal/wal.h"
+#include "wal/entry.h"
+#include "wal/outcome.h"
 
 namespace kspool::wal {
 

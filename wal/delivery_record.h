@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "wal/wal.h"
+#include "wal/outcome.h"
 
 namespace kspool::wal {
 

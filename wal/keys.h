@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "wal/wal.h"
+#include "wal/stats.h"
 
 namespace kspool::wal::keys {
 

@@ -1,7 +1,29 @@
-// RocksWal: the Wal on RocksDB. Internal to wal/; users see wal.h only.
+// RocksWal: the Wal on RocksDB. Internal to wal/; users see wal.h and the interfaces it
+// aggregates.
 //
-// Lock order: settle_mu_ -> db_mu_ -> mu_. db_mu_ is held shared by everything that
-// touches RocksDB and exclusively by Reopen(), which swaps the database underneath.
+// Components with their own header and state, which RocksWal composes:
+//   DeliveryIndex    delivery_index.h     the index of settled outcomes (leaf lock)
+//   DeadLetterStore  dead_letter_store.h  the dead letters and their limits (leaf lock)
+//   ReportSplit      report_split.h       the discard report's split (under mu_)
+//   KnownGaps        known_gaps.h         the log's gaps learnt by scans (under mu_)
+//   CommitLease      commit_lease.h       the commit points and their lease (under mu_)
+//   OpenDb           open_db.h            the open database (under db_mu_)
+// The rest is RocksWal's own, file by file: opening and reopening (rocks_wal_open.cc,
+// read-only: rocks_wal_read_only.cc), the group committer (rocks_wal_append.cc),
+// admission and topic tracking (rocks_wal_limits.cc), reading the log
+// (rocks_wal_read.cc), Settle (rocks_wal_settle.cc) with the live-entry tracking
+// (rocks_wal_live.cc) and the attribution of unreadable records
+// (rocks_wal_attribute.cc), commit points and their lease (rocks_wal_commit_points.cc),
+// dead-letter replay and purge (rocks_wal_dead_admin.cc), stats and the report
+// (rocks_wal_state.cc). Each component's batch is applied to memory only once written.
+// RocksWal's own part is still about 1,700 lines over those files: the group committer,
+// admission, topic tracking and Settle all read and write the ledger (topics_,
+// live_bytes_, head_, the sequence numbers) under mu_ in one critical section each, so
+// they move out only together with the ledger, as one more component.
+//
+// Lock order: settle_mu_ -> db_mu_ -> mu_ -> the components' leaf locks. db_mu_ is held
+// shared by everything that touches RocksDB and exclusively by Reopen(), which swaps
+// the database underneath.
 #pragma once
 
 #include <atomic>
@@ -17,36 +39,22 @@
 #include "absl/base/thread_annotations.h"
 #include "rocksdb/db.h"
 #include "base/mutex.h"
+#include "wal/commit_lease.h"
+#include "wal/dead_letter_store.h"
+#include "wal/delivery_index.h"
+#include "wal/known_gaps.h"
+#include "wal/open_db.h"
+#include "wal/report_split.h"
 #include "wal/seq_runs.h"
 #include "wal/wal.h"
 
 namespace kspool::wal {
 
-// An open RocksDB database with the WAL's column families.
-struct OpenDb {
-  std::unique_ptr<rocksdb::DB> db;
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::ColumnFamilyHandle* log = nullptr;
-  rocksdb::ColumnFamilyHandle* meta = nullptr;
-  rocksdb::ColumnFamilyHandle* dead = nullptr;
-  // The delivery index; null only in a read-only open of a WAL written before it existed.
-  rocksdb::ColumnFamilyHandle* delivery = nullptr;
-  ~OpenDb();
-};
-
-// FAILED_PRECONDITION "<dir> is not a kspool WAL: <why>" (rocks_wal_admin.cc).
+// FAILED_PRECONDITION "<dir> is not a kspool WAL: <why>" (rocks_wal_read_only.cc).
 absl::Status NotAKspoolWal(const std::string& dir, const std::string& why);
-
-// The dead letters' totals, counted by scanning `dead` (rocks_wal_dead.cc): once, for a
-// WAL written before they were kept in `meta`.
-absl::StatusOr<Counts> CountDeadLetters(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* dead);
 
 // One stored log entry as an Entry: decoded, or with its status and raw bytes.
 Entry DecodeEntry(uint64_t seq, std::string_view raw);
-
-// Commit points, scope by scope the higher of the two; the highest point of any scope.
-CommitPoints MaxOf(const CommitPoints& a, const CommitPoints& b);
-int64_t HighestPoint(const CommitPoints& p);
 
 class RocksWal final : public Wal {
  public:
@@ -87,7 +95,7 @@ class RocksWal final : public Wal {
                               uint64_t* next) override;
   absl::StatusOr<DeliveryTrim> TrimDeliveries() override;
 
-  // Options::read_only (rocks_wal_admin.cc): a view of `wal` whose writing methods fail
+  // Options::read_only (rocks_wal_read_only.cc): a view of `wal` whose writing methods fail
   // with FAILED_PRECONDITION.
   static std::unique_ptr<Wal> ReadOnlyView(std::unique_ptr<RocksWal> wal);
 
@@ -100,20 +108,13 @@ class RocksWal final : public Wal {
     AppendResult result;
   };
 
-  // What one Settle changes in `after_` (rocks_wal_report.cc): the new counts of the
-  // buckets it touched, or, when the table was coarsened, the whole new table.
-  struct SplitChange {
-    std::map<int64_t, OutcomeTable> put;
-    bool coarsened = false;
-  };
-  // What saving a commit point folds from `after_` into `before_`.
-  struct Fold {
-    OutcomeTable before;
-    std::optional<int64_t> last_folded;  // key of the newest bucket folded
-    int64_t report_point_ms = 0;
-  };
-
-  explicit RocksWal(Options options) : options_(std::move(options)) {}
+  explicit RocksWal(Options options)
+      : options_(std::move(options)),
+        report_(options_.max_report_buckets),
+        delivery_index_(options_.clock, options_.delivery_retention_ms,
+                        options_.delivery_retention_bytes),
+        dead_letters_(options_.clock, options_.max_dead_letter_bytes,
+                      options_.max_dead_letter_age_ms) {}
   absl::StatusOr<std::unique_ptr<OpenDb>> OpenDatabase();
   // Options::read_only: refuses a directory that is not a kspool WAL; writes nothing.
   absl::StatusOr<std::unique_ptr<OpenDb>> OpenDatabaseReadOnly() const;
@@ -163,7 +164,7 @@ class RocksWal final : public Wal {
   // True if publishing `points` needs no write: every point that moves belongs to a
   // scope with no live entries and no group commit in flight, stays at or below the
   // ceiling, is not a topic's first point, and the global point folds no settled
-  // message into the report (FoldsAt).
+  // message into the report (ReportSplit::FoldsAt).
   bool LeaseCovers(const CommitPoints& points) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Writes `points` (synced) with the report split folded at the global point, and the
   // ceiling: raised if a point passes it, or removed when `closing` (every published
@@ -171,18 +172,6 @@ class RocksWal final : public Wal {
   absl::Status WriteCommitPoints(const CommitPoints& points, bool closing)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_)
           ABSL_LOCKS_EXCLUDED(mu_);
-  // The leased points an append of `topics` must persist in its own batch, as it gives
-  // their scopes live entries: the saved points above the durable ones, of the WAL and
-  // of those topics (global_ms 0: none). Taken when the group's receive time is.
-  CommitPoints LeasedPointsFor(const std::map<std::string, Counts>& topics) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void PutLeasedPoints(const CommitPoints& leased, rocksdb::WriteBatch* wb) const
-      ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
-  // After a successful write of `points`: they are durable.
-  void NoteDurable(const CommitPoints& points) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // After Open: the points to start from, given the durable ones and the ceiling.
-  CommitPoints StartPoints(const CommitPoints& durable, int64_t ceiling) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // On a clean close: persists every saved point and removes the ceiling.
   void CloseCommitPoints() ABSL_LOCKS_EXCLUDED(settle_mu_, db_mu_, mu_);
   absl::Status ClosedError() const;
@@ -195,28 +184,6 @@ class RocksWal final : public Wal {
   // charged to the topic whose ledger owns it (rocks_wal_attribute.cc).
   const std::vector<Outcome>& AttributeUnreadable(const std::vector<Outcome>& given,
                                                   std::vector<Outcome>* fixed)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
-  // The commit-point split of the settled counts (rocks_wal_report.cc). Settle adds to
-  // `after_` (merging buckets beyond Options::max_report_buckets); saving a commit point
-  // folds the buckets it passed into `before_`.
-  void SplitSettled(const std::vector<Outcome>& outcomes, rocksdb::WriteBatch* wb,
-                    SplitChange* change) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
-  void ApplySplit(SplitChange change) ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_, mu_);
-  void FoldSplit(int64_t commit_point_ms, rocksdb::WriteBatch* wb, Fold* fold) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
-  void ApplyFold(Fold fold) ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_, mu_);
-  // True if saving `commit_point_ms` would fold settled messages into `before_` (so it
-  // must be a written batch). Else ReportPointAt() is the report's point at it: the
-  // commit point, or just below a merged bucket that straddles it; never decreasing.
-  bool FoldsAt(int64_t commit_point_ms) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  int64_t ReportPointAt(int64_t commit_point_ms) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void LoadSplit(std::string_view key, std::string_view value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The delivery index (rocks_wal_delivery.cc): puts the runs of the settled `outcomes`
-  // (live ones only; time_ms 0 means `now_ms`) and the index's new totals into `wb`, and
-  // returns those totals, to be taken over once the batch is written.
-  Counts IndexOutcomes(const std::vector<Outcome>& outcomes, int64_t now_ms,
-                       rocksdb::WriteBatch* wb) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   // Admission of one append into the group being formed (rocks_wal_limits.cc): the WAL's
   // capacity and the per-topic limit. `group_topics` holds the bytes per topic already
@@ -265,45 +232,31 @@ class RocksWal final : public Wal {
   absl::Status write_error_ ABSL_GUARDED_BY(mu_);                   // sticky until Reopen()
   std::map<std::string, TopicStats> topics_ ABSL_GUARDED_BY(mu_);
   uint64_t live_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  // Published-safe points (persisted, or leased under the ceiling); what is durable in
-  // `commit_point_ms*` and `leased_point_ms*` together; the persisted ceiling (0: none).
-  CommitPoints saved_points_ ABSL_GUARDED_BY(mu_);
-  CommitPoints durable_points_ ABSL_GUARDED_BY(mu_);
-  int64_t ceiling_ms_ ABSL_GUARDED_BY(mu_) = 0;
+  // The commit points and their lease (commit_lease.h).
+  CommitLease lease_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> fsyncs_{0};
   uint64_t group_commits_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t appends_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t appended_messages_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t reopens_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t head_ ABSL_GUARDED_BY(mu_) = 1;    // oldest live seq, or committed_next_ when empty
-  // committed_next_ at the last Open/Reopen. Below it, the log may hold gaps the memory
-  // does not know of (entries settled out of order before a restart, a failed append,
-  // a settle whose failed sync RocksDB kept). Above it, every seq was written by a group
-  // commit of this incarnation. Contiguous scans from the head learn the gaps: below
-  // verified_upto_, a seq is present unless in gaps_ (start -> end); Settle() looks up
-  // in the log only seqs of [verified_upto_, unverified_below_).
-  uint64_t unverified_below_ ABSL_GUARDED_BY(mu_) = 1;
-  uint64_t verified_upto_ ABSL_GUARDED_BY(mu_) = 1;
-  std::map<uint64_t, uint64_t> gaps_ ABSL_GUARDED_BY(mu_);
-  OutcomeTable before_ ABSL_GUARDED_BY(mu_);  // received <= report_point_ms_
-  // Settled after report_point_ms_, by time bucket: keyed by the lowest receive time it
-  // may hold; buckets are disjoint, each spanning [key, max receive time in it].
-  std::map<int64_t, OutcomeTable> after_ ABSL_GUARDED_BY(mu_);
-  int64_t report_point_ms_ ABSL_GUARDED_BY(mu_) = 0;  // <= saved_points_.global_ms
-  uint64_t report_coarsenings_ ABSL_GUARDED_BY(mu_) = 0;
-  // Bounds (rocks_wal_limits.cc, rocks_wal_dead.cc).
+  // The gaps of the log below this incarnation's first group commit (known_gaps.h).
+  KnownGaps known_gaps_ ABSL_GUARDED_BY(mu_);
+  // The discard report's split (report_split.h); changed only under settle_mu_ too.
+  ReportSplit report_ ABSL_GUARDED_BY(mu_);
+  // Bounds (rocks_wal_limits.cc).
   uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // batches in queue_
   std::map<std::string, uint64_t> refused_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, uint64_t> topic_full_refused_ ABSL_GUARDED_BY(mu_);
-  Counts dead_ ABSL_GUARDED_BY(mu_);  // dead letters; changed only under settle_mu_ too
   // Tracked topics -> receive time of their last append (or when tracking started).
   std::map<std::string, int64_t> tracked_ ABSL_GUARDED_BY(mu_);
   uint64_t topics_forgotten_ ABSL_GUARDED_BY(mu_) = 0;
-  // The delivery index: its persisted totals (changed only under settle_mu_ too) and its
-  // floor, below which outcomes are forgotten. TrimDeliveries raises the floor before
-  // its write is visible, so that a reader that misses a trimmed run sees the new floor.
-  Counts delivery_index_ ABSL_GUARDED_BY(mu_);
-  uint64_t delivery_floor_ ABSL_GUARDED_BY(mu_) = 1;
+  // The delivery index (delivery_index.h): its writers hold settle_mu_; Settle() takes
+  // over its new totals under mu_, so that GetStats() sees them with the ledger's.
+  DeliveryIndex delivery_index_;
+  // The dead letters (dead_letter_store.h): their writers hold settle_mu_; their totals
+  // are taken over under mu_ too, so that admission sees them with live_bytes_.
+  DeadLetterStore dead_letters_;
 
   // Settle() is serialized: it owns the delete bookkeeping.
   mutable Mutex settle_mu_;

@@ -150,7 +150,7 @@ std::vector<RocksWal::Writer> RocksWal::CommitGroup() {
   writing_receive_ms_ = receive_ms;
   if (status.ok()) TouchTopics(accepted, receive_ms);
   // Taken with writing_receive_ms_: a lease granted after this waits for the group.
-  const CommitPoints leased = LeasedPointsFor(accepted);
+  const CommitPoints leased = lease_.LeasedFor(accepted);
 
   if (status.ok() && !group.empty()) {
     mu_.Unlock();
@@ -173,7 +173,7 @@ std::vector<RocksWal::Writer> RocksWal::CommitGroup() {
         for (const auto& [topic, c] : accepted) {
           wb.Put(db_->meta, keys::Accepted(topic), keys::EncodeAccepted(c, receive_ms));
         }
-        PutLeasedPoints(leased, &wb);
+        CommitLease::PutLeased(leased, db_->meta, &wb);
         auto start = std::chrono::steady_clock::now();
         s = SyncedWrite(&wb);
         if (s.ok() && options_.on_group_commit) {
@@ -186,7 +186,7 @@ std::vector<RocksWal::Writer> RocksWal::CommitGroup() {
     mu_.Lock();
     if (s.ok()) {
       ++group_commits_;
-      NoteDurable(leased);
+      lease_.NoteDurable(leased);
       appends_ += group.size();
       appended_messages_ += end_seq - first_seq;
       live_bytes_ += bytes;

@@ -1,4 +1,5 @@
 // RocksWal: commit points, made safe to publish with as few synced writes as possible.
+// The points and the lease are kept by CommitLease (commit_lease.h); this file writes.
 //
 // A published point must never be undercut, also after a crash and a restart with the
 // wall clock stepped back. Writing each point before publishing it does that, but costs
@@ -24,7 +25,7 @@
 //  * The discard report: a lease is refused when the global point would fold settled
 //    messages into the report's cumulative counts, so folds (and the report point they
 //    move) are always in a written batch. A leased global point moves the report point
-//    without a write (ReportPointAt): nothing at or below it waits to be folded.
+//    without a write (ReportSplit::PointAt): nothing at or below it waits to be folded.
 // Idle, that is one write per lease period. Under load the WAL has live entries, so its
 // global point is written whenever it moves (with the settles' cadence), as before.
 #include "wal/keys.h"
@@ -33,25 +34,9 @@
 
 namespace kspool::wal {
 
-CommitPoints MaxOf(const CommitPoints& a, const CommitPoints& b) {
-  CommitPoints m = a;
-  m.global_ms = std::max(a.global_ms, b.global_ms);
-  for (const auto& [topic, ms] : b.topics_ms) {
-    auto [it, fresh] = m.topics_ms.try_emplace(topic, ms);
-    if (!fresh) it->second = std::max(it->second, ms);
-  }
-  return m;
-}
-
-int64_t HighestPoint(const CommitPoints& p) {
-  int64_t h = p.global_ms;
-  for (const auto& [topic, ms] : p.topics_ms) h = std::max(h, ms);
-  return h;
-}
-
 CommitPoints RocksWal::SavedCommitPoints() const {
   MutexLock l(&mu_);
-  return saved_points_;
+  return lease_.saved();
 }
 
 absl::Status RocksWal::SaveCommitPoints(const CommitPoints& requested) {
@@ -63,12 +48,12 @@ absl::Status RocksWal::SaveCommitPoints(const CommitPoints& requested) {
   {
     MutexLock l(&mu_);
     if (!write_error_.ok()) return write_error_;
-    next = MaxOf(saved_points_, points);
+    next = MaxOf(lease_.saved(), points);
     // Raise the floor before the points can be seen, so no later receive time is <= them.
     receive_floor_ms_ = std::max(receive_floor_ms_, HighestPoint(next) + 1);
     if (LeaseCovers(next)) {
-      report_point_ms_ = ReportPointAt(next.global_ms);
-      saved_points_ = std::move(next);
+      report_.set_point_ms(report_.PointAt(next.global_ms));
+      lease_.Lease(std::move(next));
       return absl::OkStatus();
     }
   }
@@ -77,22 +62,8 @@ absl::Status RocksWal::SaveCommitPoints(const CommitPoints& requested) {
 
 bool RocksWal::LeaseCovers(const CommitPoints& next) const {
   if (writing_receive_ms_) return false;
-  if (FoldsAt(next.global_ms)) return false;
-  if (next.global_ms > saved_points_.global_ms) {
-    if (next.global_ms > ceiling_ms_) return false;
-    for (const auto& [topic, t] : topics_) {
-      if (t.pending().count != 0) return false;
-    }
-  }
-  for (const auto& [topic, ms] : next.topics_ms) {
-    auto saved = saved_points_.topics_ms.find(topic);
-    if (saved != saved_points_.topics_ms.end() && ms <= saved->second) continue;
-    if (ms > ceiling_ms_) return false;
-    if (!durable_points_.topics_ms.count(topic)) return false;  // its first point
-    auto t = topics_.find(topic);  // (a lambda would be outside the lock analysis)
-    if (t != topics_.end() && t->second.pending().count != 0) return false;
-  }
-  return true;
+  if (report_.FoldsAt(next.global_ms)) return false;
+  return lease_.Covers(next, topics_);
 }
 
 absl::Status RocksWal::WriteCommitPoints(const CommitPoints& points, bool closing) {
@@ -104,7 +75,7 @@ absl::Status RocksWal::WriteCommitPoints(const CommitPoints& points, bool closin
   int64_t ceiling;
   {
     MutexLock l(&mu_);
-    ceiling = ceiling_ms_;
+    ceiling = lease_.ceiling_ms();
   }
   const int64_t highest = HighestPoint(points);
   if (closing) {
@@ -114,62 +85,20 @@ absl::Status RocksWal::WriteCommitPoints(const CommitPoints& points, bool closin
     ceiling = highest + options_.commit_lease_ms;
     wb.Put(db_->meta, keys::kCommitCeiling, keys::U64(static_cast<uint64_t>(ceiling)));
   }
-  Fold fold;
-  FoldSplit(points.global_ms, &wb, &fold);
+  ReportSplit::Fold fold;
+  {
+    MutexLock l(&mu_);
+    report_.PlanFold(points.global_ms, db_->meta, &wb, &fold);
+  }
   rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
     RecordWriteError(s, "commit point write");
     return FromRocks(s, "save commit points");
   }
   MutexLock l(&mu_);
-  saved_points_ = MaxOf(saved_points_, points);
-  NoteDurable(points);
-  ceiling_ms_ = ceiling;
-  ApplyFold(std::move(fold));
+  lease_.Written(points, ceiling);
+  report_.Apply(std::move(fold));
   return absl::OkStatus();
-}
-
-CommitPoints RocksWal::LeasedPointsFor(const std::map<std::string, Counts>& topics) const {
-  CommitPoints leased;
-  if (saved_points_.global_ms > durable_points_.global_ms) leased.global_ms = saved_points_.global_ms;
-  for (const auto& [topic, c] : topics) {
-    auto saved = saved_points_.topics_ms.find(topic);
-    if (saved == saved_points_.topics_ms.end()) continue;
-    auto durable = durable_points_.topics_ms.find(topic);
-    if (durable == durable_points_.topics_ms.end() || saved->second > durable->second) {
-      leased.topics_ms[topic] = saved->second;
-    }
-  }
-  return leased;
-}
-
-void RocksWal::PutLeasedPoints(const CommitPoints& leased, rocksdb::WriteBatch* wb) const {
-  if (leased.global_ms != 0) {
-    wb->Put(db_->meta, keys::kLeasedPoint, keys::U64(static_cast<uint64_t>(leased.global_ms)));
-  }
-  for (const auto& [topic, ms] : leased.topics_ms) {
-    wb->Put(db_->meta, keys::TopicLeasedPoint(topic), keys::U64(static_cast<uint64_t>(ms)));
-  }
-}
-
-void RocksWal::NoteDurable(const CommitPoints& points) {
-  durable_points_ = MaxOf(durable_points_, points);
-}
-
-CommitPoints RocksWal::StartPoints(const CommitPoints& durable, int64_t ceiling) const {
-  CommitPoints start = durable;
-  if (ceiling == 0) return start;  // a clean close: every published point is durable
-  bool wal_empty = true;
-  for (const auto& [topic, t] : topics_) {
-    if (t.pending().count != 0) wal_empty = false;
-  }
-  // Only topics with a durable point had one published (a first point is never leased).
-  for (auto& [topic, ms] : start.topics_ms) {
-    auto t = topics_.find(topic);
-    if (t == topics_.end() || t->second.pending().count == 0) ms = std::max(ms, ceiling);
-  }
-  if (wal_empty) start.global_ms = std::max(start.global_ms, ceiling);
-  return start;
 }
 
 void RocksWal::CloseCommitPoints() {
@@ -182,10 +111,34 @@ void RocksWal::CloseCommitPoints() {
     MutexLock l(&mu_);
     // No ceiling: nothing was leased. After a write error the state is unknown: the
     // ceiling stays, and the next Open treats this close as a crash.
-    if (ceiling_ms_ == 0 || !write_error_.ok()) return;
-    saved = saved_points_;
+    if (lease_.ceiling_ms() == 0 || !write_error_.ok()) return;
+    saved = lease_.saved();
   }
   WriteCommitPoints(saved, /*closing=*/true).IgnoreError();
+}
+
+absl::StatusOr<int64_t> RocksWal::ReceiveTimeBound(uint64_t from_seq) {
+  // mu_ is held across the seek so that no group commits in between: the answer then
+  // covers the log, the group being written, and every future group.
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
+  MutexLock l(&mu_);
+  std::optional<uint64_t> first = FirstLiveAtOrAfter(std::max(from_seq, head_), committed_next_);
+  if (first) {
+    std::string v;
+    RETURN_IF_ERROR(FromRocks(db_->db->Get(rocksdb::ReadOptions(), db_->log, keys::Seq(*first), &v),
+                              "read WAL entry " + std::to_string(*first)));
+    absl::StatusOr<int64_t> t = PeekReceiveTime(v);
+    if (t.ok()) return *t;
+    // An unreadable record cannot vouch for its time, but it was not settled when the
+    // last commit point was saved, so it was received after that point.
+    return lease_.saved().global_ms + 1;
+  }
+  if (writing_receive_ms_) return *writing_receive_ms_;
+  int64_t bound = std::max(std::max(options_.clock->NowMillis(), last_receive_ms_) + 1,
+                           receive_floor_ms_);
+  receive_floor_ms_ = bound;
+  return bound;
 }
 
 }  // namespace kspool::wal

@@ -1,146 +1,49 @@
-// RocksWal: writing the delivery index (FORMAT.md, column family `delivery`) and bounding
-// it (Options::delivery_retention_ms, delivery_retention_bytes).
-//
-// Settle() puts the outcomes of the entries it removes into the same write batch, so the
-// index costs no fsync of its own and agrees with the ledger after any crash: an outcome
-// is in the index exactly when its entry was settled (the index counts only live
-// entries' outcomes, as the counters do, so a settle applied again adds nothing).
-// Consecutive sequence numbers settled alike share one key (a run, wal/delivery_record.h):
-// a settle of thousands of messages delivered to one partition writes one key.
-//
-// TrimDeliveries() forgets whole runs from the lowest key up and raises the floor past
-// them, in one unsynced batch: a crash may bring them back, with the totals and floor as
-// they were, which is as consistent as before.
-#include <algorithm>
-
-#include "wal/delivery_record.h"
-#include "wal/keys.h"
-#include "wal/oldest_prefix.h"
-#include "wal/rocks_wal.h"
+// RocksWal: DeliveryQueries and Maintenance::TrimDeliveries, by its DeliveryIndex
+// (delivery_index.h), under the locks that keep the database open and its writers
+// serialized.
 #include "wal/rocks_status.h"
+#include "wal/rocks_wal.h"
 
 namespace kspool::wal {
-namespace {
 
-// One call removes at most this many runs, so that Settle, which waits for it, is never
-// held up long; DeliveryTrim::more says when to call again.
-constexpr size_t kMaxTrimRuns = 65536;
-
-// The runs of n outcomes, at(0) .. at(n - 1), settled at now_ms unless they carry their
-// own time; false (with *runs partly filled) if they are not in sequence order.
-template <typename At>
-bool BuildRuns(const At& at, size_t n, int64_t now_ms, std::vector<DeliveryRun>* runs) {
-  runs->clear();
-  for (size_t i = 0; i < n; ++i) {
-    const Outcome& o = at(i);
-    const int64_t time_ms = o.time_ms != 0 ? o.time_ms : now_ms;
-    if (!runs->empty()) {
-      DeliveryRun& run = runs->back();
-      if (run.Extends(o, time_ms)) {
-        ++run.count;
-        continue;
-      }
-      if (o.seq < run.end_seq()) return false;
-    }
-    runs->push_back(DeliveryRun::Of(o, time_ms));
-  }
-  return true;
+absl::Status RocksWal::LookupDeliveries(const std::vector<uint64_t>& seqs,
+                                        std::vector<Delivery>* out) {
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
+  // Read before the index's snapshot: whatever settles or commits after is in it or
+  // not visible at all (delivery_index_read.cc).
+  const auto [head, next] = live_range();
+  return delivery_index_.Lookup(*db_, head, next, seqs, out);
 }
 
-}  // namespace
-
-Counts RocksWal::IndexOutcomes(const std::vector<Outcome>& outcomes, int64_t now_ms,
-                               rocksdb::WriteBatch* wb) const {
-  // One pass in the given order, which the drain's batches usually keep (measured: a
-  // second pass to check the order cost as much as building the runs); a batch out of
-  // order is done again, sorted.
-  std::vector<DeliveryRun> runs;
-  auto given = [&](size_t i) -> const Outcome& { return outcomes[i]; };
-  if (!BuildRuns(given, outcomes.size(), now_ms, &runs)) {
-    std::vector<const Outcome*> order;
-    order.reserve(outcomes.size());
-    for (const Outcome& o : outcomes) order.push_back(&o);
-    std::sort(order.begin(), order.end(),
-              [](const Outcome* a, const Outcome* b) { return a->seq < b->seq; });
-    auto sorted = [&](size_t i) -> const Outcome& { return *order[i]; };
-    BuildRuns(sorted, order.size(), now_ms, &runs);
-  }
-  Counts total;
-  {
-    MutexLock l(&mu_);
-    total = delivery_index_;
-  }
-  for (const DeliveryRun& run : runs) {
-    const std::string key = keys::Seq(run.first_seq);
-    const std::string value = EncodeDeliveryRun(run);
-    total.count += run.count;
-    total.bytes += key.size() + value.size();
-    wb->Put(db_->delivery, key, value);
-  }
-  // The total, not an increment: a batch applied twice writes the same value.
-  wb->Put(db_->meta, keys::kDeliveryIndex, keys::EncodeCounts(total));
-  return total;
+absl::Status RocksWal::ScanDeliveries(uint64_t from_seq, size_t max_entries,
+                                      std::vector<Delivery>* out, uint64_t* next) {
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
+  const uint64_t head = live_range().head;
+  return delivery_index_.Scan(*db_, head, from_seq, max_entries, out, next);
 }
 
 absl::StatusOr<DeliveryTrim> RocksWal::TrimDeliveries() {
-  DeliveryTrim trim;
-  const uint64_t max_bytes = options_.delivery_retention_bytes;
-  const int64_t max_age = options_.delivery_retention_ms;
-  if (max_bytes == 0 && max_age <= 0) return trim;
-  MutexLock settle(&settle_mu_);  // the only writers of `delivery` and delivery_index_ hold it
+  if (!delivery_index_.has_limits()) return DeliveryTrim();
+  MutexLock settle(&settle_mu_);  // the only writers of `delivery` and its totals hold it
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
-  Counts index;
-  uint64_t floor;
   {
     MutexLock l(&mu_);
     if (!write_error_.ok()) return write_error_;
-    index = delivery_index_;
-    floor = delivery_floor_;
   }
-  if (max_age <= 0 && index.bytes <= max_bytes) return trim;
-  const int64_t now_ms = options_.clock->NowMillis();
-
-  auto take = [&](uint64_t seq, std::string_view value) {
-    absl::StatusOr<DeliveryRun> run = DecodeDeliveryRun(keys::Seq(seq), value);
-    // An unreadable run has no time: it goes as the oldest. Its messages are not known;
-    // the totals lose only its bytes.
-    const bool remove = (max_bytes > 0 && index.bytes > max_bytes) ||
-                        (max_age > 0 && (!run.ok() || now_ms - run->time_ms >= max_age));
-    if (!remove) return TakeKey::kStop;
-    const uint64_t messages = run.ok() ? run->count : 0;
-    const uint64_t bytes = 8 + value.size();  // key and value
-    trim.messages += messages;
-    trim.bytes += bytes;
-    index.count -= std::min(index.count, messages);
-    index.bytes -= std::min(index.bytes, bytes);
-    floor = std::max(floor, run.ok() ? run->end_seq() : seq + 1);
-    return TakeKey::kTake;
-  };
-  ASSIGN_OR_RETURN(OldestPrefix removed,
-                   TakeOldest(db_->db.get(), db_->delivery, kMaxTrimRuns, take));
-  trim.more = removed.more;
-  if (removed.keys == 0) return trim;
-
   rocksdb::WriteBatch wb;
-  // What was removed is the lowest keys of the index: one range tombstone.
-  wb.DeleteRange(db_->delivery, removed.first, removed.end);
-  wb.Put(db_->meta, keys::kDeliveryIndex, keys::EncodeCounts(index));
-  wb.Put(db_->meta, keys::kDeliveryFloor, keys::U64(floor));
-  {
-    // Raised before the runs disappear: a reader that misses one sees the new floor.
-    MutexLock l(&mu_);
-    delivery_floor_ = std::max(delivery_floor_, floor);
-  }
+  ASSIGN_OR_RETURN(DeliveryIndex::Trim trim, delivery_index_.PlanTrim(*db_, &wb));
+  if (wb.Count() == 0) return trim.removed;
   // Not synced: if the write is lost, the runs are back with the totals and floor as before.
   rocksdb::Status s = db_->db->Write(rocksdb::WriteOptions(), &wb);
   if (!s.ok()) {
     RecordWriteError(s, "delivery index trim");
     return FromRocks(s, "trim the delivery index");
   }
-  MutexLock l(&mu_);
-  delivery_index_ = index;
-  return trim;
+  delivery_index_.SetTotals(trim.totals);
+  return trim.removed;
 }
 
 }  // namespace kspool::wal

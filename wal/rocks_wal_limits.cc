@@ -39,12 +39,13 @@ absl::Status RocksWal::AdmitToQueue(const AppendBatch& batch) {
 
 absl::Status RocksWal::Admit(const AppendBatch& batch, uint64_t group_bytes,
                              std::map<std::string, uint64_t>* group_topics) {
-  const uint64_t in_use = live_bytes_ + dead_.bytes + group_bytes;
+  const uint64_t dead_bytes = dead_letters_.totals().bytes;
+  const uint64_t in_use = live_bytes_ + dead_bytes + group_bytes;
   if (options_.max_bytes > 0 && in_use + batch.bytes() > options_.max_bytes) {
     ++refused_[kWalFull];
     return absl::ResourceExhaustedError(
         "WAL full: " + std::to_string(in_use) + " of " + std::to_string(options_.max_bytes) +
-        " bytes in use (" + std::to_string(dead_.bytes) +
+        " bytes in use (" + std::to_string(dead_bytes) +
         " of them dead letters), the request needs " + std::to_string(batch.bytes()) +
         "; retry once Kafka has drained some");
   }
@@ -168,8 +169,7 @@ absl::StatusOr<std::vector<std::string>> RocksWal::ForgetIdleTopics() {
   }
   for (const std::string& topic : gone) {
     tracked_.erase(topic);
-    saved_points_.topics_ms.erase(topic);
-    durable_points_.topics_ms.erase(topic);
+    lease_.Forget(topic);
     topic_full_refused_.erase(topic);
   }
   topics_forgotten_ += gone.size();

@@ -5,7 +5,7 @@
 // its entry is live: at or above the head, below committed_next_, not settled already,
 // and present in the log.
 //
-// The memory vouches for presence above unverified_below_ (seqs written by this
+// The memory vouches for presence above the unverified point (seqs written by this
 // incarnation's group commits; their deletions are in the head and deleted_above_head_).
 // Below it, after an Open or Reopen, the log may hold gaps the memory does not know of.
 // The drain reads that region with contiguous scans from the head anyway, and each such
@@ -47,12 +47,7 @@ void RocksWal::NoteGaps(uint64_t from, uint64_t end,
                         const std::vector<std::pair<uint64_t, uint64_t>>& gaps) {
   if (end <= from) return;
   MutexLock l(&mu_);
-  // Another scan (or a settle moving the head past it) got there first: nothing to add.
-  if (std::max(verified_upto_, head_) != from) return;
-  for (const auto& [a, b] : gaps) {
-    if (a < unverified_below_) gaps_[a] = std::min(b, unverified_below_);
-  }
-  verified_upto_ = end;
+  known_gaps_.Note(head_, from, end, gaps);
 }
 
 absl::StatusOr<const std::vector<Outcome>*> RocksWal::LiveOutcomes(
@@ -63,8 +58,8 @@ absl::StatusOr<const std::vector<Outcome>*> RocksWal::LiveOutcomes(
     MutexLock l(&mu_);
     head = head_;
     limit = committed_next_;
-    unverified_below = unverified_below_;
-    verified_upto = verified_upto_;
+    unverified_below = known_gaps_.unverified_below();
+    verified_upto = known_gaps_.verified_upto();
   }
   seqs->clear();
   seqs->reserve(outcomes.size());
@@ -72,7 +67,7 @@ absl::StatusOr<const std::vector<Outcome>*> RocksWal::LiveOutcomes(
   if (!std::is_sorted(seqs->begin(), seqs->end())) std::sort(seqs->begin(), seqs->end());
 
   std::vector<uint64_t> gone;        // not live
-  std::vector<uint64_t> scanned;     // below verified_upto: present unless in gaps_
+  std::vector<uint64_t> scanned;     // below verified_upto: present unless in a gap
   std::vector<uint64_t> unverified;  // to look up in the log; sorted
   bool repeated = false;
   for (size_t i = 0; i < seqs->size(); ++i) {
@@ -95,9 +90,8 @@ absl::StatusOr<const std::vector<Outcome>*> RocksWal::LiveOutcomes(
 
   if (!scanned.empty()) {
     MutexLock l(&mu_);
-    for (size_t i = 0; i < scanned.size() && !gaps_.empty(); ++i) {
-      auto g = gaps_.upper_bound(scanned[i]);
-      if (g != gaps_.begin() && scanned[i] < std::prev(g)->second) gone.push_back(scanned[i]);
+    for (uint64_t seq : scanned) {
+      if (known_gaps_.InGap(seq)) gone.push_back(seq);
     }
   }
   if (!unverified.empty()) {

@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "rocksdb/db.h"
-#include "wal/wal.h"
+#include "wal/stats.h"
 
 namespace kspool::wal {
 

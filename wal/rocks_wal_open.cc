@@ -191,51 +191,45 @@ absl::Status RocksWal::LoadState(bool reopen) {
       last_receive = std::max(last_receive, last_receive_ms_);
     }
     next_seq_ = committed_next_ = next_seq;
-    unverified_below_ = committed_next_;
     head_ = first.value_or(committed_next_);
-    verified_upto_ = head_;
-    gaps_.clear();
+    known_gaps_.Reset(committed_next_, head_);
     range_deleted_below_ = physical_first ? physical_first : head_;
     last_receive_ms_ = last_receive;
     topics_ = std::move(m.topics);
-    before_.clear();
-    after_.clear();
-    for (const auto& [k, val] : m.split) LoadSplit(k, val);
+    report_.Clear();
+    for (const auto& [k, val] : m.split) report_.Load(k, val);
     live_bytes_ = 0;
     for (const auto& [t, ts] : topics_) live_bytes_ += ts.pending().bytes;
-    dead_ = *m.dead;
-    delivery_index_ = m.delivery_index;
-    delivery_floor_ = *m.delivery_floor;
-    durable_points_ = points;
+    dead_letters_.Load(*m.dead);
+    delivery_index_.Load(m.delivery_index, *m.delivery_floor);
+    lease_.SetDurable(points);
     TrackAtOpen(reopen, m.last_append, &points);
     if (reopen) {
       // Memory knows every point published; the log may hold more (a commit-point batch
       // whose failed sync RocksDB kept, with its split folded): the higher one wins.
-      saved_points_ = MaxOf(saved_points_, points);
-      ceiling_ms_ = std::max(ceiling_ms_, m.ceiling);
-      report_point_ms_ = std::max(report_point_ms_, m.report_point);
+      lease_.Reopen(points, m.ceiling);
+      report_.set_point_ms(std::max(report_.point_ms(), m.report_point));
     } else {
-      saved_points_ = StartPoints(points, m.ceiling);
-      ceiling_ms_ = m.ceiling;
-      report_point_ms_ = m.report_point;
+      lease_.Open(points, m.ceiling, topics_);
+      report_.set_point_ms(m.report_point);
     }
     receive_floor_ms_ = std::max({receive_floor_ms_, last_receive_ms_,
-                                  HighestPoint(saved_points_) + 1, m.receive_floor});
+                                  HighestPoint(lease_.saved()) + 1, m.receive_floor});
     write_error_ = absl::OkStatus();
-    if (!FoldsAt(saved_points_.global_ms)) {
-      report_point_ms_ = ReportPointAt(saved_points_.global_ms);
+    if (!report_.FoldsAt(lease_.saved().global_ms)) {
+      report_.set_point_ms(report_.PointAt(lease_.saved().global_ms));
       return absl::OkStatus();
     }
-    start = saved_points_;
+    start = lease_.saved();
   }
   // Settled messages at or before the starting global point move into the report's
   // cumulative counts, so that the report matches its commit point.
   if (!options_.read_only) return WriteCommitPoints(start, /*closing=*/false);
   rocksdb::WriteBatch unused;
-  Fold fold;
-  FoldSplit(start.global_ms, &unused, &fold);
+  ReportSplit::Fold fold;
   MutexLock l(&mu_);
-  ApplyFold(std::move(fold));
+  report_.PlanFold(start.global_ms, db_->meta, &unused, &fold);
+  report_.Apply(std::move(fold));
   return absl::OkStatus();
 }
 

@@ -1,4 +1,5 @@
-// RocksWal: statistics, synced writes, and compaction of the dead range.
+// RocksWal: statistics and the discard report (GetStats, GetReport), synced writes, and
+// compaction of the dead range.
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
 #include "wal/rocks_status.h"
@@ -19,16 +20,16 @@ Stats RocksWal::GetStats() const {
     s.appends = appends_;
     s.appended_messages = appended_messages_;
     s.capacity_bytes = options_.max_bytes;
-    s.dead_letters = dead_;
+    s.dead_letters = dead_letters_.totals();
     s.queued_bytes = queued_bytes_;
     s.refused = refused_;
     s.topic_full_refused = topic_full_refused_;
     s.tracked_topics = tracked_.size();
     s.topics_forgotten = topics_forgotten_;
-    s.report_buckets = after_.size();
-    s.report_coarsenings = report_coarsenings_;
-    s.delivery_index = delivery_index_;
-    s.delivery_floor_seq = delivery_floor_;
+    s.report_buckets = report_.buckets();
+    s.report_coarsenings = report_.coarsenings();
+    s.delivery_index = delivery_index_.totals();
+    s.delivery_floor_seq = delivery_index_.floor();
     head = head_;
     limit = committed_next_;
   }
@@ -65,6 +66,11 @@ absl::Status RocksWal::CompactDeadRange() {
   rocksdb::Slice end_slice(end);
   return FromRocks(db_->db->CompactRange(rocksdb::CompactRangeOptions(), db_->log, nullptr, &end_slice),
                    "compact WAL dead range");
+}
+
+Report RocksWal::GetReport() const {
+  MutexLock l(&mu_);
+  return report_.Get(topics_);
 }
 
 }  // namespace kspool::wal

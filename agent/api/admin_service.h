@@ -11,13 +11,13 @@
 #include "agent/drain/drain_loop.h"
 #include "kspool/v1/admin.grpc.pb.h"
 #include "base/clock.h"
-#include "wal/wal.h"
+#include "wal/inspection.h"
 
 namespace kspool::agent {
 
 class AdminService final : public kspool::v1::Admin::Service {
  public:
-  AdminService(wal::Wal* wal, CommitTracker* tracker, DrainLoop* drain, Clock* clock)
+  AdminService(wal::Inspection* wal, CommitTracker* tracker, DrainLoop* drain, Clock* clock)
       : wal_(wal), tracker_(tracker), drain_(drain), clock_(clock) {}
 
   grpc::Status GetCommitPoint(grpc::ServerContext*, const kspool::v1::GetCommitPointRequest*,
@@ -54,7 +54,7 @@ class AdminService final : public kspool::v1::Admin::Service {
   std::function<void(const std::string& peer, size_t bytes)> on_received_;
   const BruceRejections* bruce_ = nullptr;
   AccessControl* access_ = nullptr;
-  wal::Wal* const wal_;
+  wal::Inspection* const wal_;
   CommitTracker* const tracker_;
   DrainLoop* const drain_;
   Clock* const clock_;

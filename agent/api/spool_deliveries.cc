@@ -137,7 +137,7 @@ grpc::ServerUnaryReactor* SpoolService::GetDeliveryStatus(
   }
   std::vector<wal::Delivery> found;
   found.reserve(seqs.size());
-  absl::Status s = wal_->LookupDeliveries(seqs, &found);
+  absl::Status s = deliveries_->LookupDeliveries(seqs, &found);
   if (!s.ok()) {
     reactor->Finish(ToGrpc(s));
     return reactor;

@@ -22,12 +22,14 @@ wal::RecordView ViewOf(const kspool::v1::wire::Message& m) {
   return v;
 }
 
-SpoolService::SpoolService(wal::Wal* wal, RequestLimits limits, std::function<void()> on_appended,
+SpoolService::SpoolService(wal::AppendLog* wal, wal::DeliveryQueries* deliveries,
+                           RequestLimits limits, std::function<void()> on_appended,
                            std::function<int64_t(absl::StatusCode)> retry_after_ms,
                            Metrics* metrics, KafkaMetadata* metadata, Clock* clock,
                            uint64_t receive_memory_bytes, DeliveryWaiters* waiters,
                            DeliveryFeed* feed)
     : wal_(wal),
+      deliveries_(deliveries),
       limits_(limits),
       on_appended_(std::move(on_appended)),
       retry_after_ms_(std::move(retry_after_ms)),

@@ -32,7 +32,9 @@
 #include "kspool/v1/spool_wire.pb.h"
 #include "base/clock.h"
 #include "base/mutex.h"
-#include "wal/wal.h"
+#include "wal/append_log.h"
+#include "wal/delivery_queries.h"
+#include "wal/outcome.h"
 
 namespace kspool::agent {
 
@@ -63,7 +65,9 @@ class SpoolService final : public SpoolServiceBase {
   // `retry_after_ms` answers, for a rejected Send's status code, how long to wait.
   // `clock`: the wall clock that client timestamps are checked against.
   // `receive_memory_bytes`: the bound of the request memory budget (0 = none).
-  SpoolService(wal::Wal* wal, RequestLimits limits, std::function<void()> on_appended,
+  // `wal`: appends, and the topics seen (Broadcast); `deliveries`: GetDeliveryStatus.
+  SpoolService(wal::AppendLog* wal, wal::DeliveryQueries* deliveries, RequestLimits limits,
+               std::function<void()> on_appended,
                std::function<int64_t(absl::StatusCode)> retry_after_ms, Metrics* metrics,
                KafkaMetadata* metadata, Clock* clock, uint64_t receive_memory_bytes,
                DeliveryWaiters* waiters, DeliveryFeed* feed);
@@ -139,7 +143,8 @@ class SpoolService final : public SpoolServiceBase {
   // Refusals under load come by the thousand: at most 10 lines per 10 s.
   void WarnRefused(const std::string& line);
 
-  wal::Wal* const wal_;
+  wal::AppendLog* const wal_;
+  wal::DeliveryQueries* const deliveries_;
   const RequestLimits limits_;
   const std::function<void()> on_appended_;
   const std::function<int64_t(absl::StatusCode)> retry_after_ms_;

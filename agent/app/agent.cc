@@ -175,7 +175,7 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
     return last != 0 && clock->MonotonicMillis() - last < 5000 ? int64_t{200} : int64_t{2000};
   };
   spool_ = std::make_unique<SpoolService>(
-      wal_.get(), config.limits, [drain] { drain->Notify(); }, retry_after_ms,
+      wal_.get(), wal_.get(), config.limits, [drain] { drain->Notify(); }, retry_after_ms,
       metrics_.get(), metadata_.get(), clock, DecodedRequestBudget(config), waiters_.get(),
       feed_.get());
   admin_ = std::make_unique<AdminService>(wal_.get(), tracker_.get(), drain, clock);

@@ -6,7 +6,7 @@
 
 namespace kspool::agent {
 
-Heartbeater::Heartbeater(wal::Wal* wal, CommitTracker* tracker, KafkaMetadata* metadata,
+Heartbeater::Heartbeater(wal::AppendLog* wal, CommitTracker* tracker, KafkaMetadata* metadata,
                          Metrics* metrics, std::function<void()> on_appended, Clock* clock,
                          HeartbeatOptions options)
     : wal_(wal),

@@ -21,19 +21,20 @@
 #include "agent/stats/metrics.h"
 #include "base/clock.h"
 #include "base/periodic_thread.h"
-#include "wal/wal.h"
+#include "wal/append_log.h"
 
 namespace kspool::agent {
 
 struct HeartbeatOptions {
   uint64_t interval_ms = 0;         // 0: off
-  std::vector<std::string> topics;  // empty: every topic the WAL tracks (Wal::TrackedTopics)
+  std::vector<std::string> topics;  // empty: every topic the WAL tracks (TrackedTopics)
 };
 
 class Heartbeater {
  public:
-  Heartbeater(wal::Wal* wal, CommitTracker* tracker, KafkaMetadata* metadata, Metrics* metrics,
-              std::function<void()> on_appended, Clock* clock, HeartbeatOptions options);
+  Heartbeater(wal::AppendLog* wal, CommitTracker* tracker, KafkaMetadata* metadata,
+              Metrics* metrics, std::function<void()> on_appended, Clock* clock,
+              HeartbeatOptions options);
   ~Heartbeater();
   void Start();
   void Stop();
@@ -41,7 +42,7 @@ class Heartbeater {
   size_t Beat();
 
  private:
-  wal::Wal* const wal_;
+  wal::AppendLog* const wal_;
   CommitTracker* const tracker_;
   KafkaMetadata* const metadata_;
   Metrics* const metrics_;

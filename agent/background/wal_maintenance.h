@@ -1,7 +1,7 @@
-// WalMaintenance: the WAL's periodic housekeeping, on its own thread, once a second:
-// removes dead letters beyond their limits (Wal::TrimDeadLetters), forgets topics idle
-// for --topic-idle-forget (Wal::ForgetIdleTopics), forgets outcomes beyond
-// --delivery-retention(-bytes) (Wal::TrimDeliveries), and reports when the discard
+// WalMaintenance: the WAL's periodic housekeeping (wal::Maintenance), on its own
+// thread, once a second: removes dead letters beyond their limits (TrimDeadLetters),
+// forgets topics idle for --topic-idle-forget (ForgetIdleTopics), forgets outcomes
+// beyond --delivery-retention(-bytes) (TrimDeliveries), and reports when the discard
 // report's after table had to be coarsened. Each removal is logged as a warning and
 // shows in the metrics (kspool_dead_letters_dropped_total, kspool_topics_forgotten_total,
 // kspool_report_coarsenings_total).
@@ -13,13 +13,13 @@
 
 #include "agent/stats/metrics.h"
 #include "base/periodic_thread.h"
-#include "wal/wal.h"
+#include "wal/maintenance.h"
 
 namespace kspool::agent {
 
 class WalMaintenance {
  public:
-  WalMaintenance(wal::Wal* wal, Metrics* metrics,
+  WalMaintenance(wal::Maintenance* wal, Metrics* metrics,
                  std::chrono::milliseconds interval = std::chrono::seconds(1))
       : wal_(wal), metrics_(metrics), interval_(interval) {}
   ~WalMaintenance() { Stop(); }
@@ -37,7 +37,7 @@ class WalMaintenance {
     if (metrics_) metrics_->Degraded(event);
   }
 
-  wal::Wal* const wal_;
+  wal::Maintenance* const wal_;
   Metrics* const metrics_;
   const std::chrono::milliseconds interval_;
   uint64_t coarsenings_seen_ = 0;  // owned by the round's thread

@@ -25,7 +25,8 @@ std::string_view BruceTransportName(BruceTransport t) {
   return "datagram";
 }
 
-BruceIngest::BruceIngest(wal::Wal* wal, BruceRejections* rejections, BruceIngestOptions options)
+BruceIngest::BruceIngest(wal::AppendLog* wal, BruceRejections* rejections,
+                         BruceIngestOptions options)
     : wal_(wal), rejections_(rejections), options_(std::move(options)) {}
 
 BruceIngest::~BruceIngest() {

@@ -2,7 +2,7 @@
 // (BruceCodec), validated like a gRPC Send's message (topic, size, timestamp), given its
 // partition (PartitionKey: (uint32)key mod the topic's partition count from the
 // PartitionCache; AnyPartition: the drain's partitioner) and encoded into the current
-// batch; Flush() hands the batch to the WAL's group commit (wal::Wal::AppendAsync, the
+// batch; Flush() hands the batch to the WAL's group commit (wal::AppendLog::AppendAsync, the
 // path every Send takes). Refused input goes to BruceRejections.
 // Flow control: at most `max_inflight_appends` batches are in the WAL's hands; beyond
 // it, and while the WAL refuses appends (full, I/O error; retried after the agent's
@@ -26,7 +26,7 @@
 #include "wal/append_batch.h"
 #include "base/clock.h"
 #include "base/mutex.h"
-#include "wal/wal.h"
+#include "wal/append_log.h"
 
 namespace kspool::agent {
 
@@ -47,7 +47,7 @@ struct BruceIngestOptions {
 
 class BruceIngest {
  public:
-  BruceIngest(wal::Wal* wal, BruceRejections* rejections, BruceIngestOptions options);
+  BruceIngest(wal::AppendLog* wal, BruceRejections* rejections, BruceIngestOptions options);
   // Stops, appends the current batch, then waits for the appends in the WAL's hands.
   ~BruceIngest();
 
@@ -89,7 +89,7 @@ class BruceIngest {
   void RetryRefused();
   void WarnDegraded(const std::string& event, const std::string& line);
 
-  wal::Wal* const wal_;
+  wal::AppendLog* const wal_;
   BruceRejections* const rejections_;
   const BruceIngestOptions options_;
   Pending batch_;  // the listener thread's

@@ -5,7 +5,7 @@
 
 namespace kspool::agent {
 
-DeliveryFeed::DeliveryFeed(wal::Wal* wal) : wal_(wal) {}
+DeliveryFeed::DeliveryFeed(wal::DeliveryQueries* wal) : wal_(wal) {}
 
 DeliveryFeed::~DeliveryFeed() {
   {

@@ -19,7 +19,7 @@
 
 #include "absl/status/status.h"
 #include "base/mutex.h"
-#include "wal/wal.h"
+#include "wal/delivery_queries.h"
 
 namespace kspool::agent {
 
@@ -38,7 +38,7 @@ class DeliveryFeed {
 
   static constexpr size_t kBatch = 512;
 
-  explicit DeliveryFeed(wal::Wal* wal);
+  explicit DeliveryFeed(wal::DeliveryQueries* wal);
   // Stops the thread and ends every watcher left with UNAVAILABLE.
   ~DeliveryFeed();
   void Start();
@@ -67,7 +67,7 @@ class DeliveryFeed {
   // Reads for watcher `id` and calls its sink; mu_ is released meanwhile.
   void Serve(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  wal::Wal* const wal_;
+  wal::DeliveryQueries* const wal_;
   mutable Mutex mu_;
   CondVar wake_;
   std::map<uint64_t, Watcher> watchers_ ABSL_GUARDED_BY(mu_);

@@ -33,7 +33,7 @@
 #include "absl/status/status.h"
 #include "base/clock.h"
 #include "base/mutex.h"
-#include "wal/wal.h"
+#include "wal/outcome.h"
 
 namespace kspool::agent {
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kspool/v1/admin.pb.h"
-#include "wal/wal.h"
+#include "wal/report.h"
 
 namespace kspool::agent {
 

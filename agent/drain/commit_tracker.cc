@@ -6,7 +6,8 @@
 
 namespace kspool::agent {
 
-CommitTracker::CommitTracker(wal::Wal* wal) : wal_(wal), published_(wal->SavedCommitPoints()) {}
+CommitTracker::CommitTracker(wal::CommitPointStore* wal)
+    : wal_(wal), published_(wal->SavedCommitPoints()) {}
 
 absl::Status CommitTracker::Update(uint64_t cursor,
                                    const std::map<std::string, int64_t>& window_oldest) {

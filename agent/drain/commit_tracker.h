@@ -15,13 +15,13 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "base/mutex.h"
-#include "wal/wal.h"
+#include "wal/commit_point_store.h"
 
 namespace kspool::agent {
 
 class CommitTracker {
  public:
-  explicit CommitTracker(wal::Wal* wal);
+  explicit CommitTracker(wal::CommitPointStore* wal);
 
   // `window_oldest`: per topic, the oldest receive time among entries below `cursor`
   // that are still in the WAL. Entries at or above `cursor` are the WAL's to bound.
@@ -31,7 +31,7 @@ class CommitTracker {
   wal::CommitPoints Current() const;
 
  private:
-  wal::Wal* const wal_;
+  wal::CommitPointStore* const wal_;
   mutable Mutex mu_;
   wal::CommitPoints published_ ABSL_GUARDED_BY(mu_);
 };

@@ -14,7 +14,8 @@
 
 #include "agent/drain/partition_cache.h"
 #include "agent/drain/producer.h"
-#include "wal/wal.h"
+#include "wal/entry.h"
+#include "wal/outcome.h"
 
 namespace kspool::agent {
 

@@ -12,7 +12,7 @@
 
 namespace kspool::agent {
 
-DrainLoop::DrainLoop(wal::Wal* wal, CommitTracker* tracker, ProducerFactory factory,
+DrainLoop::DrainLoop(wal::DrainLog* wal, CommitTracker* tracker, ProducerFactory factory,
                      DrainOptions options)
     : wal_(wal), tracker_(tracker), factory_(std::move(factory)), options_(options) {}
 

@@ -46,7 +46,7 @@
 #include "agent/drain/stuck_topic.h"
 #include "base/clock.h"
 #include "base/mutex.h"
-#include "wal/wal.h"
+#include "wal/drain_log.h"
 
 namespace kspool::agent {
 
@@ -82,7 +82,8 @@ using ProducerFactory = std::function<absl::StatusOr<std::unique_ptr<Producer>>(
 
 class DrainLoop {
  public:
-  DrainLoop(wal::Wal* wal, CommitTracker* tracker, ProducerFactory factory, DrainOptions options);
+  DrainLoop(wal::DrainLog* wal, CommitTracker* tracker, ProducerFactory factory,
+            DrainOptions options);
   ~DrainLoop();
 
   // Creates the producer and, with `background`, the loop's thread. Without it the
@@ -149,7 +150,7 @@ class DrainLoop {
   }
   void DrainForShutdown();
 
-  wal::Wal* const wal_;
+  wal::DrainLog* const wal_;
   CommitTracker* const tracker_;
   const ProducerFactory factory_;
   const DrainOptions options_;

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "wal/wal.h"
+#include "wal/entry.h"
 
 namespace kspool::agent {
 

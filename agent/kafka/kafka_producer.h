@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "agent/kafka/kafka_secrets.h"
 #include "agent/drain/producer.h"
-#include "wal/wal.h"
+#include "wal/entry.h"
 
 namespace kspool::agent {
 

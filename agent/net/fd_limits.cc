@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "wal/wal.h"
+#include "wal/options.h"
 
 namespace kspool::agent {
 

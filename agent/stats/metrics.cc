@@ -100,8 +100,8 @@ void AddDeliveries(const MetricSources& s, const wal::Stats& st, std::vector<Met
   }
 }
 
-// The bounds on what clients, time and a stuck topic can make the WAL hold (wal.h
-// Options), read from the WAL's stats.
+// The bounds on what clients, time and a stuck topic can make the WAL hold
+// (wal/options.h), read from the WAL's stats.
 void AddBounds(const wal::Stats& st, std::vector<MetricFamily>* out) {
   auto queued = Family("kspool_wal_append_queue_bytes",
                        "Bytes of Sends waiting for the WAL's disk (--max-append-queue-bytes)",

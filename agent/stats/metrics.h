@@ -20,7 +20,7 @@
 #include "agent/drain/drain_metrics.h"
 #include "agent/drain/stuck_topic.h"
 #include "base/clock.h"
-#include "wal/wal.h"
+#include "wal/log_status.h"
 
 namespace kspool::agent {
 
@@ -28,7 +28,7 @@ class CommitTracker;
 
 // Where the scrape-time metrics come from.
 struct MetricSources {
-  wal::Wal* wal = nullptr;
+  wal::LogStatus* wal = nullptr;
   CommitTracker* tracker = nullptr;
   std::function<uint64_t()> inflight;
   std::function<int()> brokers_up;  // 0 until known

@@ -26,7 +26,8 @@ struct Selected {
 };
 
 // The dead letters `sel` chooses. NOT_FOUND if a --seq names no dead letter.
-absl::StatusOr<Selected> Select(wal::Wal& wal, const DeadSelection& sel, bool decodable_only) {
+absl::StatusOr<Selected> Select(wal::Inspection& wal, const DeadSelection& sel,
+                                bool decodable_only) {
   const std::set<uint64_t> seqs(sel.seqs.begin(), sel.seqs.end());
   std::set<uint64_t> missing = seqs;
   Selected out;

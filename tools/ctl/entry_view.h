@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/ctl/format.h"
-#include "wal/wal.h"
+#include "wal/entry.h"
 
 namespace kspool::ctl {
 

@@ -57,7 +57,7 @@ absl::StatusOr<std::unique_ptr<wal::Wal>> OpenForWriting(const std::string& dir)
   return wal;
 }
 
-absl::Status ForEachEntry(wal::Wal& wal, uint64_t from, const ScanProgress& shown,
+absl::Status ForEachEntry(wal::Inspection& wal, uint64_t from, const ScanProgress& shown,
                           const std::function<bool(const wal::Entry&)>& fn) {
   Progress progress(shown.what, shown.total, shown.streams_stdout);
   uint64_t done = 0;
@@ -75,7 +75,7 @@ absl::Status ForEachEntry(wal::Wal& wal, uint64_t from, const ScanProgress& show
   }
 }
 
-absl::Status ForEachDeadLetter(wal::Wal& wal, uint64_t from, const ScanProgress& shown,
+absl::Status ForEachDeadLetter(wal::Inspection& wal, uint64_t from, const ScanProgress& shown,
                                const std::function<bool(const wal::DeadLetter&)>& fn) {
   Progress progress(shown.what, shown.total, shown.streams_stdout);
   uint64_t done = 0;

@@ -38,10 +38,10 @@ struct ScanProgress {
 
 // Calls `fn` for each live entry with seq >= from, in order, reading a bounded page at a
 // time, until it returns false.
-absl::Status ForEachEntry(wal::Wal& wal, uint64_t from, const ScanProgress& progress,
+absl::Status ForEachEntry(wal::Inspection& wal, uint64_t from, const ScanProgress& progress,
                           const std::function<bool(const wal::Entry&)>& fn);
 // The same for the dead letters.
-absl::Status ForEachDeadLetter(wal::Wal& wal, uint64_t from, const ScanProgress& progress,
+absl::Status ForEachDeadLetter(wal::Inspection& wal, uint64_t from, const ScanProgress& progress,
                                const std::function<bool(const wal::DeadLetter&)>& fn);
 
 }  // namespace kspool::ctl

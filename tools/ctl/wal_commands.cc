@@ -32,7 +32,7 @@ Json EndJson(const std::optional<wal::Entry>& e) {
 }
 
 // Reads one live entry; NOT_FOUND with a hint when `seq` is not in the log.
-absl::StatusOr<wal::Entry> ReadEntry(wal::Wal& wal, const std::string& dir, uint64_t seq) {
+absl::StatusOr<wal::Entry> ReadEntry(wal::Inspection& wal, const std::string& dir, uint64_t seq) {
   std::vector<wal::Entry> page;
   if (absl::Status s = wal.Scan(seq, 1, 1, &page); !s.ok()) return s;
   if (!page.empty() && page[0].seq == seq) return std::move(page[0]);
@@ -54,7 +54,7 @@ absl::StatusOr<wal::Entry> ReadEntry(wal::Wal& wal, const std::string& dir, uint
 int WalStats(const std::string& dir, const Output& out) {
   absl::StatusOr<std::unique_ptr<wal::Wal>> opened = OpenForReading(dir);
   if (!opened.ok()) return Fail(opened.status());
-  wal::Wal& wal = **opened;
+  wal::Inspection& wal = **opened;
   const wal::Stats stats = wal.GetStats();
   const wal::CommitPoints points = wal.SavedCommitPoints();
   std::optional<wal::Entry> oldest;
@@ -137,7 +137,7 @@ int WalStats(const std::string& dir, const Output& out) {
 int WalList(const std::string& dir, const EntryFilter& filter, const Output& out) {
   absl::StatusOr<std::unique_ptr<wal::Wal>> opened = OpenForReading(dir);
   if (!opened.ok()) return Fail(opened.status());
-  wal::Wal& wal = **opened;
+  wal::Inspection& wal = **opened;
   if (!out.json) std::cout << EntryListHeader() << "\n";
   uint64_t shown = 0;
   absl::Status s = ForEachEntry(
@@ -170,7 +170,7 @@ int WalShow(const std::string& dir, uint64_t seq, const Output& out) {
 int WalDump(const std::string& dir, const EntryFilter& filter, const Output& out) {
   absl::StatusOr<std::unique_ptr<wal::Wal>> opened = OpenForReading(dir);
   if (!opened.ok()) return Fail(opened.status());
-  wal::Wal& wal = **opened;
+  wal::Inspection& wal = **opened;
   uint64_t shown = 0;
   absl::Status s = ForEachEntry(
       wal, filter.from_seq, {"dumping", wal.GetStats().entries, true}, [&](const wal::Entry& e) {

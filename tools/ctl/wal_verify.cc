@@ -77,7 +77,7 @@ Json FindingsJson(const Findings& f) {
 int WalVerify(const std::string& dir, const Output& out) {
   absl::StatusOr<std::unique_ptr<wal::Wal>> opened = OpenForReading(dir);
   if (!opened.ok()) return Fail(opened.status());
-  wal::Wal& wal = **opened;
+  wal::Inspection& wal = **opened;
   const wal::Stats stats = wal.GetStats();
   Verification v;
   std::map<std::string, wal::Counts> live;

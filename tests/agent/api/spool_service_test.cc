@@ -13,6 +13,7 @@
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 #include "base/clock.h"
+#include "wal/wal.h"
 
 namespace kspool::agent {
 namespace {
@@ -35,7 +36,8 @@ class SpoolServiceTest : public ::testing::Test {
     wal_ = std::move(wal).value();
     feed_ = std::make_unique<DeliveryFeed>(wal_.get());
     service_ = std::make_unique<SpoolService>(
-        wal_.get(), RequestLimits{}, [] {}, [](absl::StatusCode) { return int64_t{123}; },
+        wal_.get(), wal_.get(), RequestLimits{}, [] {},
+        [](absl::StatusCode) { return int64_t{123}; },
         nullptr, nullptr, &clock_, receive_memory_bytes, &waiters_, feed_.get());
     grpc::ServerBuilder builder;
     int port = 0;

@@ -10,6 +10,7 @@
 
 #include "tests/support/bruce_format.h"
 #include "tests/support/temp_dir.h"
+#include "wal/wal.h"
 
 namespace kspool::agent {
 namespace {

@@ -8,6 +8,7 @@
 
 #include "tests/agent/drain/fake_producer.h"
 #include "tests/support/temp_dir.h"
+#include "wal/wal.h"
 
 namespace kspool::agent {
 namespace {

@@ -1,4 +1,4 @@
-// RocksWal: the discard report's counts, split at the commit point.
+// ReportSplit: the discard report's counts, split at the commit point.
 //
 // Every settled message is counted, in its Settle batch, under its receive time in the
 // `split/a/` keys of `meta`. Saving a commit point T moves the counts received at or
@@ -13,11 +13,12 @@
 // then the commit point, or just below a bucket that straddles it. That point never
 // decreases, and at_or_before holds exactly the messages received at or before it, so
 // R2 - R1 stays exact.
+#include <algorithm>
 #include <limits>
 
 #include "wal/coding.h"
 #include "wal/keys.h"
-#include "wal/rocks_wal.h"
+#include "wal/report_split.h"
 
 namespace kspool::wal {
 namespace {
@@ -121,16 +122,16 @@ void OutcomeCounts::Add(const OutcomeCounts& o) {
   bytes += o.bytes;
 }
 
-void RocksWal::SplitSettled(const std::vector<Outcome>& outcomes, rocksdb::WriteBatch* wb,
-                            SplitChange* change) const {
-  MutexLock l(&mu_);
+void ReportSplit::Split(const std::vector<Outcome>& outcomes, int64_t unknown_receive_ms,
+                        rocksdb::ColumnFamilyHandle* meta, rocksdb::WriteBatch* wb,
+                        Change* change) const {
   const Outcome* last = nullptr;
   int64_t last_r = 0;
   OutcomeCounts* counts = nullptr;
   for (const Outcome& o : outcomes) {
     // An undecodable record's receive time is unknown; it was not settled when the last
     // commit point was saved, so it counts just after it.
-    const int64_t r = o.receive_time_ms ? o.receive_time_ms : saved_points_.global_ms + 1;
+    const int64_t r = o.receive_time_ms ? o.receive_time_ms : unknown_receive_ms;
     // Consecutive outcomes mostly share topic, outcome and receive time (one group
     // commit): look the slot up only when one of them changes.
     if (!last || r != last_r || o.topic != last->topic || o.discard_reason != last->discard_reason) {
@@ -155,18 +156,18 @@ void RocksWal::SplitSettled(const std::vector<Outcome>& outcomes, rocksdb::Write
   }
   size_t buckets = after_.size();
   for (const auto& [bucket, table] : change->put) buckets += after_.count(bucket) ? 0 : 1;
-  if (buckets > options_.max_report_buckets) {
-    Coarsen(after_, &change->put, wb, db_->meta);
+  if (buckets > max_buckets_) {
+    Coarsen(after_, &change->put, wb, meta);
     change->coarsened = true;
     return;
   }
-  for (const auto& [bucket, table] : change->put) PutBucket(wb, db_->meta, bucket, table);
+  for (const auto& [bucket, table] : change->put) PutBucket(wb, meta, bucket, table);
 }
 
-void RocksWal::ApplySplit(SplitChange change) {
+void ReportSplit::Apply(Change change) {
   if (change.coarsened) {
     after_ = std::move(change.put);
-    ++report_coarsenings_;
+    ++coarsenings_;
     return;
   }
   for (auto& [bucket, table] : change.put) {
@@ -176,8 +177,8 @@ void RocksWal::ApplySplit(SplitChange change) {
   }
 }
 
-void RocksWal::FoldSplit(int64_t commit_point_ms, rocksdb::WriteBatch* wb, Fold* fold) const {
-  MutexLock l(&mu_);
+void ReportSplit::PlanFold(int64_t commit_point_ms, rocksdb::ColumnFamilyHandle* meta,
+                           rocksdb::WriteBatch* wb, Fold* fold) const {
   fold->before = before_;
   // Every message received at or before the commit point is settled, so a bucket whose
   // span ends at or before it is complete. A merged bucket that straddles the point
@@ -192,41 +193,46 @@ void RocksWal::FoldSplit(int64_t commit_point_ms, rocksdb::WriteBatch* wb, Fold*
     for (const auto& [topic, outcomes_of] : table) {
       for (const auto& [outcome, c] : outcomes_of) {
         fold->before[topic][outcome].Add(c);
-        wb->Delete(db_->meta, AfterKey(bucket, topic, outcome));
+        wb->Delete(meta, AfterKey(bucket, topic, outcome));
         changed = true;
       }
     }
     fold->last_folded = bucket;
   }
-  fold->report_point_ms = std::max(fold->report_point_ms, report_point_ms_);
-  wb->Put(db_->meta, keys::kReportPoint, keys::U64(static_cast<uint64_t>(fold->report_point_ms)));
+  fold->report_point_ms = std::max(fold->report_point_ms, point_ms_);
+  wb->Put(meta, keys::kReportPoint, keys::U64(static_cast<uint64_t>(fold->report_point_ms)));
   if (!changed) return;
   for (const auto& [topic, outcomes_of] : fold->before) {
     for (const auto& [outcome, c] : outcomes_of) {
-      wb->Put(db_->meta, BeforeKey(topic, outcome), EncodeOutcome(c));
+      wb->Put(meta, BeforeKey(topic, outcome), EncodeOutcome(c));
     }
   }
 }
 
-bool RocksWal::FoldsAt(int64_t commit_point_ms) const {
+bool ReportSplit::FoldsAt(int64_t commit_point_ms) const {
   return !after_.empty() && BucketMax(after_.begin()->second) <= commit_point_ms;
 }
 
-int64_t RocksWal::ReportPointAt(int64_t commit_point_ms) const {
+int64_t ReportSplit::PointAt(int64_t commit_point_ms) const {
   // Every message received at or before the commit point is settled, and none waits in
   // a bucket starting at or below the result: at_or_before is exact there.
   int64_t p = commit_point_ms;
   if (!after_.empty() && after_.begin()->first <= commit_point_ms) p = after_.begin()->first - 1;
-  return std::max(p, report_point_ms_);
+  return std::max(p, point_ms_);
 }
 
-void RocksWal::ApplyFold(Fold fold) {
+void ReportSplit::Apply(Fold fold) {
   before_ = std::move(fold.before);
   if (fold.last_folded) after_.erase(after_.begin(), after_.upper_bound(*fold.last_folded));
-  report_point_ms_ = fold.report_point_ms;
+  point_ms_ = fold.report_point_ms;
 }
 
-void RocksWal::LoadSplit(std::string_view key, std::string_view value) {
+void ReportSplit::Clear() {
+  before_.clear();
+  after_.clear();
+}
+
+void ReportSplit::Load(std::string_view key, std::string_view value) {
   auto split3 = [](std::string_view rest, std::string_view* a, std::string_view* b) {
     size_t slash = rest.rfind('/');
     if (slash == std::string_view::npos) return false;
@@ -248,17 +254,16 @@ void RocksWal::LoadSplit(std::string_view key, std::string_view value) {
   }
 }
 
-Report RocksWal::GetReport() const {
-  MutexLock l(&mu_);
+Report ReportSplit::Get(const std::map<std::string, TopicStats>& ledger) const {
   Report r;
-  r.commit_point_ms = report_point_ms_;
+  r.commit_point_ms = point_ms_;
   r.at_or_before = before_;
   for (const auto& [receive, table] : after_) {
     for (const auto& [topic, outcomes_of] : table) {
       for (const auto& [outcome, c] : outcomes_of) r.after[topic][outcome].Add(c);
     }
   }
-  r.ledger = topics_;
+  r.ledger = ledger;
   return r;
 }
 

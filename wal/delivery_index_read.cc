@@ -1,4 +1,4 @@
-// RocksWal: reading the delivery index (FORMAT.md, column family `delivery`): what became
+// DeliveryIndex: reading the delivery index (FORMAT.md, column family `delivery`): what became
 // of given sequence numbers (LookupDeliveries) and the feed of outcomes in sequence
 // order (ScanDeliveries).
 //
@@ -17,9 +17,9 @@
 #include <iterator>
 #include <numeric>
 
+#include "wal/delivery_index.h"
 #include "wal/delivery_record.h"
 #include "wal/keys.h"
-#include "wal/rocks_wal.h"
 #include "wal/rocks_status.h"
 
 namespace kspool::wal {
@@ -42,27 +42,21 @@ Delivery Unknown(uint64_t seq, std::string why) {
 
 }  // namespace
 
-absl::Status RocksWal::LookupDeliveries(const std::vector<uint64_t>& seqs,
-                                        std::vector<Delivery>* out) {
-  ReaderLock r(&db_mu_);
-  if (!db_) return ClosedError();
-  const auto [head, next] = live_range();
-  rocksdb::ManagedSnapshot snapshot(db_->db.get());
-  uint64_t floor;
-  {
-    MutexLock l(&mu_);
-    floor = delivery_floor_;
-  }
+absl::Status DeliveryIndex::Lookup(const OpenDb& db, uint64_t head, uint64_t next,
+                                   const std::vector<uint64_t>& seqs,
+                                   std::vector<Delivery>* out) const {
+  rocksdb::ManagedSnapshot snapshot(db.db.get());
+  const uint64_t floor = this->floor();
   rocksdb::ReadOptions index_ro;
   index_ro.snapshot = snapshot.snapshot();
   std::unique_ptr<rocksdb::Iterator> index;
-  if (db_->delivery) index.reset(db_->db->NewIterator(index_ro, db_->delivery));
+  if (db.delivery) index.reset(db.db->NewIterator(index_ro, db.delivery));
   const std::string lo = keys::Seq(head), hi = keys::Seq(next);
   const rocksdb::Slice lo_s(lo), hi_s(hi);
   rocksdb::ReadOptions log_ro = index_ro;
   log_ro.iterate_lower_bound = &lo_s;
   log_ro.iterate_upper_bound = &hi_s;
-  std::unique_ptr<rocksdb::Iterator> log(db_->db->NewIterator(log_ro, db_->log));
+  std::unique_ptr<rocksdb::Iterator> log(db.db->NewIterator(log_ro, db.log));
 
   // In sequence order, so that one run answers for every number it covers.
   std::vector<size_t> order(seqs.size());
@@ -110,22 +104,16 @@ absl::Status RocksWal::LookupDeliveries(const std::vector<uint64_t>& seqs,
   return absl::OkStatus();
 }
 
-absl::Status RocksWal::ScanDeliveries(uint64_t from_seq, size_t max_entries,
-                                      std::vector<Delivery>* out, uint64_t* next) {
-  ReaderLock r(&db_mu_);
-  if (!db_) return ClosedError();
-  const uint64_t head = live_range().head;
+absl::Status DeliveryIndex::Scan(const OpenDb& db, uint64_t head, uint64_t from_seq,
+                                 size_t max_entries, std::vector<Delivery>* out,
+                                 uint64_t* next) const {
   const std::string hi = keys::Seq(head);
   const rocksdb::Slice hi_s(hi);
   rocksdb::ReadOptions ro;
   ro.iterate_upper_bound = &hi_s;
   std::unique_ptr<rocksdb::Iterator> it;
-  if (db_->delivery) it.reset(db_->db->NewIterator(ro, db_->delivery));
-  uint64_t floor;
-  {
-    MutexLock l(&mu_);
-    floor = delivery_floor_;
-  }
+  if (db.delivery) it.reset(db.db->NewIterator(ro, db.delivery));
+  const uint64_t floor = this->floor();
   if (from_seq < floor) {
     return absl::OutOfRangeError("the outcomes from sequence number " + std::to_string(from_seq) +
                                  " are no longer kept: the delivery index starts at " +

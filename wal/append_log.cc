@@ -1,11 +1,11 @@
-// Wal::Append: the blocking form of AppendAsync().
-#include "wal/wal.h"
+// AppendLog::Append: the blocking form of AppendAsync().
+#include "wal/append_log.h"
 
 #include "base/mutex.h"
 
 namespace kspool::wal {
 
-absl::StatusOr<AppendResult> Wal::Append(AppendBatch batch) {
+absl::StatusOr<AppendResult> AppendLog::Append(AppendBatch batch) {
   Mutex mu;
   CondVar cv;
   bool done = false;

@@ -67,10 +67,11 @@ absl::StatusOr<std::vector<ReplayedEntry>> RocksWal::ReplayDeadLetters(
   uint64_t bytes = 0;
   for (const auto& [topic, c] : added) bytes += c.bytes;
   // The revived dead letters leave the dead store in the same batch.
-  const Counts dead = {dead_.count - std::min(dead_.count, revived.count),
-                       dead_.bytes - std::min(dead_.bytes, revived.bytes)};
+  const Counts before = dead_letters_.totals();
+  const Counts dead = {before.count - std::min(before.count, revived.count),
+                       before.bytes - std::min(before.bytes, revived.bytes)};
   if (options_.max_bytes > 0 && live_bytes_ + dead.bytes + bytes > options_.max_bytes) {
-    const uint64_t in_use = live_bytes_ + dead_.bytes;
+    const uint64_t in_use = live_bytes_ + before.bytes;
     mu_.Unlock();
     return absl::ResourceExhaustedError("WAL full: replaying needs " + std::to_string(bytes) +
                                         " bytes, " + std::to_string(in_use) + " of " +
@@ -100,8 +101,8 @@ absl::StatusOr<std::vector<ReplayedEntry>> RocksWal::ReplayDeadLetters(
   wb.Put(db_->meta, keys::kDeadLetters, keys::EncodeCounts(dead));
   wb.Put(db_->meta, keys::kNextSeq, keys::U64(seq));
   wb.Put(db_->meta, keys::kLastReceive, keys::U64(static_cast<uint64_t>(receive_ms)));
-  const CommitPoints leased = LeasedPointsFor(added);  // the topics get live entries
-  PutLeasedPoints(leased, &wb);
+  const CommitPoints leased = lease_.LeasedFor(added);  // the topics get live entries
+  CommitLease::PutLeased(leased, db_->meta, &wb);
   // mu_ stays held across the write: no group commit can take sequence numbers meanwhile.
   rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
@@ -110,9 +111,9 @@ absl::StatusOr<std::vector<ReplayedEntry>> RocksWal::ReplayDeadLetters(
     return FromRocks(s, "replay dead letters");
   }
   next_seq_ = committed_next_ = seq;
-  NoteDurable(leased);
+  lease_.NoteDurable(leased);
   live_bytes_ += bytes;
-  dead_ = dead;
+  dead_letters_.SetTotals(dead);
   for (auto& [topic, c] : accepted) {
     topics_[topic].accepted = c;
     tracked_[topic] = receive_ms;
@@ -144,9 +145,10 @@ absl::Status RocksWal::PurgeDeadLetters(const std::vector<uint64_t>& seqs) {
   }
   Counts dead;
   {
-    MutexLock l(&mu_);  // dead_ changes only under settle_mu_, which this holds
-    dead = {dead_.count - std::min(dead_.count, purged.count),
-            dead_.bytes - std::min(dead_.bytes, purged.bytes)};
+    // The totals change only under settle_mu_, which this holds.
+    const Counts before = dead_letters_.totals();
+    dead = {before.count - std::min(before.count, purged.count),
+            before.bytes - std::min(before.bytes, purged.bytes)};
   }
   wb.Put(db_->meta, keys::kDeadLetters, keys::EncodeCounts(dead));
   rocksdb::Status s = SyncedWrite(&wb);
@@ -155,7 +157,7 @@ absl::Status RocksWal::PurgeDeadLetters(const std::vector<uint64_t>& seqs) {
     return FromRocks(s, "purge dead letters");
   }
   MutexLock l(&mu_);
-  dead_ = dead;
+  dead_letters_.SetTotals(dead);
   return absl::OkStatus();
 }
 

@@ -1,5 +1,5 @@
-// RocksWal for operator tools (kspoolctl): the read-only open and the newest entry
-// (replaying and purging dead letters: rocks_wal_replay.cc).
+// RocksWal for operator tools (kspoolctl): the read-only open and the read-only view
+// (Options::read_only). Replaying and purging dead letters: rocks_wal_dead_admin.cc.
 //
 // Read-only opening must leave the directory exactly as it was: a running agent may own
 // it, or it is the only copy of a dead container's spool. So no info log is written
@@ -149,24 +149,6 @@ absl::StatusOr<std::unique_ptr<OpenDb>> RocksWal::OpenDatabaseReadOnly() const {
   db->dead = db->handles[3];
   if (has_delivery) db->delivery = db->handles[4];
   return db;
-}
-
-absl::StatusOr<std::optional<Entry>> RocksWal::Newest() {
-  ReaderLock r(&db_mu_);
-  if (!db_) return ClosedError();
-  const auto [lower, upper] = live_range();
-  if (lower >= upper) return std::nullopt;
-  std::string lo = keys::Seq(lower), hi = keys::Seq(upper);
-  rocksdb::Slice lo_s(lo), hi_s(hi);
-  rocksdb::ReadOptions ro;
-  ro.iterate_lower_bound = &lo_s;
-  ro.iterate_upper_bound = &hi_s;
-  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->log));
-  it->SeekToLast();
-  RETURN_IF_ERROR(FromRocks(it->status(), "read the newest WAL entry"));
-  if (!it->Valid()) return std::nullopt;
-  return DecodeEntry(keys::ParseSeq(std::string_view(it->key().data(), it->key().size())),
-                     std::string_view(it->value().data(), it->value().size()));
 }
 
 }  // namespace kspool::wal

@@ -1,0 +1,55 @@
+// wal::DrainLog: the drain's side of the WAL: read the live entries in order, settle
+// them with their outcomes, and recover from a write error.
+//
+// Contract:
+//  * Settle() removes entries and updates the persisted counters (and the dead-letter
+//    store, for discards) in one atomic, synced write batch. It is idempotent: an
+//    outcome whose sequence number is not live (below the head, settled already, or
+//    never written) is ignored, neither counted nor kept as a dead letter, and so is a
+//    second outcome for the same number in one call. Applying a batch again after a
+//    failed sync, a Reopen() or a restart therefore changes nothing if RocksDB kept it
+//    and applies it once if not: accepted = delivered + discarded + live always holds.
+//  * Settle() also writes each entry's outcome into the delivery index, in the same
+//    batch (no extra fsync), so that DeliveryQueries can say what became of a sequence
+//    number after the entry is gone.
+//  * After a write error (LogStatus::health) Settle() fails with UNAVAILABLE until
+//    Reopen() succeeds.
+// Thread safety: every method may be called from any thread; Settle() calls are
+// serialized inside. Ownership: borrowed from the owner of the wal::Wal.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "wal/entry.h"
+#include "wal/log_status.h"
+#include "wal/outcome.h"
+
+namespace kspool::wal {
+
+class DrainLog : public virtual LogStatus {
+ public:
+  ~DrainLog() override = default;
+
+  // For a reader that keeps a read position per topic: offers each live entry of the
+  // range, in order, to `choose`, and decodes the ones it takes into *out. *next is set
+  // so that every entry below it was offered (taken or skipped) and none at or above.
+  [[nodiscard]] virtual absl::Status ScanChoosing(
+      const ScanRange& range, const std::function<ScanChoice(const ScanCandidate&)>& choose,
+      std::vector<Entry>* out, uint64_t* next) = 0;
+
+  // Removes delivered or discarded entries; see the contract above.
+  [[nodiscard]] virtual absl::Status Settle(const std::vector<Outcome>& outcomes) = 0;
+
+  // After a write error: closes and reopens the RocksDB directory (replaying what is
+  // durable) and accepts appends again if that works. A no-op while healthy. Entries
+  // of a failed append may reappear below sequence numbers already scanned; a reader
+  // that sees reopens() change must scan again from the head.
+  [[nodiscard]] virtual absl::Status Reopen() = 0;
+  virtual uint64_t reopens() const = 0;
+};
+
+}  // namespace kspool::wal

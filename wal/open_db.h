@@ -1,0 +1,26 @@
+// OpenDb: one open RocksDB database with the WAL's column families (FORMAT.md). Owned
+// by RocksWal, which swaps it on Reopen() under its db_mu_; the WAL's components get
+// a reference for the duration of one call and never keep it. RocksDB itself is
+// thread-safe; the handles do not change while the OpenDb lives.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "rocksdb/db.h"
+
+namespace kspool::wal {
+
+struct OpenDb {
+  std::unique_ptr<rocksdb::DB> db;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::ColumnFamilyHandle* log = nullptr;
+  rocksdb::ColumnFamilyHandle* meta = nullptr;
+  rocksdb::ColumnFamilyHandle* dead = nullptr;
+  // The delivery index; null only in a read-only open of a WAL written before it existed.
+  rocksdb::ColumnFamilyHandle* delivery = nullptr;
+  // Destroys the handles and closes the database.
+  ~OpenDb();
+};
+
+}  // namespace kspool::wal

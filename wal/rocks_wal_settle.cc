@@ -1,0 +1,148 @@
+// RocksWal::Settle: removes settled entries, counts their outcomes, keeps the discarded
+// ones as dead letters, splits the counts for the discard report and indexes the
+// outcomes, all in one synced write batch (the contract: drain_log.h).
+//
+// The log is used as a queue, so deletes pile up at its head. The contiguous settled
+// prefix is removed with one DeleteRange (trailing behind, at most once a second), runs
+// settled out of order with range tombstones, and only stragglers get point tombstones.
+// Which outcomes count (live entries only: idempotence) is rocks_wal_live.cc; charging an
+// unreadable record's discard to its owner is rocks_wal_attribute.cc.
+#include <algorithm>
+
+#include "wal/keys.h"
+#include "wal/rocks_wal.h"
+#include "wal/rocks_status.h"
+
+namespace kspool::wal {
+
+absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
+  if (given.empty()) return absl::OkStatus();
+  MutexLock settle(&settle_mu_);
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
+  uint64_t head;
+  {
+    MutexLock l(&mu_);
+    if (!write_error_.ok()) return write_error_;
+    head = head_;
+  }
+  // Only outcomes of live entries count (idempotence; rocks_wal_live.cc).
+  std::vector<uint64_t> seqs;  // sorted, unique
+  std::vector<Outcome> kept;
+  ASSIGN_OR_RETURN(const std::vector<Outcome>* live, LiveOutcomes(given, &seqs, &kept));
+  if (seqs.empty()) return absl::OkStatus();
+  // A record that does not decode is charged to the topic whose ledger owns it.
+  std::vector<Outcome> attributed;
+  const std::vector<Outcome>& outcomes = AttributeUnreadable(*live, &attributed);
+  // Which entries go: the settled prefix [head, cand) as one range tombstone, runs of
+  // consecutive sequence numbers above it as range tombstones, the rest one by one.
+  uint64_t cand = head;
+  size_t i = std::lower_bound(seqs.begin(), seqs.end(), head) - seqs.begin();
+  while (true) {
+    if (i < seqs.size() && seqs[i] == cand) {
+      ++cand;
+      ++i;
+    } else if (uint64_t end = deleted_above_head_.RunEnd(cand); end > cand) {
+      cand = end;
+      while (i < seqs.size() && seqs[i] < cand) ++i;
+    } else {
+      break;
+    }
+  }
+  rocksdb::WriteBatch wb;
+  const int64_t now_ms = options_.clock->NowMillis();
+  bool range_deleted = false;
+  if (cand > head) {
+    wb.Put(db_->meta, keys::kHead, keys::U64(cand));
+    if (cand - range_deleted_below_ >= 65536 || now_ms - last_range_delete_ms_ >= 1000) {
+      wb.DeleteRange(db_->log, keys::Seq(range_deleted_below_), keys::Seq(cand));
+      range_deleted = true;
+    }
+  }
+  constexpr size_t kMinRun = 16;
+  for (size_t run = i; run < seqs.size();) {
+    size_t end = run + 1;
+    while (end < seqs.size() && seqs[end] == seqs[end - 1] + 1) ++end;
+    if (end - run >= kMinRun) {
+      wb.DeleteRange(db_->log, keys::Seq(seqs[run]), keys::Seq(seqs[end - 1] + 1));
+    } else {
+      for (size_t k = run; k < end; ++k) wb.Delete(db_->log, keys::Seq(seqs[k]));
+    }
+    run = end;
+  }
+  uint64_t bytes = 0;
+  for (const Outcome& o : outcomes) bytes += o.size;
+  const Counts added = dead_letters_.Keep(outcomes, now_ms, *db_, &wb);
+  // New totals of the touched counters, aggregated per (topic, outcome) first: a batch
+  // holds thousands of messages but only a few topics.
+  std::map<std::string, TopicStats> totals;
+  Counts dead;  // the dead letters' totals after this batch
+  {
+    MutexLock l(&mu_);
+    const Counts before = dead_letters_.totals();
+    dead = {before.count + added.count, before.bytes + added.bytes};
+    const Outcome* last = nullptr;
+    Counts* last_counts = nullptr;
+    for (const Outcome& o : outcomes) {
+      if (!last || o.topic != last->topic || o.discard_reason != last->discard_reason) {
+        auto [it, fresh] = totals.try_emplace(o.topic);
+        if (fresh) {
+          auto t = topics_.find(o.topic);
+          if (t != topics_.end()) it->second = t->second;
+        }
+        last_counts = o.discard_reason.empty() ? &it->second.delivered
+                                               : &it->second.discarded[o.discard_reason];
+        last = &o;
+      }
+      last_counts->count += 1;
+      last_counts->bytes += o.size;
+    }
+  }
+  for (const auto& [topic, t] : totals) {
+    wb.Put(db_->meta, keys::Delivered(topic), keys::EncodeCounts(t.delivered));
+    for (const auto& [reason, c] : t.discarded) {
+      wb.Put(db_->meta, keys::Discarded(topic, reason), keys::EncodeCounts(c));
+    }
+  }
+  if (added.count > 0) wb.Put(db_->meta, keys::kDeadLetters, keys::EncodeCounts(dead));
+  ReportSplit::Change split;
+  {
+    MutexLock l(&mu_);
+    report_.Split(outcomes, lease_.saved().global_ms + 1, db_->meta, &wb, &split);
+  }
+  const Counts index = delivery_index_.Index(outcomes, now_ms, *db_, &wb);
+  rocksdb::Status s = SyncedWrite(&wb);
+  if (!s.ok()) {
+    RecordWriteError(s, "settle");
+    return FromRocks(s, "settle WAL entries");
+  }
+
+  uint64_t limit;
+  {
+    MutexLock l(&mu_);
+    for (auto& [topic, t] : totals) {
+      topics_[topic].delivered = t.delivered;
+      for (auto& [reason, c] : t.discarded) topics_[topic].discarded[reason] = c;
+    }
+    live_bytes_ -= std::min(live_bytes_, bytes);
+    dead_letters_.SetTotals(dead);
+    delivery_index_.SetTotals(index);
+    report_.Apply(std::move(split));
+    limit = committed_next_;
+  }
+  if (range_deleted) {
+    range_deleted_below_ = cand;
+    last_range_delete_ms_ = now_ms;
+  }
+  // Entries below cand are gone; a gap (a failed append, or entries deleted before a
+  // restart) is skipped by seeking to the next live one.
+  for (size_t k = i; k < seqs.size(); ++k) deleted_above_head_.Add(seqs[k]);
+  uint64_t new_head = FirstLiveAtOrAfter(cand, limit).value_or(limit);
+  deleted_above_head_.EraseBelow(new_head);
+  MutexLock l(&mu_);
+  head_ = std::max(head_, new_head);
+  known_gaps_.ForgetBelow(head_);
+  return absl::OkStatus();
+}
+
+}  // namespace kspool::wal

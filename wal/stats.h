@@ -1,0 +1,67 @@
+// The WAL's counters (Stats, per topic TopicStats, Counts) and its commit points
+// (CommitPoints), as returned by LogStatus. Plain values: each call returns a copy the
+// caller owns.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace kspool::wal {
+
+struct Counts {
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+};
+
+struct TopicStats {
+  Counts accepted;
+  Counts delivered;
+  std::map<std::string, Counts> discarded;  // by reason
+  // Of the discarded, those later removed from the dead letters by a limit ("size" or
+  // "age"). Informational: the ledger counts them as discarded.
+  std::map<std::string, Counts> dead_dropped;
+  // Derived: still in the log.
+  Counts pending() const;
+};
+
+struct Stats {
+  uint64_t entries = 0;
+  uint64_t bytes = 0;
+  uint64_t next_seq = 0;
+  std::optional<uint64_t> oldest_seq;
+  std::string agent_id;
+  std::map<std::string, TopicStats> topics;
+  // Synced write batches issued: group commits, settles, commit points and their lease,
+  // dead-letter replay and purge, and the writes of Open, Reopen and a clean close
+  // (RocksDB may merge concurrent ones into one fsync). Not RocksDB's own syncs of
+  // flushed or compacted tables.
+  uint64_t fsyncs = 0;
+  uint64_t group_commits = 0;      // synced append groups that succeeded
+  uint64_t appends = 0;            // Append() calls that succeeded
+  uint64_t appended_messages = 0;  // messages those calls wrote
+  uint64_t capacity_bytes = 0;     // Options::max_bytes
+  Counts dead_letters;             // in the dead-letter store (bytes: stored values)
+  uint64_t queued_bytes = 0;       // appends waiting for the committer
+  // Appends refused since open, by cause: "wal_full", "topic_full", "append_queue_full".
+  std::map<std::string, uint64_t> refused;
+  std::map<std::string, uint64_t> topic_full_refused;  // by topic (tracked topics only)
+  size_t tracked_topics = 0;       // topics whose commit points are kept
+  uint64_t topics_forgotten = 0;   // since open
+  // The delivery index: outcomes kept and their stored bytes (keys + values, what
+  // Options::delivery_retention_bytes bounds), and the floor: every sequence number
+  // below it is forgotten (reported as unknown).
+  Counts delivery_index;
+  uint64_t delivery_floor_seq = 0;
+  size_t report_buckets = 0;       // time buckets of the report's after table
+  uint64_t report_coarsenings = 0; // times they were merged, since open
+};
+
+struct CommitPoints {
+  int64_t global_ms = 0;
+  std::map<std::string, int64_t> topics_ms;
+};
+
+}  // namespace kspool::wal

@@ -73,7 +73,7 @@ uint64_t DecodedRequestBudget(const Config& config) { return config.max_receive_
 uint64_t ReceptionLimit(const Config& config) { return config.max_receive_memory / 4; }
 
 // gRPC's share of the front door's bounds: streams per connection, idle connections,
-// the largest request. No gRPC ResourceQuota: it did not bound memory (README, "The
+// the largest request. No gRPC ResourceQuota: it did not bound memory (docs/OPERATIONS.md, "The
 // front door"; the ReceptionMeter does) and it raised latency (T2 open-loop p50 from
 // 1.0 to 1.4 ms).
 void ConfigureFrontDoor(const Config& config, grpc::ServerBuilder* builder) {

@@ -297,7 +297,7 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   add("kafka-option-file", &c.kafka_option_files,
       "librdkafka property KEY=PATH, repeatable: the value is read from the file at start "
       "(one trailing newline removed), e.g. sasl.password=/run/secrets/kafka-password; "
-      "secret values are never shown (README, Kafka security)");
+      "secret values are never shown (docs/SECURITY.md, Kafka security)");
   bool print_config = false;
   app.add_flag("--print-config", print_config,
                "Print the effective configuration as a --config file (secrets redacted) and "

@@ -70,7 +70,7 @@ struct Config {
   std::vector<std::string> kafka_option_files;
   std::string log_level = "info";
 
-  // TLS on the gRPC listener (README, "TLS"): PEM files, re-read when they change. A
+  // TLS on the gRPC listener (docs/SECURITY.md, "TLS"): PEM files, re-read when they change. A
   // certificate needs its key; a client CA turns on mTLS and needs both.
   std::string tls_cert;
   std::string tls_key;
@@ -78,20 +78,20 @@ struct Config {
   // TLS on the metrics/HTTP listener: its own pair (may be the same files), or none.
   std::string metrics_tls_cert;
   std::string metrics_tls_key;
-  // Access rules (README, "Access control"): a TOML file, re-read when it changes and on
+  // Access rules (docs/SECURITY.md, "Access control"): a TOML file, re-read when it changes and on
   // SIGHUP; empty: every caller may do everything.
   std::string acl_file;
 
   uint64_t heartbeat_interval_ms = 0;         // 0: no heartbeats
   std::vector<std::string> heartbeat_topics;  // empty: every topic the WAL tracks
 
-  // The front door: what clients can hold (see README, "Limits").
+  // The front door: what clients can hold (docs/OPERATIONS.md, "The front door").
   uint64_t max_connections = 1000;              // lowered to fit RLIMIT_NOFILE
   uint64_t max_streams_per_connection = 100;    // concurrent calls on one connection
   uint64_t idle_timeout_ms = 300'000;           // connections without calls are closed
   uint64_t max_receive_memory = 256ull << 20;   // requests in reception and being appended
 
-  // Bruce/Dory-format input (README, "Bruce and Dory clients"); empty paths: off.
+  // Bruce/Dory-format input (README, "Bruce and Dory clients"; docs/BRUCE.md); empty paths: off.
   std::string bruce_datagram_socket;
   std::string bruce_stream_socket;
   std::string bruce_tcp;  // HOST:PORT, loopback only

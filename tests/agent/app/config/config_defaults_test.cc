@@ -7,17 +7,10 @@
 #include <vector>
 
 #include "agent/app/config/config.h"
+#include "tests/agent/app/config/parse_args.h"
 
 namespace kspool::agent {
 namespace {
-
-ParseOutcome Parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "kspool-agent");
-  std::vector<const char*> argv;
-  for (auto& a : args) argv.push_back(a.c_str());
-  const char* envp[] = {nullptr};
-  return ParseConfig(static_cast<int>(argv.size()), argv.data(), envp);
-}
 
 TEST(ConfigDefaults, DurationsAreWrittenAsAUserWouldAndParseBack) {
   EXPECT_EQ(FormatDurationMs(0), "0");
@@ -67,7 +60,7 @@ TEST(ConfigDefaults, ModesAreFourOctalDigitsAndParseBack) {
 // Without flags, the drain, the request limits and the sockets get their components'
 // own defaults: Config writes none of them again.
 TEST(ConfigDefaults, ComponentsKeepTheirOwnDefaults) {
-  ParseOutcome p = Parse({});
+  ParseOutcome p = ParseArgs({});
   ASSERT_FALSE(p.exit) << p.output;
   const Config& c = p.config;
   const DrainOptions d;
@@ -105,7 +98,7 @@ TEST(ConfigDefaults, ComponentsKeepTheirOwnDefaults) {
 
 // --help shows each default as the struct holds it, in the units the flag takes.
 TEST(ConfigDefaults, HelpShowsTheStructsDefaults) {
-  ParseOutcome p = Parse({"--help"});
+  ParseOutcome p = ParseArgs({"--help"});
   ASSERT_TRUE(p.exit);
   EXPECT_EQ(p.exit_code, 0);
   for (const char* shown :

@@ -5,19 +5,11 @@
 #include <fstream>
 
 #include "agent/app/config/config.h"
+#include "tests/agent/app/config/parse_args.h"
 #include "tests/support/temp_dir.h"
 
 namespace kspool::agent {
 namespace {
-
-ParseOutcome Parse(std::vector<std::string> args, std::vector<std::string> env = {}) {
-  args.insert(args.begin(), "kspool-agent");
-  std::vector<const char*> argv, envp;
-  for (auto& a : args) argv.push_back(a.c_str());
-  for (auto& e : env) envp.push_back(e.c_str());
-  envp.push_back(nullptr);
-  return ParseConfig(static_cast<int>(argv.size()), argv.data(), envp.data());
-}
 
 class ConfigSecrets : public ::testing::Test {
  protected:
@@ -30,8 +22,8 @@ class ConfigSecrets : public ::testing::Test {
 
 TEST_F(ConfigSecrets, OptionFileValueIsTheContentWithoutOneTrailingNewline) {
   const std::string pw = Write("pw", "s3cret with spaces, commas\n\n");
-  ParseOutcome p =
-      Parse({"--kafka-option", "sasl.username=u", "--kafka-option-file", "sasl.password=" + pw});
+  ParseOutcome p = ParseArgs(
+      {"--kafka-option", "sasl.username=u", "--kafka-option-file", "sasl.password=" + pw});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(
       p.config.kafka_options,
@@ -42,12 +34,12 @@ TEST_F(ConfigSecrets, OptionFileValueIsTheContentWithoutOneTrailingNewline) {
 TEST_F(ConfigSecrets, OptionFilesComeFromTheEnvironmentOneALineAndFromTheConfigFile) {
   const std::string pw = Write("pw", "from-env"), key = Write("key", "key-pw\r\n");
   ParseOutcome env =
-      Parse({}, {"KSPOOL_KAFKA_OPTION_FILE=sasl.password=" + pw + "\nssl.key.password=" + key});
+      ParseArgs({}, {"KSPOOL_KAFKA_OPTION_FILE=sasl.password=" + pw + "\nssl.key.password=" + key});
   ASSERT_FALSE(env.exit) << env.output;
   EXPECT_EQ(env.config.kafka_options,
             (std::vector<std::string>{"sasl.password=from-env", "ssl.key.password=key-pw"}));
   const std::string toml = Write("k.toml", "kafka-option-file = [\"sasl.password=" + pw + "\"]\n");
-  ParseOutcome file = Parse({"--config", toml});
+  ParseOutcome file = ParseArgs({"--config", toml});
   ASSERT_FALSE(file.exit) << file.output;
   EXPECT_EQ(file.config.kafka_options, std::vector<std::string>{"sasl.password=from-env"});
 }
@@ -55,37 +47,37 @@ TEST_F(ConfigSecrets, OptionFilesComeFromTheEnvironmentOneALineAndFromTheConfigF
 TEST_F(ConfigSecrets, UnreadableOrEmptyFileExitsTwoNamingFlagAndPath) {
   const std::string empty = Write("empty", "\n");
   for (const std::string& path : {dir_.sub("missing"), empty, dir_.path()}) {
-    ParseOutcome p = Parse({"--kafka-option-file", "sasl.password=" + path});
+    ParseOutcome p = ParseArgs({"--kafka-option-file", "sasl.password=" + path});
     EXPECT_TRUE(p.exit);
     EXPECT_EQ(p.exit_code, 2) << p.output;
     EXPECT_NE(p.output.find("--kafka-option-file sasl.password=" + path), std::string::npos)
         << p.output;
   }
-  ParseOutcome bad = Parse({"--kafka-option-file", "no-path"});
+  ParseOutcome bad = ParseArgs({"--kafka-option-file", "no-path"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("KEY=PATH"), std::string::npos) << bad.output;
 }
 
 TEST_F(ConfigSecrets, KeyGivenBothInlineAndByFileIsRefusedWithoutTheValue) {
   const std::string pw = Write("pw", "file-secret-value\n");
-  ParseOutcome p = Parse({"--kafka-option", "sasl.password=inline-secret-value",
-                          "--kafka-option-file", "sasl.password=" + pw});
+  ParseOutcome p = ParseArgs({"--kafka-option", "sasl.password=inline-secret-value",
+                              "--kafka-option-file", "sasl.password=" + pw});
   EXPECT_EQ(p.exit_code, 2) << p.output;
   EXPECT_NE(p.output.find("given with --kafka-option"), std::string::npos) << p.output;
   EXPECT_EQ(p.output.find("secret-value"), std::string::npos) << p.output;
 }
 
 TEST_F(ConfigSecrets, FixedPropertyFromAFileIsRefusedToo) {
-  ParseOutcome p = Parse({"--kafka-option-file", "acks=" + Write("acks", "1\n")});
+  ParseOutcome p = ParseArgs({"--kafka-option-file", "acks=" + Write("acks", "1\n")});
   EXPECT_EQ(p.exit_code, 2) << p.output;
   EXPECT_NE(p.output.find("acks must stay all"), std::string::npos) << p.output;
 }
 
 TEST_F(ConfigSecrets, PrintConfigRedactsSecretsAndKeepsFilePaths) {
   const std::string pw = Write("pw", "file-secret-value");
-  ParseOutcome p = Parse({"--print-config", "--kafka-option", "sasl.username=alice",
-                          "--kafka-option-file", "sasl.password=" + pw},
-                         {"KSPOOL_KAFKA_OPTION=ssl.key.password=env-secret-value"});
+  ParseOutcome p = ParseArgs({"--print-config", "--kafka-option", "sasl.username=alice",
+                              "--kafka-option-file", "sasl.password=" + pw},
+                             {"KSPOOL_KAFKA_OPTION=ssl.key.password=env-secret-value"});
   ASSERT_TRUE(p.exit);
   EXPECT_EQ(p.exit_code, 0) << p.output;
   EXPECT_EQ(p.output.find("secret-value"), std::string::npos) << p.output;
@@ -95,7 +87,8 @@ TEST_F(ConfigSecrets, PrintConfigRedactsSecretsAndKeepsFilePaths) {
   EXPECT_NE(p.output.find("kafka-option-file = [\"sasl.password=" + pw + "\"]\n"),
             std::string::npos)
       << p.output;
-  ParseOutcome env = Parse({"--print-config"}, {"KSPOOL_KAFKA_OPTION=ssl.key.password=env-secret"});
+  ParseOutcome env =
+      ParseArgs({"--print-config"}, {"KSPOOL_KAFKA_OPTION=ssl.key.password=env-secret"});
   EXPECT_NE(env.output.find("kafka-option = [\"ssl.key.password=[redacted]\"]\n"),
             std::string::npos)
       << env.output;
@@ -107,10 +100,10 @@ TEST_F(ConfigSecrets, PrintConfigReflectsPrecedenceAndParsesBackToTheSameConfig)
                                  "max-batch-messages = 7\nheartbeat-topics = [\"a\", \"b\"]\n");
   const std::string pw = Write("pw", "file-secret-value");
   ParseOutcome first =
-      Parse({"--print-config", "--config", toml, "--wal-dir", "/from/flag", "--kafka-option",
-             "debug=conf,msg", "--kafka-option", "client.id=it's \"quoted\"", "--kafka-option-file",
-             "sasl.password=" + pw, "--max-message-age", "7d"},
-            {"KSPOOL_LISTEN=127.0.0.1:2", "KSPOOL_TOPIC_MAX_BYTES=10%"});
+      ParseArgs({"--print-config", "--config", toml, "--wal-dir", "/from/flag", "--kafka-option",
+                 "debug=conf,msg", "--kafka-option", "client.id=it's \"quoted\"",
+                 "--kafka-option-file", "sasl.password=" + pw, "--max-message-age", "7d"},
+                {"KSPOOL_LISTEN=127.0.0.1:2", "KSPOOL_TOPIC_MAX_BYTES=10%"});
   ASSERT_EQ(first.exit_code, 0) << first.output;
   EXPECT_NE(first.output.find("wal-dir = \"/from/flag\"\n"), std::string::npos) << first.output;
   EXPECT_NE(first.output.find("listen = \"127.0.0.1:2\"\n"), std::string::npos) << first.output;
@@ -119,13 +112,13 @@ TEST_F(ConfigSecrets, PrintConfigReflectsPrecedenceAndParsesBackToTheSameConfig)
       << first.output;  // a default
 
   const std::string printed = Write("printed.toml", first.output);
-  ParseOutcome again = Parse({"--config", printed});
+  ParseOutcome again = ParseArgs({"--config", printed});
   ASSERT_FALSE(again.exit) << again.output;
   ParseOutcome direct =
-      Parse({"--config", toml, "--wal-dir", "/from/flag", "--kafka-option", "debug=conf,msg",
-             "--kafka-option", "client.id=it's \"quoted\"", "--kafka-option-file",
-             "sasl.password=" + pw, "--max-message-age", "7d"},
-            {"KSPOOL_LISTEN=127.0.0.1:2", "KSPOOL_TOPIC_MAX_BYTES=10%"});
+      ParseArgs({"--config", toml, "--wal-dir", "/from/flag", "--kafka-option", "debug=conf,msg",
+                 "--kafka-option", "client.id=it's \"quoted\"", "--kafka-option-file",
+                 "sasl.password=" + pw, "--max-message-age", "7d"},
+                {"KSPOOL_LISTEN=127.0.0.1:2", "KSPOOL_TOPIC_MAX_BYTES=10%"});
   ASSERT_FALSE(direct.exit) << direct.output;
   const Config& a = again.config;
   const Config& d = direct.config;
@@ -142,13 +135,13 @@ TEST_F(ConfigSecrets, PrintConfigReflectsPrecedenceAndParsesBackToTheSameConfig)
   EXPECT_EQ(a.idle_timeout_ms, d.idle_timeout_ms);
   EXPECT_EQ(a.bruce_socket.mode, d.bruce_socket.mode);
   // Printing the re-read configuration prints the same text.
-  ParseOutcome twice = Parse({"--print-config", "--config", printed});
+  ParseOutcome twice = ParseArgs({"--print-config", "--config", printed});
   EXPECT_EQ(twice.output, first.output);
 }
 
 TEST_F(ConfigSecrets, PrintConfigOfAnInlineSecretParsesBackAsRedacted) {
-  ParseOutcome first = Parse({"--print-config", "--kafka-option", "sasl.password=inline-pw"});
-  ParseOutcome again = Parse({"--config", Write("p.toml", first.output)});
+  ParseOutcome first = ParseArgs({"--print-config", "--kafka-option", "sasl.password=inline-pw"});
+  ParseOutcome again = ParseArgs({"--config", Write("p.toml", first.output)});
   ASSERT_FALSE(again.exit) << again.output;
   EXPECT_EQ(again.config.kafka_options, std::vector<std::string>{"sasl.password=[redacted]"});
 }

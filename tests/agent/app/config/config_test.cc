@@ -8,23 +8,15 @@
 #include <fstream>
 
 #include "agent/security/tls_credentials.h"
+#include "tests/agent/app/config/parse_args.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_pki.h"
 
 namespace kspool::agent {
 namespace {
 
-ParseOutcome Parse(std::vector<std::string> args, std::vector<std::string> env = {}) {
-  args.insert(args.begin(), "kspool-agent");
-  std::vector<const char*> argv, envp;
-  for (auto& a : args) argv.push_back(a.c_str());
-  for (auto& e : env) envp.push_back(e.c_str());
-  envp.push_back(nullptr);
-  return ParseConfig(static_cast<int>(argv.size()), argv.data(), envp.data());
-}
-
 TEST(Config, DefaultsWithoutAnything) {
-  ParseOutcome p = Parse({});
+  ParseOutcome p = ParseArgs({});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.wal.dir, "/var/lib/kspool/wal");
   EXPECT_EQ(p.config.listen, "127.0.0.1:7411");
@@ -35,8 +27,8 @@ TEST(Config, FlagsBeatEnvironmentBeatFileBeatDefaults) {
   std::string file = dir.sub("kspool.toml");
   std::ofstream(file) << "wal-dir = \"/from/file\"\nlisten = \"127.0.0.1:1\"\n"
                          "kafka-brokers = \"file:9092\"\nmax-batch-messages = 7\n";
-  ParseOutcome p = Parse({"--config", file, "--wal-dir", "/from/flag"},
-                         {"KSPOOL_WAL_DIR=/from/env", "KSPOOL_LISTEN=127.0.0.1:2"});
+  ParseOutcome p = ParseArgs({"--config", file, "--wal-dir", "/from/flag"},
+                             {"KSPOOL_WAL_DIR=/from/env", "KSPOOL_LISTEN=127.0.0.1:2"});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.wal.dir, "/from/flag");       // flag > env > file
   EXPECT_EQ(p.config.listen, "127.0.0.1:2");       // env > file
@@ -49,48 +41,47 @@ TEST(Config, ConfigFileCanComeFromTheEnvironment) {
   kspool::testing::TempDir dir;
   std::string file = dir.sub("k.ini");
   std::ofstream(file) << "wal-dir=/ini/wal\n";
-  ParseOutcome p = Parse({}, {"KSPOOL_CONFIG=" + file});
+  ParseOutcome p = ParseArgs({}, {"KSPOOL_CONFIG=" + file});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.wal.dir, "/ini/wal");
 }
 
 TEST(Config, KafkaOptionsRepeat) {
-  ParseOutcome p = Parse({"--kafka-option", "linger.ms=10", "--kafka-option=batch.size=1000"});
+  ParseOutcome p = ParseArgs({"--kafka-option", "linger.ms=10", "--kafka-option=batch.size=1000"});
   ASSERT_FALSE(p.exit) << p.output;
-  EXPECT_EQ(p.config.kafka_options,
-            (std::vector<std::string>{"linger.ms=10", "batch.size=1000"}));
+  EXPECT_EQ(p.config.kafka_options, (std::vector<std::string>{"linger.ms=10", "batch.size=1000"}));
 }
 
 TEST(Config, UnknownFlagIsAnErrorNamingIt) {
-  ParseOutcome p = Parse({"--wal-dri", "/x"});
+  ParseOutcome p = ParseArgs({"--wal-dri", "/x"});
   EXPECT_TRUE(p.exit);
   EXPECT_NE(p.exit_code, 0);
   EXPECT_NE(p.output.find("--wal-dri"), std::string::npos) << p.output;
 }
 
 TEST(Config, BadNumberIsAnErrorNamingTheFlag) {
-  ParseOutcome p = Parse({"--max-batch-messages", "many"});
+  ParseOutcome p = ParseArgs({"--max-batch-messages", "many"});
   EXPECT_TRUE(p.exit);
   EXPECT_EQ(p.exit_code, 2);
   EXPECT_NE(p.output.find("max-batch-messages"), std::string::npos) << p.output;
 }
 
 TEST(Config, UnknownKspoolVariableIsAnErrorNamingIt) {
-  ParseOutcome p = Parse({}, {"KSPOOL_WALDIR=/x"});
+  ParseOutcome p = ParseArgs({}, {"KSPOOL_WALDIR=/x"});
   EXPECT_TRUE(p.exit);
   EXPECT_EQ(p.exit_code, 2);
   EXPECT_NE(p.output.find("KSPOOL_WALDIR"), std::string::npos) << p.output;
 }
 
 TEST(Config, MissingConfigFileIsAnError) {
-  ParseOutcome p = Parse({"--config", "/nonexistent/kspool.toml"});
+  ParseOutcome p = ParseArgs({"--config", "/nonexistent/kspool.toml"});
   EXPECT_TRUE(p.exit);
   EXPECT_NE(p.exit_code, 0);
   EXPECT_NE(p.output.find("/nonexistent/kspool.toml"), std::string::npos) << p.output;
 }
 
 TEST(Config, BoundsHaveSaneDefaults) {
-  ParseOutcome p = Parse({});
+  ParseOutcome p = ParseArgs({});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.wal.max_queue_bytes, 64u << 20);
   EXPECT_EQ(p.config.topic_max_bytes.Of(1000), 0u) << "no per-topic limit unless asked";
@@ -101,9 +92,9 @@ TEST(Config, BoundsHaveSaneDefaults) {
 }
 
 TEST(Config, SizesTakeBytesUnitsOrAPercentOfTheWal) {
-  ParseOutcome p = Parse({"--topic-max-bytes=10%", "--dead-letter-max-bytes", "2GiB",
-                          "--max-append-queue-bytes=1KiB"},
-                         {"KSPOOL_DEAD_LETTER_MAX_AGE=36h", "KSPOOL_TOPIC_IDLE_FORGET=0"});
+  ParseOutcome p = ParseArgs(
+      {"--topic-max-bytes=10%", "--dead-letter-max-bytes", "2GiB", "--max-append-queue-bytes=1KiB"},
+      {"KSPOOL_DEAD_LETTER_MAX_AGE=36h", "KSPOOL_TOPIC_IDLE_FORGET=0"});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.topic_max_bytes.Of(1'000'000), 100'000u);
   EXPECT_EQ(p.config.topic_max_bytes.Of(0), 0u) << "a share of an unlimited WAL: no limit";
@@ -121,7 +112,7 @@ TEST(Config, SizesTakeBytesUnitsOrAPercentOfTheWal) {
 
 TEST(Config, BadSizesAreErrorsNamingTheFlag) {
   for (const std::string bad : {"lots", "10 MiB", "5PiB", "150%", "1.2.3%", "%"}) {
-    ParseOutcome p = Parse({"--topic-max-bytes", bad});
+    ParseOutcome p = ParseArgs({"--topic-max-bytes", bad});
     EXPECT_TRUE(p.exit) << bad;
     EXPECT_NE(p.exit_code, 0) << bad;
     EXPECT_NE(p.output.find("topic-max-bytes"), std::string::npos) << bad << ": " << p.output;
@@ -129,44 +120,44 @@ TEST(Config, BadSizesAreErrorsNamingTheFlag) {
 }
 
 TEST(Config, GroupCommitDelayIsOffByDefaultAndAtMostATenthOfASecond) {
-  EXPECT_EQ(Parse({}).config.wal.group_commit_delay_us, 0u);
-  ParseOutcome p = Parse({"--group-commit-delay-us", "500"});
+  EXPECT_EQ(ParseArgs({}).config.wal.group_commit_delay_us, 0u);
+  ParseOutcome p = ParseArgs({"--group-commit-delay-us", "500"});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.wal.group_commit_delay_us, 500u);
-  p = Parse({"--group-commit-delay-us", "100001"});
+  p = ParseArgs({"--group-commit-delay-us", "100001"});
   EXPECT_TRUE(p.exit);
   EXPECT_NE(p.output.find("group-commit-delay-us"), std::string::npos) << p.output;
   EXPECT_NE(p.output.find("100000"), std::string::npos) << p.output;
 }
 
 TEST(Config, SizesAndDurationsThatOverflowAreRejected) {
-  ParseOutcome p = Parse({"--dead-letter-max-bytes=20000000000TiB"});
+  ParseOutcome p = ParseArgs({"--dead-letter-max-bytes=20000000000TiB"});
   EXPECT_TRUE(p.exit);
   EXPECT_NE(p.output.find("dead-letter-max-bytes"), std::string::npos) << p.output;
-  p = Parse({"--max-append-queue-bytes=99999999999999999999999"});
+  p = ParseArgs({"--max-append-queue-bytes=99999999999999999999999"});
   EXPECT_TRUE(p.exit);
   EXPECT_NE(p.output.find("max-append-queue-bytes"), std::string::npos) << p.output;
-  p = Parse({"--max-append-queue-bytes=10%"});
+  p = ParseArgs({"--max-append-queue-bytes=10%"});
   EXPECT_TRUE(p.exit) << "the queue's bound is not a share of the WAL";
   EXPECT_NE(p.output.find("max-append-queue-bytes"), std::string::npos) << p.output;
-  p = Parse({"--max-tracked-topics=99999999999999999999999"});
+  p = ParseArgs({"--max-tracked-topics=99999999999999999999999"});
   EXPECT_TRUE(p.exit);
   EXPECT_NE(p.output.find("max-tracked-topics"), std::string::npos) << p.output;
-  p = Parse({"--dead-letter-max-age=999999999999d"});
+  p = ParseArgs({"--dead-letter-max-age=999999999999d"});
   EXPECT_TRUE(p.exit);
   EXPECT_NE(p.output.find("dead-letter-max-age"), std::string::npos) << p.output;
   EXPECT_FALSE(ParseDurationMs("999999999999d").ok()) << "does not fit signed 64-bit ms";
 }
 
 TEST(Config, HelpExitsZeroAndListsFlags) {
-  ParseOutcome p = Parse({"--help"});
+  ParseOutcome p = ParseArgs({"--help"});
   EXPECT_TRUE(p.exit);
   EXPECT_EQ(p.exit_code, 0);
   EXPECT_NE(p.output.find("--kafka-brokers"), std::string::npos);
 }
 
 TEST(Config, VersionExitsZeroAndPrintsTheBuildVersion) {
-  ParseOutcome p = Parse({"--version"});
+  ParseOutcome p = ParseArgs({"--version"});
   EXPECT_TRUE(p.exit);
   EXPECT_EQ(p.exit_code, 0);
   EXPECT_EQ(p.output, std::string("kspool-agent ") + KSPOOL_VERSION + "\n");
@@ -174,9 +165,9 @@ TEST(Config, VersionExitsZeroAndPrintsTheBuildVersion) {
 
 TEST(Config, DurationsTooLargeOrNegativeAreErrorsNamingTheFlag) {
   for (const std::string flag : {"--max-message-age", "--heartbeat-interval"}) {
-    for (const std::string bad : {"999999999999d", "99999999999999999999", "-5s", "-1",
-                                  "106752d", "9223372036854775807ms"}) {
-      ParseOutcome p = Parse({flag, bad});
+    for (const std::string bad : {"999999999999d", "99999999999999999999", "-5s", "-1", "106752d",
+                                  "9223372036854775807ms"}) {
+      ParseOutcome p = ParseArgs({flag, bad});
       EXPECT_TRUE(p.exit) << flag << " " << bad;
       EXPECT_NE(p.exit_code, 0) << flag << " " << bad;
       EXPECT_NE(p.output.find(flag), std::string::npos) << p.output;
@@ -191,7 +182,7 @@ TEST(Config, LargestDurationIsAHundredYears) {
   EXPECT_FALSE(ParseDurationMs("3153600000001ms").ok());
   EXPECT_NE(ParseDurationMs("999999999999d").status().message().find("36500d"), std::string::npos)
       << ParseDurationMs("999999999999d").status();
-  ParseOutcome p = Parse({"--max-message-age", "36500d", "--heartbeat-interval", "10s"});
+  ParseOutcome p = ParseArgs({"--max-message-age", "36500d", "--heartbeat-interval", "10s"});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.drain.max_message_age_ms, 36500ull * 86'400'000);
   EXPECT_EQ(p.config.heartbeat_interval_ms, 10'000u);
@@ -199,43 +190,43 @@ TEST(Config, LargestDurationIsAHundredYears) {
 
 // Millisecond flags are added to int64 times: a value that would overflow is refused.
 TEST(Config, MillisecondFlagsBeyondAHundredYearsOrNegativeAreErrorsNamingTheFlag) {
-  for (const std::string flag : {"--retry-backoff-ms", "--retry-backoff-max-ms",
-                                 "--commit-point-interval-ms", "--wal-reopen-interval-ms",
-                                 "--shutdown-grace-ms"}) {
-    for (const std::string bad : {"18446744073709551615", "9223372036854775808",
-                                  "3153600000001", "99999999999999999999", "-1"}) {
-      ParseOutcome p = Parse({flag, bad});
+  for (const std::string flag :
+       {"--retry-backoff-ms", "--retry-backoff-max-ms", "--commit-point-interval-ms",
+        "--wal-reopen-interval-ms", "--shutdown-grace-ms"}) {
+    for (const std::string bad : {"18446744073709551615", "9223372036854775808", "3153600000001",
+                                  "99999999999999999999", "-1"}) {
+      ParseOutcome p = ParseArgs({flag, bad});
       EXPECT_TRUE(p.exit) << flag << " " << bad;
       EXPECT_NE(p.exit_code, 0) << flag << " " << bad;
       EXPECT_NE(p.output.find(flag), std::string::npos) << flag << " " << bad << ": " << p.output;
     }
-    ParseOutcome ok = Parse({flag, "3153600000000"});
+    ParseOutcome ok = ParseArgs({flag, "3153600000000"});
     EXPECT_FALSE(ok.exit) << flag << ": " << ok.output;
   }
 }
 
 // Byte and count flags are compared with int64 sizes: at most INT64_MAX.
 TEST(Config, SizeFlagsBeyondInt64OrNegativeAreErrorsNamingTheFlag) {
-  for (const std::string flag : {"--wal-max-bytes", "--max-inflight-bytes",
-                                 "--max-message-bytes", "--max-inflight-messages",
-                                 "--max-batch-messages", "--unknown-topic-checks"}) {
-    for (const std::string bad : {"18446744073709551615", "9223372036854775808",
-                                  "99999999999999999999", "-1"}) {
-      ParseOutcome p = Parse({flag, bad});
+  for (const std::string flag :
+       {"--wal-max-bytes", "--max-inflight-bytes", "--max-message-bytes", "--max-inflight-messages",
+        "--max-batch-messages", "--unknown-topic-checks"}) {
+    for (const std::string bad :
+         {"18446744073709551615", "9223372036854775808", "99999999999999999999", "-1"}) {
+      ParseOutcome p = ParseArgs({flag, bad});
       EXPECT_TRUE(p.exit) << flag << " " << bad;
       EXPECT_NE(p.exit_code, 0) << flag << " " << bad;
       EXPECT_NE(p.output.find(flag), std::string::npos) << flag << " " << bad << ": " << p.output;
     }
   }
-  ParseOutcome ok = Parse({"--wal-max-bytes", "9223372036854775807"});
+  ParseOutcome ok = ParseArgs({"--wal-max-bytes", "9223372036854775807"});
   EXPECT_FALSE(ok.exit) << ok.output;
 }
 
 TEST(Config, OverflowingValuesFromTheEnvironmentAreErrorsNamingTheFlag) {
-  ParseOutcome p = Parse({}, {"KSPOOL_RETRY_BACKOFF_MS=18446744073709551615"});
+  ParseOutcome p = ParseArgs({}, {"KSPOOL_RETRY_BACKOFF_MS=18446744073709551615"});
   EXPECT_TRUE(p.exit);
   EXPECT_NE(p.output.find("retry-backoff-ms"), std::string::npos) << p.output;
-  p = Parse({}, {"KSPOOL_MAX_MESSAGE_AGE=999999999999d"});
+  p = ParseArgs({}, {"KSPOOL_MAX_MESSAGE_AGE=999999999999d"});
   EXPECT_TRUE(p.exit);
   EXPECT_NE(p.output.find("max-message-age"), std::string::npos) << p.output;
 }
@@ -244,7 +235,7 @@ TEST(Config, OverflowingValuesFromTheEnvironmentAreErrorsNamingTheFlag) {
 // the agent's own headers (62) and 6 bytes of length varints for each of 64 client
 // headers; the default leaves room for all of it within librdkafka's default limit.
 TEST(Config, DefaultMaxMessageBytesLeavesRoomForKafkasOverheadWithinAMillionBytes) {
-  ParseOutcome p = Parse({});
+  ParseOutcome p = ParseArgs({});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.limits.max_message_bytes, 999'457u);
   EXPECT_EQ(p.config.limits.max_message_bytes + 61 + 36 + 62 + 64 * 6, 1'000'000u);
@@ -253,12 +244,12 @@ TEST(Config, DefaultMaxMessageBytesLeavesRoomForKafkasOverheadWithinAMillionByte
 TEST(Config, MaxMessageBytesBeyondWhatLibrdkafkaCanCarryIsAnErrorNamingTheFlag) {
   for (const std::string bad : {"999999458", "1000000000", "1073741824", "9223372036854775807",
                                 "99999999999999999999", "0"}) {
-    ParseOutcome p = Parse({"--max-message-bytes", bad});
+    ParseOutcome p = ParseArgs({"--max-message-bytes", bad});
     EXPECT_TRUE(p.exit) << bad;
     EXPECT_EQ(p.exit_code, 2) << bad;
     EXPECT_NE(p.output.find("--max-message-bytes"), std::string::npos) << bad << ": " << p.output;
   }
-  ParseOutcome ok = Parse({"--max-message-bytes", "999999457", "--max-receive-memory", "4GiB"});
+  ParseOutcome ok = ParseArgs({"--max-message-bytes", "999999457", "--max-receive-memory", "4GiB"});
   ASSERT_FALSE(ok.exit) << ok.output;
   EXPECT_EQ(ok.config.limits.max_message_bytes, 999'999'457u);
 }
@@ -266,13 +257,14 @@ TEST(Config, MaxMessageBytesBeyondWhatLibrdkafkaCanCarryIsAnErrorNamingTheFlag) 
 // A quarter of --max-receive-memory is the most one request may take: the largest
 // message must fit in it, or it could never be sent.
 TEST(Config, ReceiveMemoryTooSmallForTheLargestMessageIsAnErrorNamingBoth) {
-  ParseOutcome p = Parse({"--max-message-bytes", "9000000", "--max-receive-memory", "32MiB"});
+  ParseOutcome p = ParseArgs({"--max-message-bytes", "9000000", "--max-receive-memory", "32MiB"});
   EXPECT_TRUE(p.exit);
   EXPECT_EQ(p.exit_code, 2);
-  EXPECT_NE(p.output.find("--max-receive-memory 33554432 is too small for --max-message-bytes 9000000"),
-            std::string::npos)
+  EXPECT_NE(
+      p.output.find("--max-receive-memory 33554432 is too small for --max-message-bytes 9000000"),
+      std::string::npos)
       << p.output;
-  EXPECT_FALSE(Parse({"--max-message-bytes", "9000000", "--max-receive-memory", "64MiB"}).exit);
+  EXPECT_FALSE(ParseArgs({"--max-message-bytes", "9000000", "--max-receive-memory", "64MiB"}).exit);
 }
 
 TEST(Config, FrontDoorFlagsRefuseValuesOutsideTheirRange) {
@@ -284,13 +276,13 @@ TEST(Config, FrontDoorFlagsRefuseValuesOutsideTheirRange) {
                                              {"--idle-timeout", "30d"},
                                              {"--max-receive-memory", "1MiB"},
                                              {"--max-receive-memory", "50%"}}) {
-    ParseOutcome p = Parse(bad);
+    ParseOutcome p = ParseArgs(bad);
     EXPECT_TRUE(p.exit) << bad[0] << " " << bad[1];
     EXPECT_EQ(p.exit_code, 2) << bad[0] << " " << bad[1];
     EXPECT_NE(p.output.find(bad[0]), std::string::npos) << p.output;
   }
-  ParseOutcome ok = Parse({"--max-connections", "5", "--max-streams-per-connection", "7",
-                           "--idle-timeout", "90s", "--max-receive-memory", "1GiB"});
+  ParseOutcome ok = ParseArgs({"--max-connections", "5", "--max-streams-per-connection", "7",
+                               "--idle-timeout", "90s", "--max-receive-memory", "1GiB"});
   ASSERT_FALSE(ok.exit) << ok.output;
   EXPECT_EQ(ok.config.max_connections, 5u);
   EXPECT_EQ(ok.config.max_streams_per_connection, 7u);
@@ -302,26 +294,27 @@ TEST(Config, FrontDoorFlagsRefuseValuesOutsideTheirRange) {
 // (it would wrap, or remove the limit) and the error names the flag.
 TEST(Config, OutOfRangeNumbersAreUsageErrorsFromFlagsEnvironmentAndFile) {
   const std::vector<std::string> flags = {
-      "max-message-bytes", "max-batch-messages", "max-inflight-messages",
-      "max-inflight-bytes", "retry-backoff-ms", "retry-backoff-max-ms",
-      "commit-point-interval-ms", "wal-max-bytes", "unknown-topic-checks",
-      "wal-reopen-interval-ms", "max-tracked-topics", "shutdown-grace-ms",
-      "max-message-age", "heartbeat-interval", "dead-letter-max-age", "topic-idle-forget",
-      "max-append-queue-bytes", "topic-max-bytes", "dead-letter-max-bytes",
-      "group-commit-delay-us"};
+      "max-message-bytes",        "max-batch-messages",     "max-inflight-messages",
+      "max-inflight-bytes",       "retry-backoff-ms",       "retry-backoff-max-ms",
+      "commit-point-interval-ms", "wal-max-bytes",          "unknown-topic-checks",
+      "wal-reopen-interval-ms",   "max-tracked-topics",     "shutdown-grace-ms",
+      "max-message-age",          "heartbeat-interval",     "dead-letter-max-age",
+      "topic-idle-forget",        "max-append-queue-bytes", "topic-max-bytes",
+      "dead-letter-max-bytes",    "group-commit-delay-us"};
   kspool::testing::TempDir dir;
   for (const std::string& flag : flags) {
-    for (const std::string bad : {"99999999999999999999", "-1", "18446744073709551616", "1e30",
-                                  "0x10", " 5", "5 ", "+5"}) {
+    for (const std::string bad :
+         {"99999999999999999999", "-1", "18446744073709551616", "1e30", "0x10", " 5", "5 ", "+5"}) {
       std::string env = "KSPOOL_";
       for (char ch : flag) env.push_back(ch == '-' ? '_' : static_cast<char>(std::toupper(ch)));
       const std::string file = dir.sub(flag + ".toml");
       std::ofstream(file) << flag << " = \"" << bad << "\"\n";
-      for (const ParseOutcome& p : {Parse({"--" + flag, bad}), Parse({}, {env + "=" + bad}),
-                                    Parse({"--config", file})}) {
+      for (const ParseOutcome& p : {ParseArgs({"--" + flag, bad}), ParseArgs({}, {env + "=" + bad}),
+                                    ParseArgs({"--config", file})}) {
         EXPECT_TRUE(p.exit) << flag << " '" << bad << "'";
         EXPECT_EQ(p.exit_code, 2) << flag << " '" << bad << "'";
-        EXPECT_NE(p.output.find(flag), std::string::npos) << flag << " '" << bad << "': " << p.output;
+        EXPECT_NE(p.output.find(flag), std::string::npos)
+            << flag << " '" << bad << "': " << p.output;
       }
     }
   }
@@ -332,23 +325,23 @@ TEST(Config, EmptyWalDirIsAUsageErrorFromFlagEnvironmentOrFile) {
   const std::string file = dir.sub("k.toml");
   std::ofstream(file) << "wal-dir = \"\"\n";
   for (const ParseOutcome& p :
-       {Parse({"--wal-dir", ""}), Parse({"--wal-dir="}), Parse({}, {"KSPOOL_WAL_DIR="}),
-        Parse({"--config", file})}) {
+       {ParseArgs({"--wal-dir", ""}), ParseArgs({"--wal-dir="}), ParseArgs({}, {"KSPOOL_WAL_DIR="}),
+        ParseArgs({"--config", file})}) {
     EXPECT_TRUE(p.exit);
     EXPECT_EQ(p.exit_code, 2);
     EXPECT_NE(p.output.find("--wal-dir"), std::string::npos) << p.output;
   }
-  EXPECT_NE(Parse({"--wal-dir", ""}).output.find("must not be empty"), std::string::npos);
+  EXPECT_NE(ParseArgs({"--wal-dir", ""}).output.find("must not be empty"), std::string::npos);
 }
 
 TEST(Config, KafkaOptionValueKeepsItsCommas) {
-  ParseOutcome p = Parse({"--kafka-option", "debug=conf,msg", "--kafka-option=linger.ms=10"});
+  ParseOutcome p = ParseArgs({"--kafka-option", "debug=conf,msg", "--kafka-option=linger.ms=10"});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.kafka_options, (std::vector<std::string>{"debug=conf,msg", "linger.ms=10"}));
 }
 
 TEST(Config, KafkaOptionsFromTheEnvironmentAreOneALine) {
-  ParseOutcome p = Parse({}, {"KSPOOL_KAFKA_OPTION=debug=conf,msg\nlinger.ms=10\n"});
+  ParseOutcome p = ParseArgs({}, {"KSPOOL_KAFKA_OPTION=debug=conf,msg\nlinger.ms=10\n"});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.kafka_options, (std::vector<std::string>{"debug=conf,msg", "linger.ms=10"}));
 }
@@ -358,17 +351,17 @@ TEST(Config, KafkaOptionsFromTheConfigFileAreAListOrOneString) {
   const std::string list = dir.sub("list.toml"), one = dir.sub("one.toml");
   std::ofstream(list) << "kafka-option = [\"debug=conf,msg\", \"linger.ms=10\"]\n";
   std::ofstream(one) << "kafka-option = \"debug=conf,msg\"\n";
-  ParseOutcome p = Parse({"--config", list});
+  ParseOutcome p = ParseArgs({"--config", list});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.kafka_options, (std::vector<std::string>{"debug=conf,msg", "linger.ms=10"}));
-  p = Parse({"--config", one});
+  p = ParseArgs({"--config", one});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.kafka_options, (std::vector<std::string>{"debug=conf,msg"}));
 }
 
 TEST(Config, KafkaOptionWithoutAKeyOrEqualsIsAUsageError) {
   for (const std::string bad : {"linger.ms", "=5", ""}) {
-    ParseOutcome p = Parse({"--kafka-option", bad});
+    ParseOutcome p = ParseArgs({"--kafka-option", bad});
     EXPECT_TRUE(p.exit) << bad;
     EXPECT_EQ(p.exit_code, 2) << bad;
     EXPECT_NE(p.output.find("KEY=VALUE"), std::string::npos) << bad << ": " << p.output;
@@ -376,20 +369,19 @@ TEST(Config, KafkaOptionWithoutAKeyOrEqualsIsAUsageError) {
 }
 
 TEST(Config, AcksAllOrMinusOneIsAcceptedUnderEitherName) {
-  for (const std::string ok : {"acks=all", "acks=-1", "acks=ALL", "request.required.acks=all",
-                               "request.required.acks=-1", "enable.idempotence=true",
-                               "enable.idempotence=1"}) {
-    ParseOutcome p = Parse({"--kafka-option", ok});
+  for (const std::string ok :
+       {"acks=all", "acks=-1", "acks=ALL", "request.required.acks=all", "request.required.acks=-1",
+        "enable.idempotence=true", "enable.idempotence=1"}) {
+    ParseOutcome p = ParseArgs({"--kafka-option", ok});
     EXPECT_FALSE(p.exit) << ok << ": " << p.output;
   }
 }
 
 TEST(Config, AcksBelowAllOrIdempotenceOffIsAUsageErrorUnderEitherName) {
   for (const std::string bad : {"acks=0", "acks=1", "acks=2", "request.required.acks=0",
-                                "request.required.acks=1", "enable.idempotence=false",
-                                "acks="}) {
+                                "request.required.acks=1", "enable.idempotence=false", "acks="}) {
     for (const ParseOutcome& p :
-         {Parse({"--kafka-option", bad}), Parse({}, {"KSPOOL_KAFKA_OPTION=" + bad})}) {
+         {ParseArgs({"--kafka-option", bad}), ParseArgs({}, {"KSPOOL_KAFKA_OPTION=" + bad})}) {
       EXPECT_TRUE(p.exit) << bad;
       EXPECT_EQ(p.exit_code, 2) << bad;
       EXPECT_NE(p.output.find("--kafka-option"), std::string::npos) << bad << ": " << p.output;
@@ -413,27 +405,27 @@ class TlsFlags : public ::testing::Test {
 };
 
 TEST_F(TlsFlags, CertificateKeyAndClientCaAreTaken) {
-  ParseOutcome p = Parse({"--tls-cert", server_.cert, "--tls-key", server_.key,
-                          "--tls-client-ca", pki_.ca_cert()});
+  ParseOutcome p = ParseArgs(
+      {"--tls-cert", server_.cert, "--tls-key", server_.key, "--tls-client-ca", pki_.ca_cert()});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.tls_cert, server_.cert);
   EXPECT_EQ(p.config.tls_client_ca, pki_.ca_cert());
 }
 
 TEST_F(TlsFlags, CertificateWithoutKeyExitsTwoNamingTheFlag) {
-  ParseOutcome p = Parse({"--tls-cert", server_.cert});
+  ParseOutcome p = ParseArgs({"--tls-cert", server_.cert});
   EXPECT_EQ(p.exit_code, 2);
   EXPECT_NE(p.output.find("--tls-cert needs --tls-key"), std::string::npos) << p.output;
 }
 
 TEST_F(TlsFlags, ClientCaWithoutCertificateExitsTwo) {
-  ParseOutcome p = Parse({}, {"KSPOOL_TLS_CLIENT_CA=" + pki_.ca_cert()});
+  ParseOutcome p = ParseArgs({}, {"KSPOOL_TLS_CLIENT_CA=" + pki_.ca_cert()});
   EXPECT_EQ(p.exit_code, 2);
   EXPECT_NE(p.output.find("--tls-client-ca needs --tls-cert"), std::string::npos) << p.output;
 }
 
 TEST_F(TlsFlags, UnreadableFileExitsTwoNamingTheFlag) {
-  ParseOutcome p = Parse({"--tls-cert", server_.cert, "--tls-key", dir_.sub("missing.key")});
+  ParseOutcome p = ParseArgs({"--tls-cert", server_.cert, "--tls-key", dir_.sub("missing.key")});
   EXPECT_EQ(p.exit_code, 2);
   EXPECT_NE(p.output.find("--tls-key " + dir_.sub("missing.key") + ": cannot be read"),
             std::string::npos)
@@ -441,13 +433,13 @@ TEST_F(TlsFlags, UnreadableFileExitsTwoNamingTheFlag) {
 }
 
 TEST_F(TlsFlags, KeyOfAnotherCertificateExitsTwo) {
-  ParseOutcome p = Parse({"--tls-cert", server_.cert, "--tls-key", other_.key});
+  ParseOutcome p = ParseArgs({"--tls-cert", server_.cert, "--tls-key", other_.key});
   EXPECT_EQ(p.exit_code, 2);
   EXPECT_NE(p.output.find("does not match the certificate"), std::string::npos) << p.output;
 }
 
 TEST_F(TlsFlags, ClientCaThatIsNoCertificateExitsTwo) {
-  ParseOutcome p = Parse(
+  ParseOutcome p = ParseArgs(
       {"--tls-cert", server_.cert, "--tls-key", server_.key, "--tls-client-ca", server_.key});
   EXPECT_EQ(p.exit_code, 2);
   EXPECT_NE(p.output.find("--tls-client-ca " + server_.key + ": holds no PEM certificate"),
@@ -475,7 +467,7 @@ namespace {
 TEST(MetricsTlsFlags, CertificateWithoutKeyExitsTwoNamingTheFlag) {
   kspool::testing::TempDir dir;
   kspool::testing::TestPki pki(dir.sub("pki"), "a");
-  ParseOutcome p = Parse({"--metrics-tls-cert", pki.IssueLocalServer("s").cert});
+  ParseOutcome p = ParseArgs({"--metrics-tls-cert", pki.IssueLocalServer("s").cert});
   EXPECT_EQ(p.exit_code, 2);
   EXPECT_NE(p.output.find("--metrics-tls-cert needs --metrics-tls-key"), std::string::npos)
       << p.output;
@@ -484,8 +476,8 @@ TEST(MetricsTlsFlags, CertificateWithoutKeyExitsTwoNamingTheFlag) {
 TEST(MetricsTlsFlags, KeyOfAnotherCertificateExitsTwoNamingTheMetricsFlag) {
   kspool::testing::TempDir dir;
   kspool::testing::TestPki pki(dir.sub("pki"), "a");
-  ParseOutcome p = Parse({"--metrics-tls-cert", pki.IssueLocalServer("s").cert,
-                          "--metrics-tls-key", pki.IssueLocalServer("t").key});
+  ParseOutcome p = ParseArgs({"--metrics-tls-cert", pki.IssueLocalServer("s").cert,
+                              "--metrics-tls-key", pki.IssueLocalServer("t").key});
   EXPECT_EQ(p.exit_code, 2);
   EXPECT_NE(p.output.find("--metrics-tls-key"), std::string::npos) << p.output;
   EXPECT_NE(p.output.find("does not match the certificate of --metrics-tls-cert"),
@@ -494,7 +486,7 @@ TEST(MetricsTlsFlags, KeyOfAnotherCertificateExitsTwoNamingTheMetricsFlag) {
 }
 
 TEST(Config, BruceInputIsOffByDefault) {
-  ParseOutcome p = Parse({});
+  ParseOutcome p = ParseArgs({});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_FALSE(p.config.bruce_enabled());
   EXPECT_EQ(p.config.bruce_max_message_bytes, 0u);  // per-transport defaults
@@ -502,9 +494,10 @@ TEST(Config, BruceInputIsOffByDefault) {
 }
 
 TEST(Config, BruceFlagsAndTheirEnvironmentVariables) {
-  ParseOutcome p = Parse({"--bruce-datagram-socket", "/run/k/d.sock", "--bruce-socket-mode", "640",
-                          "--bruce-max-message-bytes", "4096"},
-                         {"KSPOOL_BRUCE_TCP=127.0.0.1:9090", "KSPOOL_BRUCE_SOCKET_GROUP=kspool"});
+  ParseOutcome p =
+      ParseArgs({"--bruce-datagram-socket", "/run/k/d.sock", "--bruce-socket-mode", "640",
+                 "--bruce-max-message-bytes", "4096"},
+                {"KSPOOL_BRUCE_TCP=127.0.0.1:9090", "KSPOOL_BRUCE_SOCKET_GROUP=kspool"});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_TRUE(p.config.bruce_enabled());
   EXPECT_EQ(p.config.bruce_datagram_socket, "/run/k/d.sock");
@@ -516,7 +509,7 @@ TEST(Config, BruceFlagsAndTheirEnvironmentVariables) {
 
 TEST(Config, BruceSocketModeMustBeOctal) {
   for (const char* bad : {"0698", "rw-rw----", "", "12345"}) {
-    ParseOutcome p = Parse({"--bruce-socket-mode", bad});
+    ParseOutcome p = ParseArgs({"--bruce-socket-mode", bad});
     EXPECT_TRUE(p.exit) << bad;
     EXPECT_EQ(p.exit_code, 2) << bad;
     EXPECT_NE(p.output.find("--bruce-socket-mode"), std::string::npos) << p.output;
@@ -524,21 +517,21 @@ TEST(Config, BruceSocketModeMustBeOctal) {
 }
 
 TEST(Config, ListenSocketModeAndGroup) {
-  EXPECT_EQ(Parse({}).config.listen_socket.mode, 0660u);
+  EXPECT_EQ(ParseArgs({}).config.listen_socket.mode, 0660u);
   const struct group* own = getgrgid(getegid());
   ASSERT_NE(own, nullptr);
   ParseOutcome p =
-      Parse({"--listen-mode", "0600"}, {"KSPOOL_LISTEN_GROUP=" + std::string(own->gr_name)});
+      ParseArgs({"--listen-mode", "0600"}, {"KSPOOL_LISTEN_GROUP=" + std::string(own->gr_name)});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.listen_socket.mode, 0600u);
   EXPECT_EQ(p.config.listen_socket.group, own->gr_name);
-  EXPECT_FALSE(Parse({"--listen-group", ""}).exit) << "empty: the agent's group";
+  EXPECT_FALSE(ParseArgs({"--listen-group", ""}).exit) << "empty: the agent's group";
 }
 
 TEST(Config, BadListenModeOrUnknownListenGroupIsAUsageError) {
   for (auto args : std::vector<std::vector<std::string>>{
            {"--listen-mode", "0869"}, {"--listen-group", "no-such-group-kspool-test"}}) {
-    ParseOutcome p = Parse(args);
+    ParseOutcome p = ParseArgs(args);
     EXPECT_TRUE(p.exit) << args[0];
     EXPECT_EQ(p.exit_code, 2) << args[0];
     EXPECT_NE(p.output.find(args[0]), std::string::npos) << p.output;
@@ -548,32 +541,32 @@ TEST(Config, BadListenModeOrUnknownListenGroupIsAUsageError) {
 TEST(Config, AWorldWritableWalDirIsAUsageErrorNamingItsMode) {
   kspool::testing::TempDir tmp;
   ASSERT_EQ(chmod(tmp.path().c_str(), 0777), 0);
-  ParseOutcome p = Parse({"--wal-dir", tmp.path()});
+  ParseOutcome p = ParseArgs({"--wal-dir", tmp.path()});
   EXPECT_TRUE(p.exit);
   EXPECT_EQ(p.exit_code, 2);
   EXPECT_NE(p.output.find("--wal-dir"), std::string::npos) << p.output;
   EXPECT_NE(p.output.find(tmp.path() + " is world-writable (mode 0777)"), std::string::npos)
       << p.output;
-  EXPECT_FALSE(Parse({"--wal-dir", tmp.sub("not-yet")}).exit);  // created 0700 at start
+  EXPECT_FALSE(ParseArgs({"--wal-dir", tmp.sub("not-yet")}).exit);  // created 0700 at start
 }
 
 TEST(AclFlag, ReadableRulesAreTakenAlsoFromTheEnvironment) {
   kspool::testing::TempDir dir;
   std::ofstream(dir.sub("acl.toml")) << "[[allow]]\nidentity = \"*\"\nsend = [\"*\"]\n";
-  ParseOutcome p = Parse({}, {"KSPOOL_ACL=" + dir.sub("acl.toml")});
+  ParseOutcome p = ParseArgs({}, {"KSPOOL_ACL=" + dir.sub("acl.toml")});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.acl_file, dir.sub("acl.toml"));
-  EXPECT_TRUE(Parse({}).config.acl_file.empty()) << "off by default";
+  EXPECT_TRUE(ParseArgs({}).config.acl_file.empty()) << "off by default";
 }
 
 TEST(AclFlag, InvalidOrMissingFileExitsTwoNamingTheFlagTheFileAndTheProblem) {
   kspool::testing::TempDir dir;
   const std::string acl = dir.sub("acl.toml");
-  ParseOutcome missing = Parse({"--acl", acl});
+  ParseOutcome missing = ParseArgs({"--acl", acl});
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_EQ(missing.output, "--acl " + acl + ": cannot be read\n");
   std::ofstream(acl) << "[[allow]]\nidentity = \"cn:a\"\nadmin = 1\n";
-  ParseOutcome bad = Parse({"--acl", acl});
+  ParseOutcome bad = ParseArgs({"--acl", acl});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_EQ(bad.output,
             "--acl " + acl + ": rule 1 (line 3): admin: true or false, not an integer\n");

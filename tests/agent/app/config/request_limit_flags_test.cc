@@ -3,31 +3,24 @@
 #include <gtest/gtest.h>
 
 #include "agent/app/config/config.h"
+#include "tests/agent/app/config/parse_args.h"
 
 namespace kspool::agent {
 namespace {
 
-ParseOutcome Parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "kspool-agent");
-  std::vector<const char*> argv;
-  for (auto& a : args) argv.push_back(a.c_str());
-  const char* env[] = {nullptr};
-  return ParseConfig(static_cast<int>(argv.size()), argv.data(), env);
-}
-
 TEST(RequestLimitFlags, DefaultsAreSixtyFourHeadersAndOneHourAhead) {
-  ParseOutcome p = Parse({});
+  ParseOutcome p = ParseArgs({});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.limits.max_headers, 64u);
   EXPECT_EQ(p.config.limits.max_future_timestamp_ms, 3'600'000u);
 }
 
 TEST(RequestLimitFlags, TakeACountAndADuration) {
-  ParseOutcome p = Parse({"--max-headers", "8", "--max-future-timestamp", "5m"});
+  ParseOutcome p = ParseArgs({"--max-headers", "8", "--max-future-timestamp", "5m"});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.limits.max_headers, 8u);
   EXPECT_EQ(p.config.limits.max_future_timestamp_ms, 300'000u);
-  p = Parse({"--max-future-timestamp", "0"});
+  p = ParseArgs({"--max-future-timestamp", "0"});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.limits.max_future_timestamp_ms, 0u) << "0: no timestamp in the future";
 }
@@ -37,7 +30,7 @@ TEST(RequestLimitFlags, BadValuesAreErrorsNamingTheFlag) {
        {std::vector<std::string>{"--max-headers", "0"}, {"--max-headers", "-1"},
         {"--max-future-timestamp", "-1h"}, {"--max-future-timestamp", "soon"},
         {"--max-future-timestamp", "99999999d"}}) {
-    ParseOutcome p = Parse(args);
+    ParseOutcome p = ParseArgs(args);
     EXPECT_TRUE(p.exit) << args[0] << " " << args[1];
     EXPECT_NE(p.exit_code, 0);
     EXPECT_NE(p.output.find(args[0]), std::string::npos) << p.output;

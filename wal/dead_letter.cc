@@ -6,11 +6,11 @@ namespace kspool::wal {
 
 std::string EncodeDeadLetter(const Outcome& o, int64_t discard_time_ms) {
   std::string out;
-  out.reserve(16 + o.discard_reason.size() + o.error_text.size() + o.raw.size());
+  out.reserve(16 + o.discard_reason.size() + o.error.size() + o.raw.size());
   out.push_back(1);
   coding::PutFixed64(&out, static_cast<uint64_t>(discard_time_ms));
   coding::PutBytes(&out, o.discard_reason);
-  coding::PutBytes(&out, o.error_text);
+  coding::PutBytes(&out, o.error);
   out.append(o.raw);
   return out;
 }

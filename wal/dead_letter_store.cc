@@ -62,7 +62,7 @@ Counts DeadLetterStore::Keep(const std::vector<Outcome>& outcomes, int64_t now_m
                              const OpenDb& db, rocksdb::WriteBatch* wb) const {
   Counts added;
   for (const Outcome& o : outcomes) {
-    if (o.discard_reason.empty()) continue;
+    if (!o.discarded()) continue;
     std::string letter = EncodeDeadLetter(o, now_ms);
     added.count += 1;
     added.bytes += letter.size();

@@ -69,10 +69,10 @@ class DeliveryIndex {
   // Reading (delivery_index_read.cc): DeliveryQueries' LookupDeliveries and
   // ScanDeliveries, given the live range [head, next) read before the call.
   absl::Status Lookup(const OpenDb& db, uint64_t head, uint64_t next,
-                      const std::vector<uint64_t>& seqs, std::vector<Delivery>* out) const
+                      const std::vector<uint64_t>& seqs, std::vector<Outcome>* out) const
       ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status Scan(const OpenDb& db, uint64_t head, uint64_t from_seq, size_t max_entries,
-                    std::vector<Delivery>* out, uint64_t* next) const ABSL_LOCKS_EXCLUDED(mu_);
+                    std::vector<Outcome>* out, uint64_t* next) const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
   Clock* const clock_;

@@ -32,10 +32,10 @@ absl::StatusOr<DeliveryRun> RunAt(const rocksdb::Iterator& it) {
   return DecodeDeliveryRun(View(it.key()), View(it.value()));
 }
 
-Delivery Unknown(uint64_t seq, std::string why) {
-  Delivery d;
+Outcome Unknown(uint64_t seq, std::string why) {
+  Outcome d;
   d.seq = seq;
-  d.state = Delivery::State::kUnknown;
+  d.state = Outcome::State::kUnknown;
   d.error = std::move(why);
   return d;
 }
@@ -44,7 +44,7 @@ Delivery Unknown(uint64_t seq, std::string why) {
 
 absl::Status DeliveryIndex::Lookup(const OpenDb& db, uint64_t head, uint64_t next,
                                    const std::vector<uint64_t>& seqs,
-                                   std::vector<Delivery>* out) const {
+                                   std::vector<Outcome>* out) const {
   rocksdb::ManagedSnapshot snapshot(db.db.get());
   const uint64_t floor = this->floor();
   rocksdb::ReadOptions index_ro;
@@ -62,11 +62,11 @@ absl::Status DeliveryIndex::Lookup(const OpenDb& db, uint64_t head, uint64_t nex
   std::vector<size_t> order(seqs.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return seqs[a] < seqs[b]; });
-  std::vector<Delivery> found(seqs.size());  // appended to *out only if every lookup works
+  std::vector<Outcome> found(seqs.size());  // appended to *out only if every lookup works
   std::optional<DeliveryRun> run;  // the last one read
   for (size_t i : order) {
     const uint64_t seq = seqs[i];
-    Delivery& d = found[i];
+    Outcome& d = found[i];
     if (index && !(run && run->Covers(seq))) {
       run.reset();
       index->SeekForPrev(keys::Seq(seq));
@@ -84,7 +84,7 @@ absl::Status DeliveryIndex::Lookup(const OpenDb& db, uint64_t head, uint64_t nex
       RETURN_IF_ERROR(FromRocks(log->status(), "read WAL entry " + std::to_string(seq)));
       if (log->Valid() && keys::ParseSeq(View(log->key())) == seq) {
         d.seq = seq;
-        d.state = Delivery::State::kPending;
+        d.state = Outcome::State::kPending;
         continue;
       }
     }
@@ -105,7 +105,7 @@ absl::Status DeliveryIndex::Lookup(const OpenDb& db, uint64_t head, uint64_t nex
 }
 
 absl::Status DeliveryIndex::Scan(const OpenDb& db, uint64_t head, uint64_t from_seq,
-                                 size_t max_entries, std::vector<Delivery>* out,
+                                 size_t max_entries, std::vector<Outcome>* out,
                                  uint64_t* next) const {
   const std::string hi = keys::Seq(head);
   const rocksdb::Slice hi_s(hi);

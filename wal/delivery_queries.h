@@ -20,7 +20,7 @@ class DeliveryQueries {
  public:
   virtual ~DeliveryQueries() = default;
 
-  // One Delivery per element of `seqs`, in the order given (repeats allowed), appended
+  // One Outcome per element of `seqs`, in the order given (repeats allowed), appended
   // to *out: the settled outcome if the index holds it (also below the floor: an entry
   // stuck there and settled late), else PENDING if the entry is live, else UNKNOWN with
   // `error` saying why: "older than the delivery index keeps (oldest kept: F)", "not
@@ -29,7 +29,7 @@ class DeliveryQueries {
   // an entry settled meanwhile is never reported as neither. Meant for up to about
   // 10,000 numbers per call (they are sorted; one seek serves a whole run).
   [[nodiscard]] virtual absl::Status LookupDeliveries(const std::vector<uint64_t>& seqs,
-                                                      std::vector<Delivery>* out) = 0;
+                                                      std::vector<Outcome>* out) = 0;
   // The feed: the outcomes of sequence numbers in [from_seq, head), in order, where
   // every entry below head is settled (head is read first, so nothing returned can
   // change, and an unsettled entry holds back every later outcome); at most max_entries,
@@ -38,7 +38,7 @@ class DeliveryQueries {
   // an entry are skipped. OUT_OF_RANGE when from_seq is below the floor
   // (forgotten outcomes), also when a trim raised it while the call ran.
   [[nodiscard]] virtual absl::Status ScanDeliveries(uint64_t from_seq, size_t max_entries,
-                                                    std::vector<Delivery>* out,
+                                                    std::vector<Outcome>* out,
                                                     uint64_t* next) = 0;
 };
 

@@ -15,10 +15,10 @@ constexpr uint8_t kStateDiscarded = 2;
 
 }  // namespace
 
-Delivery DeliveryRun::At(uint64_t seq) const {
-  Delivery d;
+Outcome DeliveryRun::At(uint64_t seq) const {
+  Outcome d;
   d.seq = seq;
-  d.state = discarded() ? Delivery::State::kDiscarded : Delivery::State::kDelivered;
+  d.state = discarded() ? Outcome::State::kDiscarded : Outcome::State::kDelivered;
   d.topic = topic;
   d.partition = partition;
   d.offset = OffsetOf(seq);
@@ -36,8 +36,10 @@ DeliveryRun DeliveryRun::Of(const Outcome& o, int64_t t) {
   r.partition = std::max(o.partition, -1);  // -1: none; nothing below it is stored
   r.first_offset = o.offset;
   r.topic = o.topic;
-  r.reason = o.discard_reason;
-  r.error = o.error_text;
+  if (o.discarded()) {
+    r.reason = o.discard_reason;
+    r.error = o.error;
+  }
   return r;
 }
 

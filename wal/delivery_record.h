@@ -26,7 +26,9 @@ struct DeliveryRun {
   int32_t partition = -1;
   int64_t first_offset = -1;
   std::string topic;
-  std::string reason;  // empty: delivered; else discarded for this reason
+  // Discarded for this reason, with this error; empty when delivered (the stored state
+  // byte and the reason always agree, so the reason is the state here).
+  std::string reason;
   std::string error;
 
   bool discarded() const { return !reason.empty(); }
@@ -35,16 +37,19 @@ struct DeliveryRun {
   int64_t OffsetOf(uint64_t seq) const {
     return first_offset < 0 ? first_offset : first_offset + static_cast<int64_t>(seq - first_seq);
   }
-  // The Delivery of `seq`, which the run covers.
-  Delivery At(uint64_t seq) const;
+  // The outcome of `seq`, which the run covers (no Settle() inputs: raw, size, receive
+  // time stay empty).
+  Outcome At(uint64_t seq) const;
   // True if `o`, settled at `t`, is the run's next sequence number with the same
   // outcome, so that it extends the run. Inline: Settle asks it once per message.
   bool Extends(const Outcome& o, int64_t t) const {
     return o.seq == end_seq() && t == time_ms && o.offset == OffsetOf(o.seq) &&
            (o.partition < -1 ? -1 : o.partition) == partition && o.topic == topic &&
-           o.discard_reason == reason && o.error_text == error;
+           o.discarded() == discarded() &&
+           (!o.discarded() || (o.discard_reason == reason && o.error == error));
   }
-  // A run of one: `o`, settled at `time_ms`.
+  // A run of one: `o` (delivered, or discarded with a reason: CheckSettleable), settled
+  // at `time_ms`.
   static DeliveryRun Of(const Outcome& o, int64_t time_ms);
 };
 

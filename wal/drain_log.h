@@ -14,6 +14,8 @@
 //    number after the entry is gone.
 //  * After a write error (LogStatus::health) Settle() fails with UNAVAILABLE until
 //    Reopen() succeeds.
+//  * Every outcome given to Settle() is kDelivered, or kDiscarded with a reason
+//    (CheckSettleable, outcome.h); else it fails with INVALID_ARGUMENT and writes nothing.
 // Thread safety: every method may be called from any thread; Settle() calls are
 // serialized inside. Ownership: borrowed from the owner of the wal::Wal.
 #pragma once

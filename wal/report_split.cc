@@ -134,8 +134,9 @@ void ReportSplit::Split(const std::vector<Outcome>& outcomes, int64_t unknown_re
     const int64_t r = o.receive_time_ms ? o.receive_time_ms : unknown_receive_ms;
     // Consecutive outcomes mostly share topic, outcome and receive time (one group
     // commit): look the slot up only when one of them changes.
-    if (!last || r != last_r || o.topic != last->topic || o.discard_reason != last->discard_reason) {
-      const std::string& outcome = o.discard_reason.empty() ? kDelivered : o.discard_reason;
+    if (!last || r != last_r || o.topic != last->topic || o.state != last->state ||
+        o.discard_reason != last->discard_reason) {
+      const std::string& outcome = o.delivered() ? kDelivered : o.discard_reason;
       const int64_t bucket = BucketFor(after_, r);
       auto [it, fresh] = change->put[bucket][o.topic].try_emplace(outcome);
       if (fresh) {

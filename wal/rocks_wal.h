@@ -90,8 +90,8 @@ class RocksWal final : public Wal {
       const std::vector<uint64_t>& seqs) override;
   absl::Status PurgeDeadLetters(const std::vector<uint64_t>& seqs) override;
   absl::Status LookupDeliveries(const std::vector<uint64_t>& seqs,
-                                std::vector<Delivery>* out) override;
-  absl::Status ScanDeliveries(uint64_t from_seq, size_t max_entries, std::vector<Delivery>* out,
+                                std::vector<Outcome>* out) override;
+  absl::Status ScanDeliveries(uint64_t from_seq, size_t max_entries, std::vector<Outcome>* out,
                               uint64_t* next) override;
   absl::StatusOr<DeliveryTrim> TrimDeliveries() override;
 

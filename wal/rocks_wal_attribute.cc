@@ -66,7 +66,7 @@ const std::vector<Outcome>& RocksWal::AttributeUnreadable(const std::vector<Outc
   std::vector<size_t> unreadable;
   for (size_t i = 0; i < given.size(); ++i) {
     const Outcome& o = given[i];
-    if (!o.discard_reason.empty() && !o.raw.empty() && !DecodeRecord(o.raw).ok()) {
+    if (o.discarded() && !o.raw.empty() && !DecodeRecord(o.raw).ok()) {
       unreadable.push_back(i);
     }
   }

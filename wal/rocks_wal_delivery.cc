@@ -7,7 +7,7 @@
 namespace kspool::wal {
 
 absl::Status RocksWal::LookupDeliveries(const std::vector<uint64_t>& seqs,
-                                        std::vector<Delivery>* out) {
+                                        std::vector<Outcome>* out) {
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
   // Read before the index's snapshot: whatever settles or commits after is in it or
@@ -17,7 +17,7 @@ absl::Status RocksWal::LookupDeliveries(const std::vector<uint64_t>& seqs,
 }
 
 absl::Status RocksWal::ScanDeliveries(uint64_t from_seq, size_t max_entries,
-                                      std::vector<Delivery>* out, uint64_t* next) {
+                                      std::vector<Outcome>* out, uint64_t* next) {
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
   const uint64_t head = live_range().head;

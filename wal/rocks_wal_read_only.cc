@@ -72,10 +72,10 @@ class ReadOnlyWal final : public Wal {
   }
   absl::Status PurgeDeadLetters(const std::vector<uint64_t>&) override { return Refused(); }
   absl::Status LookupDeliveries(const std::vector<uint64_t>& seqs,
-                                std::vector<Delivery>* out) override {
+                                std::vector<Outcome>* out) override {
     return wal_->LookupDeliveries(seqs, out);
   }
-  absl::Status ScanDeliveries(uint64_t from_seq, size_t max_entries, std::vector<Delivery>* out,
+  absl::Status ScanDeliveries(uint64_t from_seq, size_t max_entries, std::vector<Outcome>* out,
                               uint64_t* next) override {
     return wal_->ScanDeliveries(from_seq, max_entries, out, next);
   }

@@ -17,6 +17,7 @@ namespace kspool::wal {
 
 absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   if (given.empty()) return absl::OkStatus();
+  RETURN_IF_ERROR(CheckSettleable(given));
   MutexLock settle(&settle_mu_);
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
@@ -84,14 +85,15 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
     const Outcome* last = nullptr;
     Counts* last_counts = nullptr;
     for (const Outcome& o : outcomes) {
-      if (!last || o.topic != last->topic || o.discard_reason != last->discard_reason) {
+      if (!last || o.topic != last->topic || o.state != last->state ||
+          o.discard_reason != last->discard_reason) {
         auto [it, fresh] = totals.try_emplace(o.topic);
         if (fresh) {
           auto t = topics_.find(o.topic);
           if (t != topics_.end()) it->second = t->second;
         }
-        last_counts = o.discard_reason.empty() ? &it->second.delivered
-                                               : &it->second.discarded[o.discard_reason];
+        last_counts =
+            o.delivered() ? &it->second.delivered : &it->second.discarded[o.discard_reason];
         last = &o;
       }
       last_counts->count += 1;

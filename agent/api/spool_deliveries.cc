@@ -1,7 +1,6 @@
 // SpoolService: GetDeliveryStatus and WatchDeliveries, both answered from the WAL's
 // delivery index.
 #include <deque>
-#include <optional>
 
 #include "agent/security/peer_identity.h"
 #include "agent/api/spool_service.h"
@@ -29,10 +28,10 @@ class WatchCall final : public grpc::ServerWriteReactor<DeliveryStatus>,
     if (ready_before_id_) feed_->Ready(id_);
   }
 
-  void Deliver(std::vector<wal::Delivery> batch) override {
+  void Deliver(std::vector<wal::Outcome> batch) override {
     MutexLock l(&mu_);
     if (finished_) return;
-    for (wal::Delivery& d : batch) queue_.push_back(std::move(d));
+    for (wal::Outcome& d : batch) queue_.push_back(std::move(d));
     WriteNextLocked();
   }
   void End(absl::Status status) override {
@@ -99,7 +98,7 @@ class WatchCall final : public grpc::ServerWriteReactor<DeliveryStatus>,
   Mutex mu_;
   uint64_t id_ ABSL_GUARDED_BY(mu_) = 0;
   bool ready_before_id_ ABSL_GUARDED_BY(mu_) = false;
-  std::deque<wal::Delivery> queue_ ABSL_GUARDED_BY(mu_);
+  std::deque<wal::Outcome> queue_ ABSL_GUARDED_BY(mu_);
   DeliveryStatus current_ ABSL_GUARDED_BY(mu_);
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool ending_ ABSL_GUARDED_BY(mu_) = false;
@@ -126,25 +125,16 @@ grpc::ServerUnaryReactor* SpoolService::GetDeliveryStatus(
                                      " asked for, at most " + std::to_string(kMaxStatusQuery)));
     return reactor;
   }
-  // Outcomes a WAIT_FOR_KAFKA call was answered with may not be settled yet: they are
-  // looked up first, so that a status never goes back from what a call was told.
-  std::vector<std::optional<wal::Delivery>> answered;
-  answered.reserve(request->sequences_size());
-  std::vector<uint64_t> seqs;
-  for (uint64_t seq : request->sequences()) {
-    answered.push_back(waiters_->Answered(seq));
-    if (!answered.back()) seqs.push_back(seq);
-  }
-  std::vector<wal::Delivery> found;
+  // One source: the WAL's delivery index. A WAIT_FOR_KAFKA call is answered once its
+  // outcomes are settled there, so a status never goes back from what a call was told
+  // (but after a settle that failed: the status stays PENDING until one succeeds).
+  const std::vector<uint64_t> seqs(request->sequences().begin(), request->sequences().end());
+  std::vector<wal::Outcome> found;
   found.reserve(seqs.size());
   absl::Status s = deliveries_->LookupDeliveries(seqs, &found);
   if (!s.ok()) {
     reactor->Finish(ToGrpc(s));
     return reactor;
-  }
-  auto next = found.begin();
-  for (std::optional<wal::Delivery>& a : answered) {
-    if (!a) a = std::move(*next++);
   }
   // With --acl, a caller learns outcomes only of topics it may send to (admin: all);
   // others read as unknown, like forgotten ones.
@@ -153,15 +143,15 @@ grpc::ServerUnaryReactor* SpoolService::GetDeliveryStatus(
     caller = access_->For(PeerIdentities(*context));
     if (caller->admin()) caller.reset();
   }
-  response->mutable_statuses()->Reserve(static_cast<int>(answered.size()));
-  for (const std::optional<wal::Delivery>& d : answered) {
-    if (caller && !d->topic.empty() && !caller->Allows(d->topic)) {
-      wal::Delivery hidden;
-      hidden.seq = d->seq;
+  response->mutable_statuses()->Reserve(static_cast<int>(found.size()));
+  for (const wal::Outcome& d : found) {
+    if (caller && !d.topic.empty() && !caller->Allows(d.topic)) {
+      wal::Outcome hidden;
+      hidden.seq = d.seq;
       ToProto(hidden, response->add_statuses());
       continue;
     }
-    ToProto(*d, response->add_statuses());
+    ToProto(d, response->add_statuses());
   }
   reactor->Finish(grpc::Status::OK);
   return reactor;

@@ -41,26 +41,26 @@ int64_t WaitDeadline(const grpc::CallbackServerContext& context, Clock* clock) {
 
 }  // namespace
 
-void ToProto(const wal::Delivery& d, kspool::v1::DeliveryStatus* out) {
+void ToProto(const wal::Outcome& d, kspool::v1::DeliveryStatus* out) {
   using State = kspool::v1::DeliveryStatus;
   out->set_sequence(d.seq);
   switch (d.state) {
-    case wal::Delivery::State::kUnknown:
+    case wal::Outcome::State::kUnknown:
       out->set_state(State::STATE_UNKNOWN);
       break;
-    case wal::Delivery::State::kPending:
+    case wal::Outcome::State::kPending:
       out->set_state(State::PENDING);
       break;
-    case wal::Delivery::State::kDelivered:
+    case wal::Outcome::State::kDelivered:
       out->set_state(State::DELIVERED);
       break;
-    case wal::Delivery::State::kDiscarded:
+    case wal::Outcome::State::kDiscarded:
       out->set_state(State::DISCARDED);
       break;
   }
   out->set_topic(d.topic);
-  out->set_partition(d.state == wal::Delivery::State::kDelivered ? d.partition : -1);
-  out->set_offset(d.state == wal::Delivery::State::kDelivered ? d.offset : -1);
+  out->set_partition(d.state == wal::Outcome::State::kDelivered ? d.partition : -1);
+  out->set_offset(d.state == wal::Outcome::State::kDelivered ? d.offset : -1);
   out->set_delivered_time_ms(d.time_ms);
   out->set_discard_reason(d.discard_reason);
   out->set_error(d.error);
@@ -187,7 +187,7 @@ DeliveryWaiters::Id SpoolService::StartSend(grpc::CallbackServerContext* context
   wait->done = std::move(done);
   wait->n = n;
   wait->deadline_mono_ms = WaitDeadline(*context, clock_);
-  wait->id = waiters_->Reserve([wait](absl::Status s, std::vector<wal::Delivery> got) {
+  wait->id = waiters_->Reserve([wait](absl::Status s, std::vector<wal::Outcome> got) {
     SendResult result;
     result.status = ToGrpc(s);
     const std::string range =
@@ -195,7 +195,7 @@ DeliveryWaiters::Id SpoolService::StartSend(grpc::CallbackServerContext* context
     if (s.ok()) {
       for (size_t i = 0; i < wait->n; ++i) result.reply.add_sequence(wait->first + i);
       result.reply.set_receive_time_ms(wait->receive_time_ms);
-      for (const wal::Delivery& d : got) ToProto(d, result.reply.add_deliveries());
+      for (const wal::Outcome& d : got) ToProto(d, result.reply.add_deliveries());
     } else if (absl::IsDeadlineExceeded(s) || absl::IsUnavailable(s)) {
       // Assigned, so durable: say which sequence numbers to ask about later.
       result.status = grpc::Status(

@@ -170,8 +170,8 @@ grpc::Status ToGrpc(const absl::Status& s);
 void FinishSend(grpc::CallbackServerContext* context, grpc::ServerUnaryReactor* reactor,
                 SpoolService::SendResult result, grpc::ByteBuffer* response);
 
-// The public form of a delivery.
-void ToProto(const wal::Delivery& d, kspool::v1::DeliveryStatus* out);
+// The one converter of an outcome to its public form.
+void ToProto(const wal::Outcome& d, kspool::v1::DeliveryStatus* out);
 
 // Serializes `reply` into a call's response buffer.
 template <typename M>

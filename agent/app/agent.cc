@@ -16,16 +16,19 @@
 namespace kspool::agent {
 namespace {
 
-// The drain's outcomes, for delivery confirmation: known ones answer the Sends waiting
-// for Kafka; settled ones release the waiters' answered copies and wake the watchers.
+// The drain's outcomes, for delivery confirmation: settled ones answer the Sends waiting
+// for Kafka (the delivery index holds them, so GetDeliveryStatus agrees) and wake the
+// watchers. Those of a failed settle (a WAL write error) answer the Sends too, as Kafka
+// acknowledged them, rather than leave them waiting for a WAL that may not reopen.
 class DeliveryListener final : public OutcomeListener {
  public:
   DeliveryListener(DeliveryWaiters* waiters, DeliveryFeed* feed) : waiters_(waiters), feed_(feed) {}
-  bool Wanted() const override { return waiters_->active(); }
-  void Known(const std::vector<wal::Outcome>& outcomes) override { waiters_->Resolve(outcomes); }
   void Settled(const std::vector<wal::Outcome>& outcomes) override {
-    waiters_->Settled(outcomes);
+    waiters_->Resolve(outcomes);
     feed_->Notify();
+  }
+  void NotSettled(const std::vector<wal::Outcome>& outcomes, const absl::Status&) override {
+    waiters_->Resolve(outcomes);
   }
 
  private:

@@ -98,7 +98,7 @@ void DeliveryFeed::Serve(uint64_t id) {
   const uint64_t from = it->second.position;
   const uint64_t generation = generation_;
   std::shared_ptr<Sink> sink = it->second.sink;
-  std::vector<wal::Delivery> batch;
+  std::vector<wal::Outcome> batch;
   uint64_t next = from;
   mu_.Unlock();
   absl::Status s = wal_->ScanDeliveries(from, kBatch, &batch, &next);

@@ -30,7 +30,7 @@ class DeliveryFeed {
    public:
     virtual ~Sink() = default;
     // Outcomes in sequence order, continuing the last batch; no more come until Ready().
-    virtual void Deliver(std::vector<wal::Delivery> batch) = 0;
+    virtual void Deliver(std::vector<wal::Outcome> batch) = 0;
     // The feed ends for this watcher: OUT_OF_RANGE (its position is forgotten),
     // UNAVAILABLE (the WAL failed, or the agent stops). The watcher is removed.
     virtual void End(absl::Status status) = 0;

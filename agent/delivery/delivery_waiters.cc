@@ -6,23 +6,6 @@
 
 namespace kspool::agent {
 
-wal::Delivery DeliveryOf(const wal::Outcome& o) {
-  wal::Delivery d;
-  d.seq = o.seq;
-  d.topic = o.topic;
-  d.time_ms = o.time_ms;
-  if (o.discard_reason.empty()) {
-    d.state = wal::Delivery::State::kDelivered;
-    d.partition = o.partition;
-    d.offset = o.offset;
-  } else {
-    d.state = wal::Delivery::State::kDiscarded;
-    d.discard_reason = o.discard_reason;
-    d.error = o.error_text;
-  }
-  return d;
-}
-
 DeliveryWaiters::DeliveryWaiters(Clock* clock) : clock_(clock) {}
 
 DeliveryWaiters::~DeliveryWaiters() {
@@ -74,18 +57,18 @@ DeliveryWaiters::Id DeliveryWaiters::Reserve(Done done) {
   return id;
 }
 
-bool DeliveryWaiters::Fill(Waiter& w, const wal::Delivery& d) {
-  if (!w.assigned || d.seq < w.first || d.seq - w.first >= w.got.size()) return false;
-  wal::Delivery& slot = w.got[d.seq - w.first];
-  if (slot.state != wal::Delivery::State::kUnknown) return false;  // the first outcome stands
-  slot = d;
+bool DeliveryWaiters::Fill(Waiter& w, const wal::Outcome& o) {
+  if (!w.assigned || o.seq < w.first || o.seq - w.first >= w.got.size()) return false;
+  wal::Outcome& slot = w.got[o.seq - w.first];
+  if (slot.state != wal::Outcome::State::kUnknown) return false;  // the first outcome stands
+  slot = o;
   return --w.remaining == 0;
 }
 
 void DeliveryWaiters::Assign(Id id, uint64_t first_seq, size_t n, int64_t deadline_mono_ms) {
   Done done;
   absl::Status status;
-  std::vector<wal::Delivery> got;
+  std::vector<wal::Outcome> got;
   {
     MutexLock l(&mu_);
     auto it = waiters_.find(id);
@@ -97,13 +80,7 @@ void DeliveryWaiters::Assign(Id id, uint64_t first_seq, size_t n, int64_t deadli
     w.remaining = n;
     w.got.resize(n);
     bool complete = n == 0;
-    for (const Kept& k : kept_) {
-      if (k.delivery.seq >= first_seq && k.delivery.seq - first_seq < n) {
-        answered_.insert_or_assign(k.delivery.seq, k.delivery);
-      }
-      complete = Fill(w, k.delivery) || complete;
-    }
-    answered_count_.store(answered_.size());
+    for (const Kept& k : kept_) complete = Fill(w, k.outcome) || complete;
     PruneKeptLocked();
     if (!complete && !closed_) {
       by_first_seq_.emplace(first_seq, id);
@@ -149,7 +126,7 @@ void DeliveryWaiters::Cancel(Id id) {
 
 void DeliveryWaiters::Resolve(const std::vector<wal::Outcome>& outcomes) {
   if (active_.load() == 0 || outcomes.empty()) return;
-  std::vector<std::pair<Done, std::vector<wal::Delivery>>> completed;
+  std::vector<std::pair<Done, std::vector<wal::Outcome>>> completed;
   {
     MutexLock l(&mu_);
     const uint64_t tick = ++tick_;
@@ -164,34 +141,16 @@ void DeliveryWaiters::Resolve(const std::vector<wal::Outcome>& outcomes) {
       }
       if (w == nullptr) {
         // Perhaps the outcome of a reservation still waiting for its append's answer.
-        if (!open_reservations_.empty()) kept_.push_back({tick, DeliveryOf(o)});
+        if (!open_reservations_.empty()) kept_.push_back({tick, o});
         continue;
       }
-      wal::Delivery d = DeliveryOf(o);
-      answered_.insert_or_assign(o.seq, d);
-      if (Fill(*w, d)) {
+      if (Fill(*w, o)) {
         completed.emplace_back(std::move(w->done), std::move(w->got));
         RemoveLocked(id, *w);
       }
     }
-    answered_count_.store(answered_.size());
   }
   for (auto& [done, got] : completed) std::move(done)(absl::OkStatus(), std::move(got));
-}
-
-void DeliveryWaiters::Settled(const std::vector<wal::Outcome>& outcomes) {
-  if (answered_count_.load() == 0) return;
-  MutexLock l(&mu_);
-  for (const wal::Outcome& o : outcomes) answered_.erase(o.seq);
-  answered_count_.store(answered_.size());
-}
-
-std::optional<wal::Delivery> DeliveryWaiters::Answered(uint64_t seq) const {
-  if (answered_count_.load() == 0) return std::nullopt;
-  MutexLock l(&mu_);
-  auto it = answered_.find(seq);
-  if (it == answered_.end()) return std::nullopt;
-  return it->second;
 }
 
 void DeliveryWaiters::ExpireDue(int64_t now_mono_ms) {

@@ -1,8 +1,10 @@
 // DeliveryWaiters: Sends with WAIT_FOR_KAFKA waiting for the outcomes of their
-// sequence numbers. The drain loop tells it of outcomes as they become known — Kafka's
-// acknowledgement or a discard, before the settle (Resolve); a waiter
-// completes when each of its messages has an outcome, when its deadline passes, or when
-// it is cancelled — exactly once, whichever comes first.
+// sequence numbers. The drain loop tells it of outcomes once they are settled, so in
+// the WAL's delivery index (Resolve; also those of a settle that failed, so that a WAL
+// write error does not leave a waiter hanging); a waiter completes when each of its
+// messages has an outcome, when its deadline passes, or when it is cancelled — exactly
+// once, whichever comes first. It keeps no outcome beyond that: GetDeliveryStatus asks
+// the index.
 //
 // The race it closes: a Send learns its sequence numbers only when its append
 // completes, and by then the drain may already have read, produced and settled them. So
@@ -24,7 +26,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
@@ -39,9 +40,9 @@ namespace kspool::agent {
 
 class DeliveryWaiters {
  public:
-  // OK with one Delivery per message (in sequence order), DEADLINE_EXCEEDED,
+  // OK with one outcome per message (in sequence order), DEADLINE_EXCEEDED,
   // CANCELLED, or UNAVAILABLE when the agent stops.
-  using Done = absl::AnyInvocable<void(absl::Status, std::vector<wal::Delivery>) &&>;
+  using Done = absl::AnyInvocable<void(absl::Status, std::vector<wal::Outcome>) &&>;
   using Id = uint64_t;
 
   // `clock`: the monotonic clock deadlines are measured on.
@@ -65,14 +66,9 @@ class DeliveryWaiters {
   void Abandon(Id id);
   // The client went away: completes the waiter with CANCELLED if it still waits.
   void Cancel(Id id);
-  // Known outcomes: delivers each to the waiter of its sequence.
+  // Settled outcomes (or those of a failed settle): delivers each to the waiter of its
+  // sequence; the first outcome of a message stands.
   void Resolve(const std::vector<wal::Outcome>& outcomes);
-  // A batch of outcomes is settled (durable, in the WAL's delivery index): their
-  // answered copies (Answered) are no longer needed.
-  void Settled(const std::vector<wal::Outcome>& outcomes);
-  // The outcome of `seq` if a waiter was answered with it and it is not settled yet,
-  // so that GetDeliveryStatus agrees with an answer given before the settle.
-  std::optional<wal::Delivery> Answered(uint64_t seq) const;
   // Completes the waiters whose deadline is at or before `now_mono_ms`.
   void ExpireDue(int64_t now_mono_ms);
 
@@ -87,18 +83,18 @@ class DeliveryWaiters {
     int64_t deadline = 0;
     uint64_t first = 0;  // valid once assigned
     size_t remaining = 0;
-    std::vector<wal::Delivery> got;
+    std::vector<wal::Outcome> got;
     uint64_t reserved_tick = 0;
     bool assigned = false;
   };
   struct Kept {
     uint64_t tick;
-    wal::Delivery delivery;
+    wal::Outcome outcome;
   };
   using Completion = std::pair<Done, absl::Status>;
 
-  // Fills `w` with `d` if it is one of its messages; true when it completes `w`.
-  static bool Fill(Waiter& w, const wal::Delivery& d);
+  // Fills `w` with `o` if it is one of its messages; true when it completes `w`.
+  static bool Fill(Waiter& w, const wal::Outcome& o);
   void RemoveLocked(Id id, Waiter& w) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PruneKeptLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ExpiryLoop();
@@ -113,15 +109,10 @@ class DeliveryWaiters {
   std::multiset<uint64_t> open_reservations_ ABSL_GUARDED_BY(mu_);  // their ticks
   std::multimap<int64_t, Id> deadlines_ ABSL_GUARDED_BY(mu_);
   std::deque<Kept> kept_ ABSL_GUARDED_BY(mu_);
-  std::map<uint64_t, wal::Delivery> answered_ ABSL_GUARDED_BY(mu_);  // until settled
-  std::atomic<size_t> answered_count_{0};
   std::atomic<size_t> active_{0};  // waiters, for Resolve's fast path
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   std::thread expiry_;
 };
-
-// The Delivery an outcome settles into.
-wal::Delivery DeliveryOf(const wal::Outcome& o);
 
 }  // namespace kspool::agent

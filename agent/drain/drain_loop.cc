@@ -84,10 +84,6 @@ void DrainLoop::RunOnce(int poll_ms) {
   }
   now = options_.clock->MonotonicMillis();
   HandleReports(reports, now);
-  if (!known_.empty()) {
-    options_.outcomes->Known(known_);
-    known_.clear();
-  }
   SettleFinished(now, /*all=*/false);
   brokers_up_.store(producer_ ? producer_->BrokersUp() : 0);
   if (now >= next_commit_update_ms_) {
@@ -142,11 +138,13 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
   next_settle_ms_ = now + static_cast<int64_t>(options_.settle_interval_ms);
   absl::Status s = wal_->Settle(batch);
   if (!s.ok()) {
+    // The entries stay in the window and are settled on a later round. Whoever waits
+    // for these outcomes hears of them now, once: the WAL may not reopen soon.
+    if (options_.outcomes) TellNotSettled(batch, s);
     for (size_t k = 0; k < slots.size(); ++k) {
       slots[k]->batched = false;
       slots[k]->outcome = std::move(batch[k]);
     }
-    // The entries stay in the window and are settled on a later round.
     Degraded("settle_failed");
     if (now - last_settle_error_log_ms_ > 5000) {
       spdlog::warn("drain: removing finished entries from the WAL failed, will retry: {}",
@@ -155,7 +153,17 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
     }
     return;
   }
-  if (options_.outcomes) options_.outcomes->Settled(batch);
+  if (options_.outcomes) {
+    // The listener hears of outcomes without their records (a discard's is in the dead
+    // letters now).
+    for (wal::Outcome& o : batch) {
+      if (!o.raw.empty()) std::string().swap(o.raw);
+    }
+    options_.outcomes->Settled(batch);
+  }
+  if (!told_not_settled_.empty()) {
+    for (const wal::Outcome& o : batch) told_not_settled_.erase(o.seq);
+  }
   // Batches hold thousands of entries of a few topics: look each topic up once per run.
   TopicState* ts = nullptr;
   std::string_view ts_name;
@@ -174,6 +182,23 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
   }
   while (!finished_.empty() && !window_.count(finished_.front())) finished_.pop_front();
   inflight_.store(window_.size());
+}
+
+void DrainLoop::TellNotSettled(const std::vector<wal::Outcome>& batch, const absl::Status& error) {
+  std::vector<wal::Outcome> untold;
+  for (const wal::Outcome& o : batch) {
+    if (!told_not_settled_.insert(o.seq).second) continue;
+    wal::Outcome& u = untold.emplace_back();
+    u.seq = o.seq;
+    u.state = o.state;
+    u.topic = o.topic;
+    u.partition = o.partition;
+    u.offset = o.offset;
+    u.time_ms = o.time_ms;
+    u.discard_reason = o.discard_reason;
+    u.error = o.error;
+  }
+  if (!untold.empty()) options_.outcomes->NotSettled(untold, error);
 }
 
 void DrainLoop::UpdateCommitPoint() {

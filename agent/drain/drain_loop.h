@@ -35,6 +35,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "agent/drain/commit_tracker.h"
@@ -72,7 +73,7 @@ struct DrainOptions {
   uint64_t purge_interval_ms = 2000;
   size_t scan_max_keys = 65536;  // WAL keys one read pass may look at
   Clock* clock = SystemClock::Default();
-  // Told of outcomes when known and when settled (outcome_listener.h); optional.
+  // Told of each outcome once it is settled (outcome_listener.h); optional.
   OutcomeListener* outcomes = nullptr;
   DrainMetrics* metrics = nullptr;       // optional
   PartitionCache* partitions = nullptr;  // required
@@ -141,6 +142,8 @@ class DrainLoop {
   void Forget(uint64_t seq, Slot& slot);
   // Settles what is due; everything finished when `all`.
   void SettleFinished(int64_t now, bool all);
+  // Tells the listener of the outcomes of a failed settle it has not heard of yet.
+  void TellNotSettled(const std::vector<wal::Outcome>& batch, const absl::Status& error);
   void UpdateCommitPoint();
   void UpdateStuck(int64_t now);
   void MaybeReopenWal(int64_t now);
@@ -174,7 +177,9 @@ class DrainLoop {
   // entries finished out of order wait up to settle_delay_ms for the prefix to reach
   // them, then go out one by one. `finished_` lists them in finishing order.
   std::deque<uint64_t> finished_;
-  std::vector<wal::Outcome> known_;  // for OutcomeListener::Known, this pass
+  // Finished entries whose settle failed and that the listener was told of
+  // (OutcomeListener::NotSettled): not told again until a settle succeeds.
+  std::unordered_set<uint64_t> told_not_settled_;
   int64_t next_settle_ms_ = 0;
   int64_t next_commit_update_ms_ = 0;
   int64_t next_reopen_ms_ = 0;

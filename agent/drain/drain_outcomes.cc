@@ -27,10 +27,11 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
     auto k = ts.in_kafka.find(slot.produced_to);
     if (k != ts.in_kafka.end() && k->second > 0) --k->second;
     if (r.result == DeliveryResult::kDelivered) {
-      Finish(r.seq, slot,
-             {r.seq, slot.entry.record.topic, slot.entry.size, "", "", "",
-              slot.entry.record.receive_time_ms, r.partition, r.offset, wall_ms},
-             now);
+      wal::Outcome delivered =
+          wal::Outcome::Delivered(r.seq, slot.entry.record.topic, r.partition, r.offset, wall_ms);
+      delivered.size = slot.entry.size;
+      delivered.receive_time_ms = slot.entry.record.receive_time_ms;
+      Finish(r.seq, slot, std::move(delivered), now);
       last_delivery_ms_.store(now);
       ts.last_delivery_ms = now;
       producer_failures_ = 0;
@@ -69,21 +70,8 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
 }
 
 void DrainLoop::Finish(uint64_t seq, Slot& slot, wal::Outcome outcome, int64_t now) {
-  // A Send that waits for Kafka is answered from the acknowledgement, not the settle:
-  // the message is in Kafka now. Asked per outcome: a waiter that appears later cannot
-  // be waiting for a message that was already read (its sequence numbers come later).
-  if (options_.outcomes && options_.outcomes->Wanted()) {
-    wal::Outcome& known = known_.emplace_back();
-    known.seq = outcome.seq;
-    known.topic = outcome.topic;
-    known.size = outcome.size;
-    known.discard_reason = outcome.discard_reason;
-    known.error_text = outcome.error_text;
-    known.receive_time_ms = outcome.receive_time_ms;
-    known.partition = outcome.partition;
-    known.offset = outcome.offset;
-    known.time_ms = outcome.time_ms != 0 ? outcome.time_ms : options_.clock->NowMillis();
-  }
+  // When the outcome became known: the index keeps it and the listener is told it.
+  if (outcome.time_ms == 0) outcome.time_ms = options_.clock->NowMillis();
   slot.state = Slot::kSettling;
   slot.outcome = std::move(outcome);
   slot.finished_ms = now;
@@ -119,11 +107,11 @@ void DrainLoop::Discard(uint64_t seq, Slot& slot, const std::string& reason,
   const std::string& topic = slot.entry.record.topic;
   spdlog::warn("drain: discarding seq {} (topic '{}') as {}: {}; kept in the dead letters", seq,
                topic, reason, error);
-  Finish(seq, slot,
-         {seq, topic, slot.entry.size, reason, error,
-          decoded ? wal::EncodeRecord(slot.entry.record) : slot.entry.raw,
-          decoded ? slot.entry.record.receive_time_ms : 0},
-         options_.clock->MonotonicMillis());
+  wal::Outcome discarded = wal::Outcome::Discarded(seq, topic, reason, error);
+  discarded.raw = decoded ? wal::EncodeRecord(slot.entry.record) : slot.entry.raw;
+  discarded.size = slot.entry.size;
+  discarded.receive_time_ms = decoded ? slot.entry.record.receive_time_ms : 0;
+  Finish(seq, slot, std::move(discarded), options_.clock->MonotonicMillis());
   discarded_.fetch_add(1);
 }
 

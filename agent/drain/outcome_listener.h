@@ -1,29 +1,36 @@
-// OutcomeListener: who the drain loop tells what became of each message, twice at most:
-// when the outcome is known (Kafka's acknowledgement, or a discard decided), before it
-// is settled, and once Settle() has made it durable. The agent's listener answers Sends
-// that wait for Kafka (Known) and wakes delivery watchers (Settled).
+// OutcomeListener: who the drain loop tells what became of each message — once, when
+// Settle() has made the outcome durable (it is then in the WAL's delivery index, so a
+// lookup agrees with what the listener was told). The agent's listener answers Sends
+// that wait for Kafka and wakes delivery watchers.
+//
+// The one exception is a settle that fails (a WAL write error: the drain retries it
+// until the WAL reopens, which may take long or never happen): the outcomes of that
+// batch are told once through NotSettled(), so that nobody waiting for them hangs, and
+// then once more through Settled() if a later settle succeeds.
+//
+// The outcomes are the drain's wal::Outcome values without the stored record (`raw` is
+// empty: a discard's record is in the dead letters); `time_ms` is always set.
 // Thread safety: every method is called on the drain loop's thread; each must be short
 // and must not block. The listener outlives the loop.
 #pragma once
 
 #include <vector>
 
-#include "wal/wal.h"
+#include "absl/status/status.h"
+#include "wal/outcome.h"
 
 namespace kspool::agent {
 
 class OutcomeListener {
  public:
   virtual ~OutcomeListener() = default;
-  // Whether someone waits for outcomes before they settle (WAIT_FOR_KAFKA Sends). Asked
-  // per outcome, so it must be cheap: a waiter that appears later cannot be waiting for
-  // a message that was already read (its sequence numbers come later).
-  virtual bool Wanted() const = 0;
-  // Outcomes as soon as they are known, gathered while Wanted() said yes, once per
-  // pass of the loop; their `raw` is left out.
-  virtual void Known(const std::vector<wal::Outcome>& outcomes) = 0;
-  // Every batch of outcomes once Settle() has made it durable.
+  // A batch of outcomes that Settle() has made durable; each outcome once.
   virtual void Settled(const std::vector<wal::Outcome>& outcomes) = 0;
+  // A batch whose Settle() failed with `error`: known (Kafka acknowledged them, or a
+  // discard was decided) but not durable. Each outcome at most once, before its
+  // Settled(), however often the settle is retried.
+  virtual void NotSettled(const std::vector<wal::Outcome>& outcomes,
+                          const absl::Status& error) = 0;
 };
 
 }  // namespace kspool::agent

@@ -59,21 +59,17 @@ TEST(DeliveryRunCodec, ExpandsOffsetsOnlyWhenKnown) {
   DeliveryRun d = DeliveredRun();
   EXPECT_EQ(d.At(42).offset, 9'000'000'000'000);
   EXPECT_EQ(d.At(10'041).offset, 9'000'000'009'999);
-  EXPECT_EQ(d.At(50).state, Delivery::State::kDelivered);
+  EXPECT_EQ(d.At(50).state, Outcome::State::kDelivered);
   DeliveryRun x = Discarded();
   EXPECT_EQ(x.At(x.first_seq + 2).offset, -1) << "a discard has no offset, throughout";
-  EXPECT_EQ(x.At(x.first_seq + 2).state, Delivery::State::kDiscarded);
+  EXPECT_EQ(x.At(x.first_seq + 2).state, Outcome::State::kDiscarded);
   EXPECT_EQ(x.At(x.first_seq + 2).discard_reason, "msg_size_too_large");
   EXPECT_FALSE(x.Covers(x.first_seq + 3));
   EXPECT_FALSE(x.Covers(x.first_seq - 1));
 }
 
 TEST(DeliveryRunCodec, OnlyTheSameOutcomeAtTheNextNumberExtendsARun) {
-  Outcome o;
-  o.seq = 7;
-  o.topic = "t";
-  o.partition = 1;
-  o.offset = 70;
+  Outcome o = Outcome::Delivered(7, "t", 1, 70);
   DeliveryRun r = DeliveryRun::Of(o, 5);
   Outcome next = o;
   next.seq = 8;
@@ -93,6 +89,7 @@ TEST(DeliveryRunCodec, OnlyTheSameOutcomeAtTheNextNumberExtendsARun) {
   changed.topic = "u";
   EXPECT_FALSE(r.Extends(changed, 5));
   changed = next;
+  changed.state = Outcome::State::kDiscarded;
   changed.discard_reason = "expired";
   EXPECT_FALSE(r.Extends(changed, 5));
 }

@@ -19,7 +19,7 @@ namespace kspool::wal {
 
 class DeliveryTest : public ::testing::Test {
  protected:
-  using State = Delivery::State;
+  using State = Outcome::State;
   static constexpr int64_t kStart = 1'700'000'000'000;
 
   std::unique_ptr<Wal> OpenWal(const std::function<void(Options*)>& tweak = nullptr) {
@@ -59,25 +59,24 @@ class DeliveryTest : public ::testing::Test {
     return out;
   }
   static Outcome Discard(const Entry& e, const std::string& reason, const std::string& error) {
-    Outcome o{e.seq, e.record.topic, e.size, reason, error, EncodeRecord(e.record),
-              e.record.receive_time_ms};
-    return o;
+    return SettleDiscarded(e.seq, e.record.topic, e.size, reason, error, EncodeRecord(e.record),
+                           e.record.receive_time_ms);
   }
-  static std::vector<Delivery> Lookup(Wal* wal, const std::vector<uint64_t>& seqs) {
-    std::vector<Delivery> out;
+  static std::vector<Outcome> Lookup(Wal* wal, const std::vector<uint64_t>& seqs) {
+    std::vector<Outcome> out;
     absl::Status s = wal->LookupDeliveries(seqs, &out);
     EXPECT_TRUE(s.ok()) << s;
     return out;
   }
-  static Delivery Lookup(Wal* wal, uint64_t seq) {
-    std::vector<Delivery> d = Lookup(wal, std::vector<uint64_t>{seq});
-    return d.empty() ? Delivery{} : d[0];
+  static Outcome Lookup(Wal* wal, uint64_t seq) {
+    std::vector<Outcome> d = Lookup(wal, std::vector<uint64_t>{seq});
+    return d.empty() ? Outcome{} : d[0];
   }
   // Every outcome ScanDeliveries yields from `from`, max_entries at a time; *next_out gets
   // where it stopped.
-  static std::vector<Delivery> ScanFeed(Wal* wal, uint64_t from, size_t max_entries,
+  static std::vector<Outcome> ScanFeed(Wal* wal, uint64_t from, size_t max_entries,
                                         uint64_t* next_out = nullptr) {
-    std::vector<Delivery> all;
+    std::vector<Outcome> all;
     uint64_t next = from;
     for (int calls = 0; calls < 100000; ++calls) {
       const size_t before = all.size();
@@ -88,9 +87,9 @@ class DeliveryTest : public ::testing::Test {
     if (next_out) *next_out = next;
     return all;
   }
-  static std::vector<uint64_t> Seqs(const std::vector<Delivery>& d) {
+  static std::vector<uint64_t> Seqs(const std::vector<Outcome>& d) {
     std::vector<uint64_t> out;
-    for (const Delivery& x : d) out.push_back(x.seq);
+    for (const Outcome& x : d) out.push_back(x.seq);
     return out;
   }
   // The stored bytes of `runs` as the index counts them (key + value).

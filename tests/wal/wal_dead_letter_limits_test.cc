@@ -32,8 +32,8 @@ class WalDeadLetterLimits : public ::testing::Test {
     std::vector<uint64_t> seqs;
     for (const Entry& x : e) {
       if (x.record.topic != topic) continue;
-      discards.push_back({x.seq, topic, x.size, "expired", "too old", EncodeRecord(x.record),
-                          x.record.receive_time_ms});
+      discards.push_back(SettleDiscarded(x.seq, topic, x.size, "expired", "too old",
+                                         EncodeRecord(x.record), x.record.receive_time_ms));
       seqs.push_back(x.seq);
     }
     EXPECT_TRUE(wal->Settle(discards).ok());

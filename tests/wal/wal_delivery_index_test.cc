@@ -13,7 +13,7 @@ TEST_F(WalDelivery, DeliveredOutcomeIsFoundWithItsPartitionAndOffset) {
   auto wal = OpenWal();
   std::vector<Entry> e = Append(wal.get(), 3, "orders");
   ASSERT_TRUE(wal->Settle(Deliver(e, 2, 100)).ok());
-  Delivery d = Lookup(wal.get(), e[1].seq);
+  Outcome d = Lookup(wal.get(), e[1].seq);
   EXPECT_EQ(d.seq, e[1].seq);
   EXPECT_EQ(d.state, State::kDelivered);
   EXPECT_EQ(d.topic, "orders");
@@ -35,7 +35,7 @@ TEST_F(WalDelivery, LiveEntryIsPending) {
   auto wal = OpenWal();
   std::vector<Entry> e = Append(wal.get(), 2);
   ASSERT_TRUE(wal->Settle(Deliver({e[1]}, 0, 5)).ok());
-  Delivery d = Lookup(wal.get(), e[0].seq);
+  Outcome d = Lookup(wal.get(), e[0].seq);
   EXPECT_EQ(d.state, State::kPending);
   EXPECT_EQ(d.seq, e[0].seq);
   EXPECT_EQ(Lookup(wal.get(), e[1].seq).state, State::kDelivered) << "settled above the head";
@@ -48,7 +48,7 @@ TEST_F(WalDelivery, DiscardedOutcomeKeepsItsReasonAndError) {
                            Discard(e[1], "msg_size_too_large", "Broker: Message size too large")})
                   .ok());
   for (const Entry& x : e) {
-    Delivery d = Lookup(wal.get(), x.seq);
+    Outcome d = Lookup(wal.get(), x.seq);
     EXPECT_EQ(d.state, State::kDiscarded);
     EXPECT_EQ(d.topic, "orders");
     EXPECT_EQ(d.discard_reason, "msg_size_too_large");
@@ -70,7 +70,7 @@ TEST_F(WalDelivery, UnknownSaysWhy) {
   ASSERT_TRUE(wal->Settle(Deliver(before, 0, 0)).ok());
   ASSERT_TRUE(wal->Settle(Deliver(after, 0, 2)).ok());
 
-  std::vector<Delivery> d = Lookup(wal.get(), {gap, after[0].seq + 1, 0});
+  std::vector<Outcome> d = Lookup(wal.get(), {gap, after[0].seq + 1, 0});
   ASSERT_EQ(d.size(), 3u);
   EXPECT_EQ(d[0].state, State::kUnknown);
   EXPECT_EQ(d[0].seq, gap);
@@ -85,7 +85,7 @@ TEST_F(WalDelivery, LookupAnswersInRequestOrderWithRepeats) {
   auto wal = OpenWal();
   std::vector<Entry> e = Append(wal.get(), 4);
   ASSERT_TRUE(wal->Settle(Deliver({e[0], e[1]}, 1, 10)).ok());
-  std::vector<Delivery> d = Lookup(wal.get(), {e[3].seq, e[0].seq, e[3].seq, e[1].seq});
+  std::vector<Outcome> d = Lookup(wal.get(), {e[3].seq, e[0].seq, e[3].seq, e[1].seq});
   ASSERT_EQ(d.size(), 4u);
   EXPECT_EQ(Seqs(d), (std::vector<uint64_t>{e[3].seq, e[0].seq, e[3].seq, e[1].seq}));
   EXPECT_EQ(d[0].state, State::kPending);
@@ -151,7 +151,7 @@ TEST_F(WalDelivery, RunsBreakWhereTheOutcomeChanges) {
   };
   EXPECT_EQ(wal->GetStats().delivery_index.bytes,
             StoredBytes({run(o[0], 2), run(o[2], 1), run(o[3], 1), run(o[4], 1), run(o[5], 1)}));
-  std::vector<Delivery> d = Lookup(wal.get(), Seqs(ScanFeed(wal.get(), 1, 100)));
+  std::vector<Outcome> d = Lookup(wal.get(), Seqs(ScanFeed(wal.get(), 1, 100)));
   ASSERT_EQ(d.size(), 6u);
   EXPECT_EQ(d[1].offset, 11);
   EXPECT_EQ(d[2].partition, 1);
@@ -165,7 +165,7 @@ TEST_F(WalDelivery, ScanDeliveriesStopsAtTheHead) {
   std::vector<Entry> e = Append(wal.get(), 5);
   ASSERT_TRUE(wal->Settle(Deliver({e[0], e[1], e[3], e[4]}, 0, 0)).ok());
   uint64_t next = 0;
-  std::vector<Delivery> d = ScanFeed(wal.get(), 1, 100, &next);
+  std::vector<Outcome> d = ScanFeed(wal.get(), 1, 100, &next);
   EXPECT_EQ(Seqs(d), (std::vector<uint64_t>{e[0].seq, e[1].seq}))
       << "an unsettled entry holds back every later outcome";
   EXPECT_EQ(next, e[2].seq);
@@ -186,7 +186,7 @@ TEST_F(WalDelivery, ScanDeliveriesSkipsGaps) {
   ASSERT_TRUE(wal->Settle(Deliver(a, 0, 0)).ok());
   ASSERT_TRUE(wal->Settle(Deliver(b, 0, 2)).ok());
   uint64_t next = 0;
-  std::vector<Delivery> d = ScanFeed(wal.get(), 1, 100, &next);
+  std::vector<Outcome> d = ScanFeed(wal.get(), 1, 100, &next);
   EXPECT_EQ(Seqs(d), (std::vector<uint64_t>{a[0].seq, a[1].seq, b[0].seq, b[1].seq}));
   EXPECT_EQ(next, b[1].seq + 1);
 }
@@ -195,13 +195,13 @@ TEST_F(WalDelivery, ScanDeliveriesResumesInsideARun) {
   auto wal = OpenWal();
   std::vector<Entry> e = Append(wal.get(), 10);
   ASSERT_TRUE(wal->Settle(Deliver(e, 5, 50)).ok());  // one run
-  std::vector<Delivery> out;
+  std::vector<Outcome> out;
   uint64_t next = 0;
   ASSERT_TRUE(wal->ScanDeliveries(e[2].seq, 3, &out, &next).ok());
   EXPECT_EQ(Seqs(out), (std::vector<uint64_t>{e[2].seq, e[3].seq, e[4].seq}));
   EXPECT_EQ(out[0].offset, 52);
   EXPECT_EQ(next, e[5].seq);
-  std::vector<Delivery> rest = ScanFeed(wal.get(), next, 4, &next);
+  std::vector<Outcome> rest = ScanFeed(wal.get(), next, 4, &next);
   ASSERT_EQ(rest.size(), 5u);
   EXPECT_EQ(rest.back().offset, 59);
   EXPECT_EQ(next, e[9].seq + 1);
@@ -218,7 +218,7 @@ TEST_F(WalDelivery, ScanBelowTheFloorIsOutOfRange) {
   ASSERT_TRUE(wal->TrimDeliveries().ok());
   const uint64_t floor = wal->GetStats().delivery_floor_seq;
   ASSERT_EQ(floor, e[2].seq + 1);
-  std::vector<Delivery> out;
+  std::vector<Outcome> out;
   uint64_t next = 0;
   absl::Status s = wal->ScanDeliveries(e[1].seq, 10, &out, &next);
   EXPECT_EQ(s.code(), absl::StatusCode::kOutOfRange) << s;

@@ -28,7 +28,7 @@ TEST_F(WalDeliveryRecovery, SettleAgainAfterADroppedFailedSyncKeepsTheLatestOffs
   ASSERT_EQ(Lookup(wal.get(), e[0].seq).state, State::kPending) << "the scenario: dropped";
   // Produced again, it landed at another offset: that one counts.
   ASSERT_TRUE(wal->Settle(Deliver(e, 0, 9)).ok());
-  Delivery d = Lookup(wal.get(), e[0].seq);
+  Outcome d = Lookup(wal.get(), e[0].seq);
   EXPECT_EQ(d.state, State::kDelivered);
   EXPECT_EQ(d.offset, 9);
   EXPECT_EQ(wal->GetStats().delivery_index.count, 1u);
@@ -125,14 +125,14 @@ TEST_F(WalDeliveryRecovery, LedgerAndIndexAgreeAfterPowerCut) {
       for (const auto& [reason, c] : t.discarded) settled += c.count;
     }
     ASSERT_EQ(st.delivery_index.count, settled) << "iteration " << iter;
-    std::vector<Delivery> all;
+    std::vector<Outcome> all;
     for (uint64_t from = 1; from < st.next_seq; from += 10'000) {  // the callers' cap
       std::vector<uint64_t> seqs;
       for (uint64_t s = from; s < std::min(from + 10'000, st.next_seq); ++s) seqs.push_back(s);
       ASSERT_TRUE(wal->LookupDeliveries(seqs, &all).ok());
     }
     std::map<State, uint64_t> by_state;
-    for (const Delivery& d : all) {
+    for (const Outcome& d : all) {
       ++by_state[d.state];
       auto c = confirmed.find(d.seq);
       if (c == confirmed.end()) continue;
@@ -176,12 +176,12 @@ TEST_F(WalDeliveryRecovery, OlderWalWithoutTheIndexOpensWithFloorAtHead) {
     auto view = OpenWal([](Options* o) { o->read_only = true; });
     ASSERT_NE(view, nullptr);
     EXPECT_EQ(view->GetStats().delivery_floor_seq, e[2].seq);
-    Delivery d = Lookup(view.get(), e[1].seq);
+    Outcome d = Lookup(view.get(), e[1].seq);
     EXPECT_EQ(d.state, State::kUnknown);
     EXPECT_EQ(d.error,
               "older than the delivery index keeps (oldest kept: " + std::to_string(e[2].seq) + ")");
     EXPECT_EQ(Lookup(view.get(), e[2].seq).state, State::kPending);
-    std::vector<Delivery> out;
+    std::vector<Outcome> out;
     uint64_t next = 0;
     EXPECT_EQ(view->ScanDeliveries(1, 10, &out, &next).code(), absl::StatusCode::kOutOfRange);
   }

@@ -42,7 +42,7 @@ TEST_F(WalDeliveryTrim, TrimByBytesRaisesTheFloor) {
   EXPECT_EQ(s.delivery_index.count, 2u);
   EXPECT_EQ(s.delivery_index.bytes, 2 * per_run);
   EXPECT_EQ(s.delivery_floor_seq, e[4].seq);
-  Delivery gone = Lookup(wal.get(), e[3].seq);
+  Outcome gone = Lookup(wal.get(), e[3].seq);
   EXPECT_EQ(gone.state, State::kUnknown);
   EXPECT_EQ(gone.error,
             "older than the delivery index keeps (oldest kept: " + std::to_string(e[4].seq) + ")");
@@ -97,7 +97,7 @@ TEST_F(WalDeliveryTrim, LateOutcomeBelowTheFloorIsStillFound) {
   ASSERT_EQ(wal->GetStats().delivery_floor_seq, e[3].seq + 1) << "the scenario";
   EXPECT_EQ(Lookup(wal.get(), e[0].seq).state, State::kPending) << "live below the floor";
   ASSERT_TRUE(wal->Settle(Deliver({e[0]}, 0, 0)).ok());
-  Delivery d = Lookup(wal.get(), e[0].seq);
+  Outcome d = Lookup(wal.get(), e[0].seq);
   EXPECT_EQ(d.state, State::kDelivered);
   EXPECT_EQ(d.offset, 0);
 }
@@ -133,7 +133,7 @@ TEST_F(WalDeliveryTrim, UnreadableRunIsDataLossUntilTrimmedAsTheOldest) {
                 return db->Put(rocksdb::WriteOptions(), cf.at("delivery"), key, "\x01\x05");
               }).ok());
   auto wal = OpenWal([](Options* o) { o->delivery_retention_ms = kHour; });
-  std::vector<Delivery> out;
+  std::vector<Outcome> out;
   EXPECT_EQ(wal->LookupDeliveries({e[0].seq}, &out).code(), absl::StatusCode::kDataLoss);
   EXPECT_TRUE(out.empty()) << "nothing is appended when a lookup fails";
   uint64_t next = 0;

@@ -96,8 +96,8 @@ TEST_F(WalFault, DiscardMovesTheEntryToDeadLettersWithItsReason) {
   auto wal = OpenWal();
   ASSERT_TRUE(wal->Append(MakeBatch("t", 2, "v")).ok());
   std::vector<Entry> e = ScanAll(wal.get());
-  Outcome o{e[0].seq, "t", e[0].size, "msg_size_too_large", "Broker: Message size too large",
-            EncodeRecord(e[0].record)};
+  Outcome o = SettleDiscarded(e[0].seq, "t", e[0].size, "msg_size_too_large",
+                              "Broker: Message size too large", EncodeRecord(e[0].record));
   ASSERT_TRUE(wal->Settle({o}).ok());
   std::vector<DeadLetter> dead;
   ASSERT_TRUE(wal->ScanDeadLetters(0, 100, &dead).ok());
@@ -187,9 +187,11 @@ class WalCorrupt : public WalFault {
     std::vector<Outcome> outcomes;
     for (const Entry& e : ScanAll(wal)) {
       if (e.status.ok()) {
-        outcomes.push_back({e.seq, e.record.topic, e.size, "", "", "", e.record.receive_time_ms});
+        outcomes.push_back(
+            SettleDelivered(e.seq, e.record.topic, e.size, e.record.receive_time_ms));
       } else {
-        outcomes.push_back({e.seq, SalvageTopic(e.raw), e.size, "corrupt", "checksum", e.raw, 0});
+        outcomes.push_back(
+            SettleDiscarded(e.seq, SalvageTopic(e.raw), e.size, "corrupt", "checksum", e.raw, 0));
       }
     }
     ASSERT_TRUE(wal->Settle(outcomes).ok());
@@ -202,7 +204,8 @@ TEST_F(WalCorrupt, RecordWithAnUnreadableTopicIsChargedToTheTopicThatAcceptedIt)
   std::vector<Entry> e = ScanAll(wal.get());
   ASSERT_FALSE(e[3].status.ok());
   ASSERT_EQ(SalvageTopic(e[3].raw), "");
-  ASSERT_TRUE(wal->Settle({{4, "", e[3].size, "corrupt", "checksum", e[3].raw, 0}}).ok());
+  ASSERT_TRUE(wal->Settle({SettleDiscarded(4, "", e[3].size, "corrupt", "checksum", e[3].raw, 0)})
+                  .ok());
   Stats s = wal->GetStats();
   EXPECT_EQ(s.topics["b"].discarded["corrupt"].count, 1u);
   EXPECT_EQ(s.topics["b"].discarded["corrupt"].bytes, e[3].size);
@@ -258,7 +261,9 @@ TEST_F(WalFault, FsyncsCountsEverySyncedWriteAndMatchesTheFileSystem) {
   EXPECT_EQ(fsyncs(), opened + 2) << "a settle";
   ASSERT_TRUE(wal->SaveCommitPoints({e[1].record.receive_time_ms - 1, {}}).ok());
   EXPECT_EQ(fsyncs(), opened + 3) << "a commit point of a WAL with live entries";
-  ASSERT_TRUE(wal->Settle({{e[1].seq, "t", e[1].size, "expired", "", EncodeRecord(e[1].record), 0}}).ok());
+  ASSERT_TRUE(wal->Settle({SettleDiscarded(e[1].seq, "t", e[1].size, "expired", "",
+                                           EncodeRecord(e[1].record), 0)})
+                  .ok());
   ASSERT_TRUE(wal->PurgeDeadLetters({e[1].seq}).ok());
   EXPECT_EQ(fsyncs(), opened + 5) << "a discard and a dead-letter purge";
   EXPECT_EQ(wal->GetStats().group_commits, 1u);

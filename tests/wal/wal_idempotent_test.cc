@@ -24,8 +24,8 @@ class WalIdempotent : public ::testing::TestWithParam<bool> {
     return wal.ok() ? std::move(wal).value() : nullptr;
   }
   static Outcome Discard(const Entry& e) {
-    return {e.seq, e.record.topic, e.size, "expired", "too old", EncodeRecord(e.record),
-            e.record.receive_time_ms};
+    return SettleDiscarded(e.seq, e.record.topic, e.size, "expired", "too old",
+                           EncodeRecord(e.record), e.record.receive_time_ms);
   }
   static size_t DeadLetters(Wal* wal) {
     std::vector<DeadLetter> dead;
@@ -157,7 +157,7 @@ TEST(WalSettle, OutcomesForEntriesNotLiveChangeNothingAlsoAfterARestart) {
   ASSERT_TRUE(wal->Append(MakeBatch("t", 10, "v")).ok());
   std::vector<Entry> e = ScanAll(wal.get());
   auto discard = [&](const Entry& x) {
-    return Outcome{x.seq, "t", x.size, "expired", "old", EncodeRecord(x.record), 0};
+    return SettleDiscarded(x.seq, "t", x.size, "expired", "old", EncodeRecord(x.record), 0);
   };
   ASSERT_TRUE(wal->Settle(Delivered({e[0], e[1], e[2], e[5]})).ok());
   ASSERT_TRUE(wal->Settle({discard(e[6])}).ok());
@@ -169,7 +169,7 @@ TEST(WalSettle, OutcomesForEntriesNotLiveChangeNothingAlsoAfterARestart) {
   again.push_back(discard(e[6]));
   again.push_back(discard(e[0]));
   again.push_back(discard(e[5]));
-  again.push_back({4242, "t", 10, "", "", "", 0});
+  again.push_back(SettleDelivered(4242, "t", 10, 0));
   ASSERT_TRUE(wal->Settle(again).ok());
   TopicStats t = wal->GetStats().topics["t"];
   EXPECT_EQ(t.delivered.count, before.delivered.count + 1) << "only e[7], once";
@@ -204,6 +204,27 @@ TEST(WalSettle, OutcomesForEntriesNotLiveChangeNothingAlsoAfterARestart) {
       << "live entries below the restart's high-water mark are settled as usual";
   ExpectLedgerHolds(wal.get(), "after settling the rest");
   EXPECT_EQ(ScanAll(wal.get()).size(), 1u);
+}
+
+// An outcome that is neither delivered nor discarded with a reason cannot be stored
+// (the index keeps a state byte and a discard by its reason): the whole batch is refused.
+TEST(WalSettle, RefusesABatchWithAnOutcomeThatIsNeitherDeliveredNorADiscardWithAReason) {
+  kspool::testing::TempDir dir;
+  Options o;
+  o.dir = dir.path();
+  auto wal = std::move(Wal::Open(o)).value();
+  ASSERT_TRUE(wal->Append(MakeBatch("t", 3, "v")).ok());
+  std::vector<Entry> e = ScanAll(wal.get());
+  std::vector<Outcome> pending = Delivered(e);
+  pending[1].state = Outcome::State::kPending;
+  EXPECT_EQ(wal->Settle(pending).code(), absl::StatusCode::kInvalidArgument);
+  std::vector<Outcome> no_reason = Delivered(e);
+  no_reason[2] = SettleDiscarded(e[2].seq, "t", e[2].size, "", "why", EncodeRecord(e[2].record));
+  EXPECT_EQ(wal->Settle(no_reason).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ScanAll(wal.get()).size(), 3u) << "nothing settled";
+  EXPECT_EQ(wal->GetStats().topics["t"].delivered.count, 0u);
+  ASSERT_TRUE(wal->Settle(Delivered(e)).ok());
+  EXPECT_EQ(ScanAll(wal.get()).size(), 0u);
 }
 
 TEST(WalSettle, PendingSaturatesInsteadOfWrapping) {

@@ -24,8 +24,8 @@ class WalLimits : public ::testing::Test {
     return std::move(wal).value();
   }
   static Outcome Discard(const Entry& e) {
-    return {e.seq, e.record.topic, e.size, "msg_size_too_large", "too big", EncodeRecord(e.record),
-            e.record.receive_time_ms};
+    return SettleDiscarded(e.seq, e.record.topic, e.size, "msg_size_too_large", "too big",
+                           EncodeRecord(e.record), e.record.receive_time_ms);
   }
   kspool::testing::TempDir dir_;
   ManualClock clock_{1'000'000};
@@ -136,7 +136,7 @@ TEST_F(WalLimits, ReplayedDeadLettersLeaveTheDeadLetterTotals) {
   ASSERT_EQ(dead.size(), 1u);
   Outcome left;
   left.discard_reason = dead[0].reason;
-  left.error_text = dead[0].error_text;
+  left.error = dead[0].error_text;
   left.raw = dead[0].raw;
   EXPECT_EQ(st.dead_letters.bytes, EncodeDeadLetter(left, dead[0].discard_time_ms).size());
 }

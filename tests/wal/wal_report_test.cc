@@ -16,8 +16,8 @@ class WalReport : public ::testing::Test {
     return std::move(Wal::Open(o)).value();
   }
   Outcome Discarded(const Entry& e, const std::string& reason) {
-    return {e.seq, e.record.topic, e.size, reason, "err", EncodeRecord(e.record),
-            e.record.receive_time_ms};
+    return SettleDiscarded(e.seq, e.record.topic, e.size, reason, "err", EncodeRecord(e.record),
+                           e.record.receive_time_ms);
   }
   kspool::testing::TempDir dir_;
   ManualClock clock_{1'000'000};

@@ -192,8 +192,8 @@ TEST_F(WalTest, LedgerHoldsAcrossReopen) {
     std::vector<Entry> e = ScanAll(wal.get());
     e.resize(4);
     ASSERT_TRUE(wal->Settle(Delivered(e)).ok());
-    std::vector<Outcome> discard = {{5, "a", ScanAll(wal.get())[0].size, "expired", "too old",
-                                     ScanAll(wal.get())[0].raw}};
+    std::vector<Outcome> discard = {SettleDiscarded(5, "a", ScanAll(wal.get())[0].size, "expired",
+                                                    "too old", ScanAll(wal.get())[0].raw)};
     ASSERT_TRUE(wal->Settle(discard).ok());
   }
   auto wal = OpenWal();

@@ -70,10 +70,28 @@ inline bool Tracks(Wal* wal, const std::string& topic) {
   return std::find(t.begin(), t.end(), topic) != t.end();
 }
 
+// Outcomes for Settle() as the drain makes them: with the entry's size and receive time
+// (and a discard's record).
+inline Outcome SettleDelivered(uint64_t seq, std::string topic, size_t size,
+                               int64_t receive_time_ms = 0) {
+  Outcome o = Outcome::Delivered(seq, std::move(topic), -1, -1);
+  o.size = size;
+  o.receive_time_ms = receive_time_ms;
+  return o;
+}
+inline Outcome SettleDiscarded(uint64_t seq, std::string topic, size_t size, std::string reason,
+                               std::string error, std::string raw, int64_t receive_time_ms = 0) {
+  Outcome o = Outcome::Discarded(seq, std::move(topic), std::move(reason), std::move(error));
+  o.raw = std::move(raw);
+  o.size = size;
+  o.receive_time_ms = receive_time_ms;
+  return o;
+}
+
 inline std::vector<Outcome> Delivered(const std::vector<Entry>& entries) {
   std::vector<Outcome> out;
   for (const Entry& e : entries) {
-    out.push_back({e.seq, e.record.topic, e.size, "", "", "", e.record.receive_time_ms});
+    out.push_back(SettleDelivered(e.seq, e.record.topic, e.size, e.record.receive_time_ms));
   }
   return out;
 }

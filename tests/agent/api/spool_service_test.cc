@@ -182,12 +182,8 @@ class SpoolWaitTest : public SpoolServiceTest {
     std::vector<wal::Outcome> outcomes;
     for (const wal::Entry& e : Entries()) {
       if (!resolved_.insert(e.seq).second) continue;
-      wal::Outcome o;
-      o.seq = e.seq;
-      o.topic = e.record.topic;
-      o.partition = 0;
-      o.offset = static_cast<int64_t>(e.seq) + 1000;
-      outcomes.push_back(o);
+      outcomes.push_back(wal::Outcome::Delivered(e.seq, e.record.topic, 0,
+                                                 static_cast<int64_t>(e.seq) + 1000));
     }
     waiters_.Resolve(outcomes);
     return outcomes.size();

@@ -42,8 +42,9 @@ TEST_F(WalMaintenanceTest, ARoundRemovesExpiredDeadLettersAndForgetsIdleTopics) 
   ASSERT_TRUE(wal_->Append(wal::MakeBatch("gone", 3, "v")).ok());
   std::vector<wal::Outcome> discards;
   for (const wal::Entry& e : wal::ScanAll(wal_.get())) {
-    discards.push_back({e.seq, e.record.topic, e.size, "msg_size_too_large", "too big",
-                        wal::EncodeRecord(e.record), e.record.receive_time_ms});
+    discards.push_back(wal::SettleDiscarded(e.seq, e.record.topic, e.size, "msg_size_too_large",
+                                            "too big", wal::EncodeRecord(e.record),
+                                            e.record.receive_time_ms));
   }
   ASSERT_TRUE(wal_->Settle(discards).ok());
   EXPECT_TRUE(MetricsHave("kspool_dead_letters 3"));

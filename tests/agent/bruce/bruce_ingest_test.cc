@@ -175,9 +175,7 @@ TEST_F(BruceIngestTest, AWalThatRefusesMakesFlushWaitAndRetryWithoutDroppingAnyt
     std::vector<wal::Entry> e = Entries();
     std::vector<wal::Outcome> out;
     for (const wal::Entry& x : e) {
-      wal::Outcome o;
-      o.seq = x.seq;
-      o.topic = x.record.topic;
+      wal::Outcome o = wal::Outcome::Delivered(x.seq, x.record.topic, -1, -1);
       o.size = x.size;
       o.receive_time_ms = x.record.receive_time_ms;
       out.push_back(o);

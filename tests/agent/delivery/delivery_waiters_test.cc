@@ -4,7 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <optional>
 
 namespace kspool::agent {
 namespace {
@@ -12,11 +11,11 @@ namespace {
 struct Captured {
   int calls = 0;
   absl::Status status;
-  std::vector<wal::Delivery> got;
+  std::vector<wal::Outcome> got;
 };
 
 DeliveryWaiters::Done Capture(Captured* c) {
-  return [c](absl::Status s, std::vector<wal::Delivery> got) {
+  return [c](absl::Status s, std::vector<wal::Outcome> got) {
     ++c->calls;
     c->status = std::move(s);
     c->got = std::move(got);
@@ -24,13 +23,7 @@ DeliveryWaiters::Done Capture(Captured* c) {
 }
 
 wal::Outcome Delivered(uint64_t seq, int32_t partition, int64_t offset) {
-  wal::Outcome o;
-  o.seq = seq;
-  o.topic = "t";
-  o.partition = partition;
-  o.offset = offset;
-  o.time_ms = 5;
-  return o;
+  return wal::Outcome::Delivered(seq, "t", partition, offset, /*time_ms=*/5);
 }
 
 class DeliveryWaitersTest : public ::testing::Test {
@@ -45,16 +38,14 @@ TEST_F(DeliveryWaitersTest, CompletesWhenEveryMessageHasAnOutcomeInSequenceOrder
   waiters_.Assign(id, 10, 3, 0);
   waiters_.Resolve({Delivered(12, 1, 100), Delivered(10, 0, 7)});
   EXPECT_EQ(c.calls, 0);
-  wal::Outcome discarded = Delivered(11, -1, -1);
-  discarded.discard_reason = "msg_size_too_large";
-  discarded.error_text = "too big";
+  wal::Outcome discarded = wal::Outcome::Discarded(11, "t", "msg_size_too_large", "too big", 5);
   waiters_.Resolve({discarded});
   ASSERT_EQ(c.calls, 1);
   ASSERT_TRUE(c.status.ok());
   ASSERT_EQ(c.got.size(), 3u);
   EXPECT_EQ(c.got[0].seq, 10u);
   EXPECT_EQ(c.got[0].offset, 7);
-  EXPECT_EQ(c.got[1].state, wal::Delivery::State::kDiscarded);
+  EXPECT_EQ(c.got[1].state, wal::Outcome::State::kDiscarded);
   EXPECT_EQ(c.got[1].discard_reason, "msg_size_too_large");
   EXPECT_EQ(c.got[2].partition, 1);
   EXPECT_EQ(c.got[2].offset, 100);
@@ -135,19 +126,19 @@ TEST_F(DeliveryWaitersTest, CloseEndsAssignedWaitersAndThoseAssignedLater) {
   EXPECT_TRUE(absl::IsUnavailable(later.status));
 }
 
-TEST_F(DeliveryWaitersTest, AnAnsweredOutcomeIsKnownUntilItIsSettled) {
+// Outcomes come settled (in the WAL's delivery index, which GetDeliveryStatus asks), so
+// the waiters keep no copy of an answer.
+TEST_F(DeliveryWaitersTest, KeepsNoOutcomeOnceTheWaiterIsAnswered) {
   Captured c;
   const auto id = waiters_.Reserve(Capture(&c));
   waiters_.Assign(id, 40, 1, 0);
-  EXPECT_FALSE(waiters_.Answered(40).has_value());
   waiters_.Resolve({Delivered(40, 3, 77), Delivered(41, 3, 78)});
   ASSERT_EQ(c.calls, 1);
-  std::optional<wal::Delivery> d = waiters_.Answered(40);
-  ASSERT_TRUE(d.has_value());
-  EXPECT_EQ(d->offset, 77);
-  EXPECT_FALSE(waiters_.Answered(41).has_value()) << "nobody was answered with it";
-  waiters_.Settled({Delivered(40, 3, 77)});
-  EXPECT_FALSE(waiters_.Answered(40).has_value()) << "the WAL's index answers from now on";
+  ASSERT_EQ(c.got.size(), 1u);
+  EXPECT_EQ(c.got[0].offset, 77);
+  EXPECT_EQ(waiters_.waiting(), 0u);
+  EXPECT_EQ(waiters_.kept_outcomes(), 0u) << "nobody was answered with 41";
+  EXPECT_FALSE(waiters_.active());
 }
 
 TEST_F(DeliveryWaitersTest, ExpiryThreadEndsAWaiterAtItsDeadline) {
@@ -155,7 +146,7 @@ TEST_F(DeliveryWaitersTest, ExpiryThreadEndsAWaiterAtItsDeadline) {
   DeliveryWaiters waiters(clock);
   waiters.StartExpiry();
   std::atomic<int> calls{0};
-  const auto id = waiters.Reserve([&calls](absl::Status s, std::vector<wal::Delivery>) {
+  const auto id = waiters.Reserve([&calls](absl::Status s, std::vector<wal::Outcome>) {
     EXPECT_TRUE(absl::IsDeadlineExceeded(s));
     calls.fetch_add(1);
   });

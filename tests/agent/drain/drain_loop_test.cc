@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
 #include "tests/agent/drain/fake_producer.h"
+#include "tests/support/fault_fs.h"
 #include "tests/support/temp_dir.h"
 #include "wal/wal.h"
 
@@ -335,25 +337,32 @@ TEST_F(Drain, UnknownTopicIsDiscardedAfterFreshAnswersWhileOthersFlow) {
   EXPECT_EQ(wal_->GetStats().topics["missing"].discarded["unknown_topic"].count, 5u);
 }
 
-// Records what the drain tells its OutcomeListener.
+// Records what the drain tells its OutcomeListener, and what the WAL's delivery index
+// says of each settled outcome at the moment the listener hears of it.
 struct RecordingListener : OutcomeListener {
-  bool wanted = true;
-  int known_calls = 0;
-  std::vector<wal::Outcome> known;
+  wal::Wal* wal = nullptr;
+  int settled_calls = 0;
   std::vector<wal::Outcome> settled;
-  bool Wanted() const override { return wanted; }
-  void Known(const std::vector<wal::Outcome>& outcomes) override {
-    ++known_calls;
-    known.insert(known.end(), outcomes.begin(), outcomes.end());
-  }
+  std::vector<wal::Outcome> in_index;  // the index's answer for each of `settled`
+  std::vector<wal::Outcome> not_settled;
+  std::vector<absl::Status> errors;
   void Settled(const std::vector<wal::Outcome>& outcomes) override {
+    ++settled_calls;
     settled.insert(settled.end(), outcomes.begin(), outcomes.end());
+    std::vector<uint64_t> seqs;
+    for (const wal::Outcome& o : outcomes) seqs.push_back(o.seq);
+    EXPECT_TRUE(wal->LookupDeliveries(seqs, &in_index).ok());
+  }
+  void NotSettled(const std::vector<wal::Outcome>& outcomes, const absl::Status& error) override {
+    not_settled.insert(not_settled.end(), outcomes.begin(), outcomes.end());
+    errors.push_back(error);
   }
 };
 
-TEST_F(Drain, ListenerHearsOutcomesWhenKnownWhileWantedAndWhenSettled) {
+TEST_F(Drain, ListenerHearsEachOutcomeOnceWhenItIsInTheDeliveryIndex) {
   kafka_.leaders["t"] = {true};
   RecordingListener listener;
+  listener.wal = wal_.get();
   {
     DrainOptions o;
     o.outcomes = &listener;
@@ -361,29 +370,91 @@ TEST_F(Drain, ListenerHearsOutcomesWhenKnownWhileWantedAndWhenSettled) {
   }
   Append("t", 3);
   drain_->RunOnce(0);
-  // Known in the pass that took the acknowledgements, all at once, without the record.
-  ASSERT_EQ(listener.known.size(), 3u);
-  EXPECT_EQ(listener.known_calls, 1);
-  for (const wal::Outcome& o : listener.known) {
+  // Settled in the pass that took the acknowledgements, all at once, without the record.
+  ASSERT_EQ(listener.settled.size(), 3u);
+  EXPECT_EQ(listener.settled_calls, 1);
+  for (const wal::Outcome& o : listener.settled) {
     EXPECT_EQ(o.topic, "t");
-    EXPECT_EQ(o.discard_reason, "");  // delivered
+    EXPECT_EQ(o.state, wal::Outcome::State::kDelivered);
+    EXPECT_EQ(o.discard_reason, "");
     EXPECT_EQ(o.offset, 0);
     EXPECT_TRUE(o.raw.empty());
     EXPECT_NE(o.time_ms, 0);
   }
+  // What the listener is told, GetDeliveryStatus's source already says.
+  ASSERT_EQ(listener.in_index.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(listener.in_index[i].state, wal::Outcome::State::kDelivered);
+    EXPECT_EQ(listener.in_index[i].offset, listener.settled[i].offset);
+    EXPECT_EQ(listener.in_index[i].time_ms, listener.settled[i].time_ms);
+  }
   Run(20);
   EXPECT_EQ(Live("t"), 0u);
-  ASSERT_EQ(listener.settled.size(), 3u);
-  EXPECT_EQ(listener.settled[0].seq, listener.known[0].seq);
+  EXPECT_EQ(listener.settled.size(), 3u);
 
-  // Nobody waits: outcomes are told only once settled.
-  listener.wanted = false;
+  // Each outcome is told once.
   Append("t", 2);
   Run(20);
   EXPECT_EQ(Live("t"), 0u);
-  EXPECT_EQ(listener.known.size(), 3u);
-  EXPECT_EQ(listener.known_calls, 1);
-  EXPECT_EQ(listener.settled.size(), 5u);
+  ASSERT_EQ(listener.settled.size(), 5u);
+  std::set<uint64_t> seqs;
+  for (const wal::Outcome& o : listener.settled) EXPECT_TRUE(seqs.insert(o.seq).second) << o.seq;
+  EXPECT_TRUE(listener.not_settled.empty());
+}
+
+// A settle that fails (a WAL write error, until the WAL reopens) must not leave anyone
+// waiting for its outcomes: they are told once as not settled, then once settled.
+TEST_F(Drain, ListenerHearsOnceOfOutcomesWhoseSettleFailedAndAgainOnceSettled) {
+  auto fs = std::make_shared<kspool::testing::FaultInjectionFileSystem>();
+  tracker_.reset();
+  wal_.reset();
+  {
+    wal::Options o;
+    o.dir = dir_.sub("faulty-wal");
+    o.clock = &clock_;
+    o.env = kspool::testing::EnvFor(fs);
+    absl::StatusOr<std::unique_ptr<wal::Wal>> w = wal::Wal::Open(o);
+    ASSERT_TRUE(w.ok()) << w.status();
+    wal_ = std::move(w).value();
+    tracker_ = std::make_unique<CommitTracker>(wal_.get());
+  }
+  kafka_.leaders["t"] = {true};
+  RecordingListener listener;
+  listener.wal = wal_.get();
+  {
+    DrainOptions o;
+    o.outcomes = &listener;
+    o.wal_reopen_interval_ms = 1000;
+    StartDrain(o);
+  }
+  Append("t", 3);
+  fs->FailNextSyncs(1'000'000);  // the settle's sync, and every reopen's, fail
+  drain_->RunOnce(0);
+  ASSERT_EQ(listener.not_settled.size(), 3u);
+  EXPECT_FALSE(listener.errors[0].ok());
+  for (const wal::Outcome& o : listener.not_settled) {
+    EXPECT_EQ(o.state, wal::Outcome::State::kDelivered);
+    EXPECT_EQ(o.offset, 0);
+    EXPECT_TRUE(o.raw.empty());
+    EXPECT_NE(o.time_ms, 0);
+  }
+  EXPECT_TRUE(listener.settled.empty());
+  Run(50);  // settles retried, and a reopen, all failing: not told again
+  EXPECT_FALSE(wal_->health().ok());
+  EXPECT_EQ(listener.not_settled.size(), 3u);
+  EXPECT_TRUE(listener.settled.empty());
+
+  fs->FailNextSyncs(0);
+  Run(150);  // past the next reopen
+  ASSERT_TRUE(wal_->health().ok());
+  EXPECT_EQ(Live("t"), 0u);
+  ASSERT_EQ(listener.settled.size(), 3u);
+  EXPECT_EQ(listener.settled[0].seq, listener.not_settled[0].seq);
+  EXPECT_EQ(listener.settled[0].offset, listener.not_settled[0].offset);
+  EXPECT_EQ(listener.not_settled.size(), 3u);
+  for (const wal::Outcome& o : listener.in_index) {
+    EXPECT_EQ(o.state, wal::Outcome::State::kDelivered);
+  }
 }
 
 }  // namespace

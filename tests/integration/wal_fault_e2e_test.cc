@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <thread>
 
 #include "tests/support/http_get.h"
 #include "tests/support/raw_wal.h"
@@ -57,6 +58,41 @@ TEST(WalFaultE2E, AfterAFailedFsyncNothingIsAckedUntilTheWalIsReopened) {
   EXPECT_EQ(h.fs().injected_sync_failures(), 1u) << "no other sync was failed";
   ASSERT_TRUE(h.WaitUntilDrained(30s));
   h.ExpectAllAccountedFor("t");
+}
+
+// A Send that waits for Kafka is answered once its message is in Kafka even when the
+// WAL cannot record the outcome (every sync fails, the reopens' too): from Kafka's
+// acknowledgement, which the failed settle carried, and not at its deadline.
+TEST(WalFaultE2E, AWaitForKafkaSendIsAnsweredWhenTheSettleOfItsOutcomeFails) {
+  SpoolHarness h({"t:1"});
+  h.Start([](agent::Config* c) { c->drain.wal_reopen_interval_ms = 500; });
+  ASSERT_EQ(h.kafka().Command("broker down all"), "OK");
+  kspool::v1::SendRequest req;
+  req.set_wait_for(kspool::v1::WAIT_FOR_KAFKA);
+  kspool::v1::Message* m = req.add_messages();
+  m->set_topic("t");
+  m->set_value("waits");
+  grpc::Status status;
+  kspool::v1::SendResponse resp;
+  std::thread sender([&] {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 40s);
+    status = h.spool().Send(&ctx, req, &resp);
+  });
+  // Once the message is durable, every later sync fails: the settle's and the reopens'.
+  const bool durable = h.WaitUntil([&] { return h.agent().wal()->GetStats().entries >= 1; }, 10s);
+  h.fs().FailNextSyncs(1'000'000);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(h.kafka().Command("broker up all"), "OK");
+  sender.join();
+  ASSERT_TRUE(durable);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 30s) << "answered, not at its deadline";
+  ASSERT_EQ(resp.deliveries_size(), 1);
+  EXPECT_EQ(resp.deliveries(0).state(), kspool::v1::DeliveryStatus::DELIVERED);
+  EXPECT_GE(resp.deliveries(0).offset(), 0);
+  EXPECT_FALSE(h.agent().wal()->health().ok()) << "the outcome was never settled";
+  h.fs().FailNextSyncs(0);
 }
 
 // RocksDB may keep a batch whose sync failed: the bytes reached the file, only the fsync

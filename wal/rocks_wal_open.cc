@@ -61,7 +61,7 @@ absl::StatusOr<std::unique_ptr<Wal>> RocksWal::Open(Options options) {
   ASSIGN_OR_RETURN(wal->db_, wal->OpenDatabase());
   RETURN_IF_ERROR(wal->LoadState(/*reopen=*/false));
   if (wal->options_.read_only) return ReadOnlyView(std::move(wal));
-  wal->committer_ = std::thread([w = wal.get()] { w->CommitLoop(); });
+  wal->committer_.Start(&wal->mu_, wal.get());
   return std::unique_ptr<Wal>(std::move(wal));
 }
 
@@ -187,34 +187,30 @@ absl::Status RocksWal::LoadState(bool reopen) {
     agent_id_ = std::move(id);
     if (reopen) {
       // Never hand out a number twice, even one whose failed write did not persist.
-      next_seq = std::max(next_seq, next_seq_);
-      last_receive = std::max(last_receive, last_receive_ms_);
+      next_seq = std::max(next_seq, tail_.next_seq());
+      last_receive = std::max(last_receive, tail_.last_receive_ms());
     }
-    next_seq_ = committed_next_ = next_seq;
-    head_ = first.value_or(committed_next_);
-    known_gaps_.Reset(committed_next_, head_);
-    range_deleted_below_ = physical_first ? physical_first : head_;
-    last_receive_ms_ = last_receive;
-    topics_ = std::move(m.topics);
+    tail_.Load(next_seq, last_receive);
+    ledger_.Load(std::move(m.topics), first.value_or(tail_.committed_next()));
+    known_gaps_.Reset(tail_.committed_next(), ledger_.head());
+    range_deleted_below_ = physical_first ? physical_first : ledger_.head();
     report_.Clear();
     for (const auto& [k, val] : m.split) report_.Load(k, val);
-    live_bytes_ = 0;
-    for (const auto& [t, ts] : topics_) live_bytes_ += ts.pending().bytes;
     dead_letters_.Load(*m.dead);
     delivery_index_.Load(m.delivery_index, *m.delivery_floor);
     lease_.SetDurable(points);
-    TrackAtOpen(reopen, m.last_append, &points);
+    ledger_.TrackAtOpen(reopen, m.last_append, tail_.Now(options_.clock->NowMillis()), &points);
     if (reopen) {
       // Memory knows every point published; the log may hold more (a commit-point batch
       // whose failed sync RocksDB kept, with its split folded): the higher one wins.
       lease_.Reopen(points, m.ceiling);
       report_.set_point_ms(std::max(report_.point_ms(), m.report_point));
     } else {
-      lease_.Open(points, m.ceiling, topics_);
+      lease_.Open(points, m.ceiling, ledger_.topics());
       report_.set_point_ms(m.report_point);
     }
-    receive_floor_ms_ = std::max({receive_floor_ms_, last_receive_ms_,
-                                  HighestPoint(lease_.saved()) + 1, m.receive_floor});
+    tail_.RaiseFloor(
+        std::max({tail_.last_receive_ms(), HighestPoint(lease_.saved()) + 1, m.receive_floor}));
     write_error_ = absl::OkStatus();
     if (!report_.FoldsAt(lease_.saved().global_ms)) {
       report_.set_point_ms(report_.PointAt(lease_.saved().global_ms));

@@ -2,7 +2,6 @@
 // from `meta`. Opening never scans the log: startup time does not grow with the backlog.
 #include <random>
 
-#include "rocksdb/table.h"
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
 #include "wal/rocks_wal_meta.h"
@@ -42,12 +41,6 @@ Counts TopicStats::pending() const {
   return p;
 }
 
-OpenDb::~OpenDb() {
-  if (!db) return;
-  for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
-  db->Close().PermitUncheckedError();
-}
-
 absl::StatusOr<std::unique_ptr<Wal>> RocksWal::Open(Options options) {
   if (options.dir.empty()) return absl::InvalidArgumentError("WAL directory is empty");
   if (options.max_group_requests == 0 || options.max_group_bytes == 0) {
@@ -67,46 +60,7 @@ absl::StatusOr<std::unique_ptr<Wal>> RocksWal::Open(Options options) {
 
 absl::StatusOr<std::unique_ptr<OpenDb>> RocksWal::OpenDatabase() {
   if (options_.read_only) return OpenDatabaseReadOnly();
-  rocksdb::DBOptions db_opts;
-  db_opts.create_if_missing = true;
-  db_opts.create_missing_column_families = true;
-  db_opts.max_background_jobs = 2;
-  db_opts.keep_log_file_num = 5;
-  db_opts.max_open_files = kMaxOpenFiles;
-  db_opts.avoid_flush_during_shutdown = true;  // the log replays; exit fast
-  db_opts.db_write_buffer_size = 96 << 20;
-  if (options_.env) db_opts.env = options_.env.get();
-
-  rocksdb::ColumnFamilyOptions log_opts;
-  // Memory is bounded by configuration, not by the backlog: at most two 32 MiB memtables
-  // for the log, and a cap on all memtables together.
-  log_opts.write_buffer_size = 32 << 20;
-  log_opts.max_write_buffer_number = 2;
-  log_opts.compression = rocksdb::kLZ4Compression;
-  // The log is read sequentially, once: large blocks mean fewer block reads, index
-  // entries and iterator steps per entry. Point reads (one per commit point) are rare.
-  rocksdb::BlockBasedTableOptions log_table;
-  log_table.block_size = 64 << 10;
-  log_opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(log_table));
-  rocksdb::ColumnFamilyOptions small_opts;
-  small_opts.write_buffer_size = 4 << 20;
-
-  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-      {rocksdb::kDefaultColumnFamilyName, small_opts},
-      {"log", log_opts},
-      {"meta", small_opts},
-      {"dead", small_opts},
-      {"delivery", small_opts}};  // created on the first open of an older WAL
-  auto db = std::make_unique<OpenDb>();
-  rocksdb::DB* raw = nullptr;
-  RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(db_opts, options_.dir, cfs, &db->handles, &raw),
-                            "open WAL " + options_.dir));
-  db->db.reset(raw);
-  db->log = db->handles[1];
-  db->meta = db->handles[2];
-  db->dead = db->handles[3];
-  db->delivery = db->handles[4];
-  return db;
+  return OpenDb::Open(options_.dir, options_.env.get());
 }
 
 absl::Status RocksWal::LoadState(bool reopen) {

@@ -5,9 +5,12 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "rocksdb/db.h"
+#include "rocksdb/env.h"
 
 namespace kspool::wal {
 
@@ -19,6 +22,9 @@ struct OpenDb {
   rocksdb::ColumnFamilyHandle* dead = nullptr;
   // The delivery index; null only in a read-only open of a WAL written before it existed.
   rocksdb::ColumnFamilyHandle* delivery = nullptr;
+  // Opens (creating what is missing) the database in `dir` for writing; `env`: RocksDB's
+  // file system, or null for the default (tests inject faults through it).
+  static absl::StatusOr<std::unique_ptr<OpenDb>> Open(const std::string& dir, rocksdb::Env* env);
   // Destroys the handles and closes the database.
   ~OpenDb();
 };

@@ -2,24 +2,31 @@
 // aggregates.
 //
 // Components with their own header and state, which RocksWal composes:
+//   GroupCommitter   group_committer.h    the append queue and the committer thread; it
+//                                         calls CommitGroup() back (state under mu_)
+//   LogTail          log_tail.h           sequence numbers, receive times (under mu_)
+//   Ledger           ledger.h             counters per topic, live bytes, head,
+//                                         admission, topic tracking (under mu_)
 //   DeliveryIndex    delivery_index.h     the index of settled outcomes (leaf lock)
 //   DeadLetterStore  dead_letter_store.h  the dead letters and their limits (leaf lock)
 //   ReportSplit      report_split.h       the discard report's split (under mu_)
 //   KnownGaps        known_gaps.h         the log's gaps learnt by scans (under mu_)
 //   CommitLease      commit_lease.h       the commit points and their lease (under mu_)
 //   OpenDb           open_db.h            the open database (under db_mu_)
+// "Under mu_": the component has no lock; RocksWal holds it ABSL_GUARDED_BY(mu_), so that
+// a group's admission, numbering and accounting, or a Settle's take-over, are one
+// critical section each and an append takes no second lock. GroupCommitter's methods
+// take mu_ as an argument (annotated as required) because its thread waits on it.
 // The rest is RocksWal's own, file by file: opening and reopening (rocks_wal_open.cc,
-// read-only: rocks_wal_read_only.cc), the group committer (rocks_wal_append.cc),
-// admission and topic tracking (rocks_wal_limits.cc), reading the log
-// (rocks_wal_read.cc), Settle (rocks_wal_settle.cc) with the live-entry tracking
+// read-only: rocks_wal_read_only.cc), writing a group (rocks_wal_append.cc), reading the
+// log (rocks_wal_read.cc), Settle (rocks_wal_settle.cc) with the live-entry tracking
 // (rocks_wal_live.cc) and the attribution of unreadable records
 // (rocks_wal_attribute.cc), commit points and their lease (rocks_wal_commit_points.cc),
-// dead-letter replay and purge (rocks_wal_dead_admin.cc), stats and the report
-// (rocks_wal_state.cc). Each component's batch is applied to memory only once written.
-// RocksWal's own part is still about 1,700 lines over those files: the group committer,
-// admission, topic tracking and Settle all read and write the ledger (topics_,
-// live_bytes_, head_, the sequence numbers) under mu_ in one critical section each, so
-// they move out only together with the ledger, as one more component.
+// forgetting idle topics (rocks_wal_topics.cc), dead-letter trim, replay and purge
+// (rocks_wal_dead.cc, rocks_wal_dead_admin.cc), stats and the report
+// (rocks_wal_state.cc): the writes and the locking that tie the components together,
+// about 1,500 lines of code. Each component's batch is applied to memory only once
+// written.
 //
 // Lock order: settle_mu_ -> db_mu_ -> mu_ -> the components' leaf locks. db_mu_ is held
 // shared by everything that touches RocksDB and exclusively by Reopen(), which swaps
@@ -27,13 +34,11 @@
 #pragma once
 
 #include <atomic>
-#include <deque>
 #include <map>
 #include <optional>
 #include <memory>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -42,7 +47,10 @@
 #include "wal/commit_lease.h"
 #include "wal/dead_letter_store.h"
 #include "wal/delivery_index.h"
+#include "wal/group_committer.h"
 #include "wal/known_gaps.h"
+#include "wal/ledger.h"
+#include "wal/log_tail.h"
 #include "wal/open_db.h"
 #include "wal/report_split.h"
 #include "wal/seq_runs.h"
@@ -56,7 +64,7 @@ absl::Status NotAKspoolWal(const std::string& dir, const std::string& why);
 // One stored log entry as an Entry: decoded, or with its status and raw bytes.
 Entry DecodeEntry(uint64_t seq, std::string_view raw);
 
-class RocksWal final : public Wal {
+class RocksWal final : public Wal, private GroupCommitter::Sink {
  public:
   static absl::StatusOr<std::unique_ptr<Wal>> Open(Options options);
   // Commits what is queued, then stops the committer thread.
@@ -100,16 +108,12 @@ class RocksWal final : public Wal {
   static std::unique_ptr<Wal> ReadOnlyView(std::unique_ptr<RocksWal> wal);
 
  private:
-  // One append waiting in the group-commit queue, and then its outcome.
-  struct Writer {
-    AppendBatch batch;
-    AppendCallback done;
-    absl::Status status;
-    AppendResult result;
-  };
-
   explicit RocksWal(Options options)
       : options_(std::move(options)),
+        committer_({options_.max_group_requests, options_.max_group_bytes,
+                    options_.max_queue_bytes, options_.group_commit_delay_us}),
+        ledger_({options_.max_bytes, options_.max_topic_bytes, options_.topic_idle_forget_ms,
+                 options_.max_tracked_topics}),
         report_(options_.max_report_buckets),
         delivery_index_(options_.clock, options_.delivery_retention_ms,
                         options_.delivery_retention_bytes),
@@ -123,19 +127,15 @@ class RocksWal final : public Wal {
   void LockWithNoGroupCommit() ABSL_EXCLUSIVE_LOCK_FUNCTION(mu_);
   // Loads the persisted state into memory; on a reopen, in-memory high-water marks win.
   absl::Status LoadState(bool reopen) ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_, db_mu_);
-  // The committer thread: commits groups from queue_ until stopping_ and it is empty.
-  void CommitLoop() ABSL_LOCKS_EXCLUDED(mu_);
-  // Writes the group at the queue's head (dropping mu_ during the write), removes it
-  // from the queue and returns it with each writer's outcome set.
-  std::vector<Writer> CommitGroup() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Waits up to Options::group_commit_delay_us for more appends to join the queue.
-  void GatherGroup() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool GroupFull() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return queue_.size() >= options_.max_group_requests ||
-           queued_bytes_ >= options_.max_group_bytes;
+  // GroupCommitter::Sink, on the committer thread with mu_ held (rocks_wal_append.cc).
+  bool Accepting() const override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return write_error_.ok();
   }
-  int64_t NextReceiveTime() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Where live entries may be: [head_, committed_next_), read together.
+  // Admits a group from the queue's head (the ledger), numbers it, writes it with the
+  // meta updates in one synced batch (dropping mu_ during the write) and takes the
+  // result over into the tail, the ledger and the lease.
+  size_t CommitGroup() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Where live entries may be: [ledger_.head(), tail_.committed_next()), read together.
   struct LiveRange {
     uint64_t head, next;
   };
@@ -185,23 +185,7 @@ class RocksWal final : public Wal {
   const std::vector<Outcome>& AttributeUnreadable(const std::vector<Outcome>& given,
                                                   std::vector<Outcome>* fixed)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
-  // Admission of one append into the group being formed (rocks_wal_limits.cc): the WAL's
-  // capacity and the per-topic limit. `group_topics` holds the bytes per topic already
-  // admitted into the group, and gains the request's on success.
-  absl::Status Admit(const AppendBatch& batch, uint64_t group_bytes,
-                     std::map<std::string, uint64_t>* group_topics)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Refuses an AppendAsync() that would overfill the queue (Options::max_queue_bytes).
-  absl::Status AdmitToQueue(const AppendBatch& batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Marks the topics of a group being written as active at `receive_ms`.
-  void TouchTopics(const std::map<std::string, Counts>& topics, int64_t receive_ms)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // At Open/Reopen: tracked_ from the durable `points` (on a reopen, memory's tracked_,
-  // and `points` loses the topics memory forgot), the topics with live entries, and
-  // their last appends.
-  void TrackAtOpen(bool reopen, const std::map<std::string, int64_t>& last_append,
-                   CommitPoints* points) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // `points` without the topics forgotten meanwhile.
+  // `points` without the topics forgotten meanwhile (Ledger::KeepTracked).
   CommitPoints KeepTracked(const CommitPoints& points) ABSL_LOCKS_EXCLUDED(mu_);
   // Makes a failed write sticky (LevelDB's RecordBackgroundError).
   void RecordWriteError(const rocksdb::Status& s, std::string_view what) ABSL_LOCKS_EXCLUDED(mu_);
@@ -216,41 +200,23 @@ class RocksWal final : public Wal {
   mutable Mutex mu_;
   // Set by Open(); a Reopen() checks the directory still holds it and never changes it.
   std::string agent_id_ ABSL_GUARDED_BY(mu_);
-  // Appends waiting for the committer; a group being written stays at the front.
-  std::deque<Writer> queue_ ABSL_GUARDED_BY(mu_);
-  CondVar work_cv_;  // signalled when queue_ gains a writer or stopping_ is set
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // The committer waits out Options::group_commit_delay_us: appends then wake it only
-  // when they fill the group.
-  bool gathering_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread committer_;                             // started by Open() unless read-only
-  uint64_t next_seq_ ABSL_GUARDED_BY(mu_) = 1;        // next to assign
-  uint64_t committed_next_ ABSL_GUARDED_BY(mu_) = 1;  // every seq below is written or failed
-  int64_t last_receive_ms_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t receive_floor_ms_ ABSL_GUARDED_BY(mu_) = 0;  // future receive times are >= this
-  std::optional<int64_t> writing_receive_ms_ ABSL_GUARDED_BY(mu_);  // group being written
-  absl::Status write_error_ ABSL_GUARDED_BY(mu_);                   // sticky until Reopen()
-  std::map<std::string, TopicStats> topics_ ABSL_GUARDED_BY(mu_);
-  uint64_t live_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Status write_error_ ABSL_GUARDED_BY(mu_);  // sticky until Reopen()
+  uint64_t reopens_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<uint64_t> fsyncs_{0};
+  // The append queue and the committer thread (group_committer.h), started by Open()
+  // unless read-only. Its methods take mu_, which guards its state.
+  GroupCommitter committer_;
+  // Sequence numbers, receive times, append counters (log_tail.h).
+  LogTail tail_ ABSL_GUARDED_BY(mu_);
+  // Counters per topic, live bytes, head, admission, topic tracking (ledger.h); its
+  // head and tail_'s committed_next() bound the live entries.
+  Ledger ledger_ ABSL_GUARDED_BY(mu_);
   // The commit points and their lease (commit_lease.h).
   CommitLease lease_ ABSL_GUARDED_BY(mu_);
-  std::atomic<uint64_t> fsyncs_{0};
-  uint64_t group_commits_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t appends_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t appended_messages_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t reopens_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t head_ ABSL_GUARDED_BY(mu_) = 1;    // oldest live seq, or committed_next_ when empty
   // The gaps of the log below this incarnation's first group commit (known_gaps.h).
   KnownGaps known_gaps_ ABSL_GUARDED_BY(mu_);
   // The discard report's split (report_split.h); changed only under settle_mu_ too.
   ReportSplit report_ ABSL_GUARDED_BY(mu_);
-  // Bounds (rocks_wal_limits.cc).
-  uint64_t queued_bytes_ ABSL_GUARDED_BY(mu_) = 0;  // batches in queue_
-  std::map<std::string, uint64_t> refused_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, uint64_t> topic_full_refused_ ABSL_GUARDED_BY(mu_);
-  // Tracked topics -> receive time of their last append (or when tracking started).
-  std::map<std::string, int64_t> tracked_ ABSL_GUARDED_BY(mu_);
-  uint64_t topics_forgotten_ ABSL_GUARDED_BY(mu_) = 0;
   // The delivery index (delivery_index.h): its writers hold settle_mu_; Settle() takes
   // over its new totals under mu_, so that GetStats() sees them with the ledger's.
   DeliveryIndex delivery_index_;

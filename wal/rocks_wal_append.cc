@@ -1,27 +1,15 @@
-// RocksWal: durable appends with group commit.
-//
-// Appends queue under mu_. One committer thread takes the queue's first requests
-// (bounded by bytes and count), assigns their sequence numbers and one receive time,
-// drops mu_, writes them with the meta updates in one synced WriteBatch, then runs
-// their callbacks. Appends that arrive during the fsync queue up and form the next,
-// larger group: batches grow with load, and no caller's thread waits on the disk. With
-// Options::group_commit_delay_us the committer also waits that long after the first
-// append of a group, so that groups grow at moderate load too.
-#include <pthread.h>
-
+// RocksWal: durable appends with group commit. The queue and the committer thread are
+// GroupCommitter's (group_committer.h); this is the write of one group: admission by
+// the ledger, sequence numbers and one receive time from the tail, the entries with the
+// meta updates (next seq, last receive, the topics' accepted totals, the leased points
+// the topics now need) in one synced WriteBatch, then the take-over into memory.
 #include <chrono>
 
 #include "wal/keys.h"
-#include "wal/rocks_wal.h"
 #include "wal/rocks_status.h"
+#include "wal/rocks_wal.h"
 
 namespace kspool::wal {
-
-int64_t RocksWal::NextReceiveTime() {
-  int64_t t = std::max({options_.clock->NowMillis(), last_receive_ms_, receive_floor_ms_});
-  last_receive_ms_ = t;
-  return t;
-}
 
 void RocksWal::RecordWriteError(const rocksdb::Status& s, std::string_view what) {
   MutexLock l(&mu_);
@@ -48,111 +36,51 @@ void RocksWal::AppendAsync(AppendBatch batch, AppendCallback done) {
   {
     MutexLock l(&mu_);
     refused = write_error_;
-    if (refused.ok() && stopping_) refused = absl::UnavailableError("WAL is closing");
-    if (refused.ok()) refused = AdmitToQueue(batch);
     if (refused.ok()) {
-      queued_bytes_ += batch.bytes();
-      queue_.push_back(Writer{std::move(batch), std::move(done), {}, {}});
-      if (!gathering_ || GroupFull()) work_cv_.Signal();
-      return;
+      refused = committer_.Enqueue(&mu_, batch, done);
+      if (refused.ok()) return;
+      if (absl::IsResourceExhausted(refused)) ledger_.CountRefused(Ledger::kQueueFull);
     }
   }
   std::move(done)(refused);
 }
 
 RocksWal::~RocksWal() {
-  {
-    MutexLock l(&mu_);
-    stopping_ = true;
-    work_cv_.SignalAll();
-  }
-  if (committer_.joinable()) committer_.join();
+  committer_.Stop();  // commits what is queued
   CloseCommitPoints();
 }
 
-void RocksWal::CommitLoop() {
-  pthread_setname_np(pthread_self(), "kspool-walsync");
-  mu_.Lock();
-  while (true) {
-    while (queue_.empty() && !stopping_) work_cv_.Wait(&mu_);
-    if (queue_.empty()) break;
-    if (options_.group_commit_delay_us > 0) GatherGroup();
-    std::vector<Writer> finished = CommitGroup();
-    // Callbacks run without mu_: they may call back into the WAL. Appends queued
-    // meanwhile form the next group.
-    mu_.Unlock();
-    for (Writer& w : finished) {
-      if (w.status.ok()) {
-        std::move(w.done)(w.result);
-      } else {
-        std::move(w.done)(w.status);
-      }
-    }
-    finished.clear();
-    mu_.Lock();
-  }
-  mu_.Unlock();
-}
-
-void RocksWal::GatherGroup() {
-  using std::chrono::steady_clock;
-  const steady_clock::time_point deadline =
-      steady_clock::now() + std::chrono::microseconds(options_.group_commit_delay_us);
-  gathering_ = true;
-  while (!stopping_ && write_error_.ok() && !GroupFull()) {
-    const steady_clock::time_point now = steady_clock::now();
-    if (now >= deadline) break;
-    work_cv_.WaitFor(&mu_, std::chrono::duration_cast<std::chrono::microseconds>(deadline - now) +
-                               std::chrono::microseconds(1));
-  }
-  gathering_ = false;
-}
-
-std::vector<RocksWal::Writer> RocksWal::CommitGroup() {
-  // The group stays in the queue while it is written, so that LockWithNoGroupCommit()
-  // sees it: sequence numbers commit in order.
-  std::vector<Writer*> group;
-  size_t examined = 0, bytes = 0;
+size_t RocksWal::CommitGroup() {
+  GroupCommitter::Group group;
   std::map<std::string, uint64_t> group_topics;  // bytes per topic admitted so far
-  for (Writer& qw : queue_) {
-    Writer* w = &qw;
-    if (group.size() >= options_.max_group_requests ||
-        (!group.empty() && bytes + w->batch.bytes() > options_.max_group_bytes)) {
-      break;
-    }
-    ++examined;
+  while (GroupCommitter::Writer* w = committer_.NextForGroup(&mu_, &group)) {
     if (write_error_.ok()) {
-      w->status = Admit(w->batch, bytes, &group_topics);
+      w->status = ledger_.Admit(w->batch, group.bytes, dead_letters_.totals().bytes, &group_topics);
       if (!w->status.ok()) continue;
     }
-    group.push_back(w);
-    bytes += w->batch.bytes();
+    group.Add(w);
   }
   absl::Status status = write_error_;
-  const int64_t receive_ms = NextReceiveTime();
-  const uint64_t first_seq = next_seq_;
+  const int64_t receive_ms = tail_.NextReceiveTime(options_.clock->NowMillis());
+  const uint64_t first_seq = tail_.next_seq();
   std::map<std::string, Counts> accepted;  // new totals of the group's topics
-  for (Writer* w : group) {
-    w->result.first_seq = next_seq_;
+  for (GroupCommitter::Writer* w : group.writers) {
+    w->result.first_seq = tail_.Take(w->batch.size());
     w->result.receive_time_ms = receive_ms;
-    next_seq_ += w->batch.size();
     for (const auto& [topic, delta] : w->batch.topics()) {
       auto it = accepted.find(topic);
-      if (it == accepted.end()) {
-        auto t = topics_.find(topic);
-        it = accepted.emplace(topic, t == topics_.end() ? Counts{} : t->second.accepted).first;
-      }
+      if (it == accepted.end()) it = accepted.emplace(topic, ledger_.accepted(topic)).first;
       it->second.count += delta.first;
       it->second.bytes += delta.second;
     }
   }
-  const uint64_t end_seq = next_seq_;
-  writing_receive_ms_ = receive_ms;
-  if (status.ok()) TouchTopics(accepted, receive_ms);
-  // Taken with writing_receive_ms_: a lease granted after this waits for the group.
+  const uint64_t end_seq = tail_.next_seq();
+  tail_.Writing(receive_ms);
+  if (status.ok()) ledger_.Touch(accepted, receive_ms);
+  // Taken with the writing receive time: a lease granted after this waits for the group.
   const CommitPoints leased = lease_.LeasedFor(accepted);
 
-  if (status.ok() && !group.empty()) {
+  if (status.ok() && !group.writers.empty()) {
     mu_.Unlock();
     rocksdb::Status s;
     {
@@ -160,9 +88,9 @@ std::vector<RocksWal::Writer> RocksWal::CommitGroup() {
       if (!db_) {
         s = rocksdb::Status::IOError("WAL is closed");
       } else {
-        rocksdb::WriteBatch wb(bytes + 64 * (end_seq - first_seq) + 256);
+        rocksdb::WriteBatch wb(group.bytes + 64 * (end_seq - first_seq) + 256);
         uint64_t seq = first_seq;
-        for (Writer* w : group) {
+        for (GroupCommitter::Writer* w : group.writers) {
           for (std::string& rec : w->batch.records()) {
             SealRecord(receive_ms, &rec);
             wb.Put(db_->log, keys::Seq(seq++), rec);
@@ -185,28 +113,17 @@ std::vector<RocksWal::Writer> RocksWal::CommitGroup() {
     }
     mu_.Lock();
     if (s.ok()) {
-      ++group_commits_;
+      tail_.CountGroup(group.writers.size(), end_seq - first_seq);
       lease_.NoteDurable(leased);
-      appends_ += group.size();
-      appended_messages_ += end_seq - first_seq;
-      live_bytes_ += bytes;
-      for (auto& [topic, c] : accepted) topics_[topic].accepted = c;
+      ledger_.NoteAccepted(accepted, group.bytes);
     } else {
       RecordWriteErrorLocked(s, "append");
       status = write_error_;
     }
   }
-  writing_receive_ms_.reset();
-  committed_next_ = end_seq;
-  for (Writer* w : group) w->status = status;
-  std::vector<Writer> finished;
-  finished.reserve(examined);
-  for (size_t i = 0; i < examined; ++i) {
-    queued_bytes_ -= queue_.front().batch.bytes();
-    finished.push_back(std::move(queue_.front()));
-    queue_.pop_front();
-  }
-  return finished;
+  tail_.Committed(end_seq);
+  for (GroupCommitter::Writer* w : group.writers) w->status = status;
+  return group.examined;
 }
 
 }  // namespace kspool::wal

@@ -78,9 +78,9 @@ const std::vector<Outcome>& RocksWal::AttributeUnreadable(const std::vector<Outc
   uint64_t head, limit;
   {
     MutexLock l(&mu_);
-    topics = topics_;
-    head = head_;
-    limit = committed_next_;
+    topics = ledger_.topics();
+    head = ledger_.head();
+    limit = tail_.committed_next();
   }
   std::map<std::string, Counts> readable;
   if (absl::Status s = CountLiveBetween(head, limit, &readable); !s.ok()) {

@@ -50,7 +50,7 @@ absl::Status RocksWal::SaveCommitPoints(const CommitPoints& requested) {
     if (!write_error_.ok()) return write_error_;
     next = MaxOf(lease_.saved(), points);
     // Raise the floor before the points can be seen, so no later receive time is <= them.
-    receive_floor_ms_ = std::max(receive_floor_ms_, HighestPoint(next) + 1);
+    tail_.RaiseFloor(HighestPoint(next) + 1);
     if (LeaseCovers(next)) {
       report_.set_point_ms(report_.PointAt(next.global_ms));
       lease_.Lease(std::move(next));
@@ -61,9 +61,9 @@ absl::Status RocksWal::SaveCommitPoints(const CommitPoints& requested) {
 }
 
 bool RocksWal::LeaseCovers(const CommitPoints& next) const {
-  if (writing_receive_ms_) return false;
+  if (tail_.writing_receive_ms()) return false;
   if (report_.FoldsAt(next.global_ms)) return false;
-  return lease_.Covers(next, topics_);
+  return lease_.Covers(next, ledger_.topics());
 }
 
 absl::Status RocksWal::WriteCommitPoints(const CommitPoints& points, bool closing) {
@@ -123,7 +123,8 @@ absl::StatusOr<int64_t> RocksWal::ReceiveTimeBound(uint64_t from_seq) {
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
   MutexLock l(&mu_);
-  std::optional<uint64_t> first = FirstLiveAtOrAfter(std::max(from_seq, head_), committed_next_);
+  std::optional<uint64_t> first =
+      FirstLiveAtOrAfter(std::max(from_seq, ledger_.head()), tail_.committed_next());
   if (first) {
     std::string v;
     RETURN_IF_ERROR(FromRocks(db_->db->Get(rocksdb::ReadOptions(), db_->log, keys::Seq(*first), &v),
@@ -134,11 +135,9 @@ absl::StatusOr<int64_t> RocksWal::ReceiveTimeBound(uint64_t from_seq) {
     // last commit point was saved, so it was received after that point.
     return lease_.saved().global_ms + 1;
   }
-  if (writing_receive_ms_) return *writing_receive_ms_;
-  int64_t bound = std::max(std::max(options_.clock->NowMillis(), last_receive_ms_) + 1,
-                           receive_floor_ms_);
-  receive_floor_ms_ = bound;
-  return bound;
+  if (tail_.writing_receive_ms()) return *tail_.writing_receive_ms();
+  tail_.RaiseFloor(tail_.Now(options_.clock->NowMillis()) + 1);
+  return tail_.receive_floor_ms();
 }
 
 }  // namespace kspool::wal

@@ -32,8 +32,8 @@ absl::StatusOr<DeadLetterTrim> RocksWal::TrimDeadLetters() {
     MutexLock l(&mu_);
     for (auto& [topic, by_limit] : dropped) {
       for (auto& [limit, c] : by_limit) {
-        auto t = topics_.find(topic);
-        if (t != topics_.end()) {
+        auto t = ledger_.topics().find(topic);
+        if (t != ledger_.topics().end()) {
           auto prev = t->second.dead_dropped.find(limit);
           if (prev != t->second.dead_dropped.end()) {
             c.count += prev->second.count;
@@ -52,9 +52,7 @@ absl::StatusOr<DeadLetterTrim> RocksWal::TrimDeadLetters() {
   }
   MutexLock l(&mu_);
   dead_letters_.SetTotals(trim.totals);
-  for (auto& [topic, by_limit] : dropped) {
-    for (auto& [limit, c] : by_limit) topics_[topic].dead_dropped[limit] = c;
-  }
+  ledger_.NoteDeadDropped(dropped);
   return trim.removed;
 }
 

@@ -16,7 +16,7 @@ void RocksWal::LockWithNoGroupCommit() {
   // A group being written stays at the queue's head until it is done. Operator commands
   // are rare and normally run with no agent on the WAL, so polling is good enough.
   mu_.Lock();
-  while (!queue_.empty()) {
+  while (!committer_.idle(&mu_)) {
     mu_.Unlock();
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     mu_.Lock();
@@ -70,17 +70,17 @@ absl::StatusOr<std::vector<ReplayedEntry>> RocksWal::ReplayDeadLetters(
   const Counts before = dead_letters_.totals();
   const Counts dead = {before.count - std::min(before.count, revived.count),
                        before.bytes - std::min(before.bytes, revived.bytes)};
-  if (options_.max_bytes > 0 && live_bytes_ + dead.bytes + bytes > options_.max_bytes) {
-    const uint64_t in_use = live_bytes_ + before.bytes;
+  if (options_.max_bytes > 0 && ledger_.live_bytes() + dead.bytes + bytes > options_.max_bytes) {
+    const uint64_t in_use = ledger_.live_bytes() + before.bytes;
     mu_.Unlock();
     return absl::ResourceExhaustedError("WAL full: replaying needs " + std::to_string(bytes) +
                                         " bytes, " + std::to_string(in_use) + " of " +
                                         std::to_string(options_.max_bytes) + " are in use");
   }
-  const int64_t receive_ms = NextReceiveTime();
+  const int64_t receive_ms = tail_.NextReceiveTime(options_.clock->NowMillis());
   std::vector<ReplayedEntry> replayed;
   rocksdb::WriteBatch wb;
-  uint64_t seq = next_seq_;
+  uint64_t seq = tail_.next_seq();
   for (Revived& rec : records) {
     // The payload stays byte for byte; only the receive time (and so the checksum) is
     // new, which keeps receive times non-decreasing along the log.
@@ -92,7 +92,7 @@ absl::StatusOr<std::vector<ReplayedEntry>> RocksWal::ReplayDeadLetters(
   }
   std::map<std::string, Counts> accepted;
   for (const auto& [topic, c] : added) {
-    Counts total = topics_.count(topic) ? topics_[topic].accepted : Counts{};
+    Counts total = ledger_.accepted(topic);
     total.count += c.count;
     total.bytes += c.bytes;
     accepted[topic] = total;
@@ -110,14 +110,11 @@ absl::StatusOr<std::vector<ReplayedEntry>> RocksWal::ReplayDeadLetters(
     mu_.Unlock();
     return FromRocks(s, "replay dead letters");
   }
-  next_seq_ = committed_next_ = seq;
+  tail_.WrittenUpTo(seq);
   lease_.NoteDurable(leased);
-  live_bytes_ += bytes;
+  ledger_.NoteAccepted(accepted, bytes);
+  ledger_.Touch(accepted, receive_ms);
   dead_letters_.SetTotals(dead);
-  for (auto& [topic, c] : accepted) {
-    topics_[topic].accepted = c;
-    tracked_[topic] = receive_ms;
-  }
   mu_.Unlock();
   return replayed;
 }

@@ -2,7 +2,7 @@
 //
 // Settle() must be idempotent (ARCHITECTURE.md invariant 9): the drain applies a batch again
 // after a failed sync, and RocksDB may have kept that batch. An outcome counts only if
-// its entry is live: at or above the head, below committed_next_, not settled already,
+// its entry is live: at or above the head, below the committed end, not settled already,
 // and present in the log.
 //
 // The memory vouches for presence above the unverified point (seqs written by this
@@ -47,7 +47,7 @@ void RocksWal::NoteGaps(uint64_t from, uint64_t end,
                         const std::vector<std::pair<uint64_t, uint64_t>>& gaps) {
   if (end <= from) return;
   MutexLock l(&mu_);
-  known_gaps_.Note(head_, from, end, gaps);
+  known_gaps_.Note(ledger_.head(), from, end, gaps);
 }
 
 absl::StatusOr<const std::vector<Outcome>*> RocksWal::LiveOutcomes(
@@ -56,8 +56,8 @@ absl::StatusOr<const std::vector<Outcome>*> RocksWal::LiveOutcomes(
   uint64_t head, limit, unverified_below, verified_upto;
   {
     MutexLock l(&mu_);
-    head = head_;
-    limit = committed_next_;
+    head = ledger_.head();
+    limit = tail_.committed_next();
     unverified_below = known_gaps_.unverified_below();
     verified_upto = known_gaps_.verified_upto();
   }

@@ -2,7 +2,6 @@
 // from `meta`. Opening never scans the log: startup time does not grow with the backlog.
 #include <random>
 
-#include "rocksdb/table.h"
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
 #include "wal/rocks_wal_meta.h"
@@ -42,12 +41,6 @@ Counts TopicStats::pending() const {
   return p;
 }
 
-OpenDb::~OpenDb() {
-  if (!db) return;
-  for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
-  db->Close().PermitUncheckedError();
-}
-
 absl::StatusOr<std::unique_ptr<Wal>> RocksWal::Open(Options options) {
   if (options.dir.empty()) return absl::InvalidArgumentError("WAL directory is empty");
   if (options.max_group_requests == 0 || options.max_group_bytes == 0) {
@@ -61,52 +54,13 @@ absl::StatusOr<std::unique_ptr<Wal>> RocksWal::Open(Options options) {
   ASSIGN_OR_RETURN(wal->db_, wal->OpenDatabase());
   RETURN_IF_ERROR(wal->LoadState(/*reopen=*/false));
   if (wal->options_.read_only) return ReadOnlyView(std::move(wal));
-  wal->committer_ = std::thread([w = wal.get()] { w->CommitLoop(); });
+  wal->committer_.Start(&wal->mu_, wal.get());
   return std::unique_ptr<Wal>(std::move(wal));
 }
 
 absl::StatusOr<std::unique_ptr<OpenDb>> RocksWal::OpenDatabase() {
   if (options_.read_only) return OpenDatabaseReadOnly();
-  rocksdb::DBOptions db_opts;
-  db_opts.create_if_missing = true;
-  db_opts.create_missing_column_families = true;
-  db_opts.max_background_jobs = 2;
-  db_opts.keep_log_file_num = 5;
-  db_opts.max_open_files = kMaxOpenFiles;
-  db_opts.avoid_flush_during_shutdown = true;  // the log replays; exit fast
-  db_opts.db_write_buffer_size = 96 << 20;
-  if (options_.env) db_opts.env = options_.env.get();
-
-  rocksdb::ColumnFamilyOptions log_opts;
-  // Memory is bounded by configuration, not by the backlog: at most two 32 MiB memtables
-  // for the log, and a cap on all memtables together.
-  log_opts.write_buffer_size = 32 << 20;
-  log_opts.max_write_buffer_number = 2;
-  log_opts.compression = rocksdb::kLZ4Compression;
-  // The log is read sequentially, once: large blocks mean fewer block reads, index
-  // entries and iterator steps per entry. Point reads (one per commit point) are rare.
-  rocksdb::BlockBasedTableOptions log_table;
-  log_table.block_size = 64 << 10;
-  log_opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(log_table));
-  rocksdb::ColumnFamilyOptions small_opts;
-  small_opts.write_buffer_size = 4 << 20;
-
-  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-      {rocksdb::kDefaultColumnFamilyName, small_opts},
-      {"log", log_opts},
-      {"meta", small_opts},
-      {"dead", small_opts},
-      {"delivery", small_opts}};  // created on the first open of an older WAL
-  auto db = std::make_unique<OpenDb>();
-  rocksdb::DB* raw = nullptr;
-  RETURN_IF_ERROR(FromRocks(rocksdb::DB::Open(db_opts, options_.dir, cfs, &db->handles, &raw),
-                            "open WAL " + options_.dir));
-  db->db.reset(raw);
-  db->log = db->handles[1];
-  db->meta = db->handles[2];
-  db->dead = db->handles[3];
-  db->delivery = db->handles[4];
-  return db;
+  return OpenDb::Open(options_.dir, options_.env.get());
 }
 
 absl::Status RocksWal::LoadState(bool reopen) {
@@ -187,34 +141,30 @@ absl::Status RocksWal::LoadState(bool reopen) {
     agent_id_ = std::move(id);
     if (reopen) {
       // Never hand out a number twice, even one whose failed write did not persist.
-      next_seq = std::max(next_seq, next_seq_);
-      last_receive = std::max(last_receive, last_receive_ms_);
+      next_seq = std::max(next_seq, tail_.next_seq());
+      last_receive = std::max(last_receive, tail_.last_receive_ms());
     }
-    next_seq_ = committed_next_ = next_seq;
-    head_ = first.value_or(committed_next_);
-    known_gaps_.Reset(committed_next_, head_);
-    range_deleted_below_ = physical_first ? physical_first : head_;
-    last_receive_ms_ = last_receive;
-    topics_ = std::move(m.topics);
+    tail_.Load(next_seq, last_receive);
+    ledger_.Load(std::move(m.topics), first.value_or(tail_.committed_next()));
+    known_gaps_.Reset(tail_.committed_next(), ledger_.head());
+    range_deleted_below_ = physical_first ? physical_first : ledger_.head();
     report_.Clear();
     for (const auto& [k, val] : m.split) report_.Load(k, val);
-    live_bytes_ = 0;
-    for (const auto& [t, ts] : topics_) live_bytes_ += ts.pending().bytes;
     dead_letters_.Load(*m.dead);
     delivery_index_.Load(m.delivery_index, *m.delivery_floor);
     lease_.SetDurable(points);
-    TrackAtOpen(reopen, m.last_append, &points);
+    ledger_.TrackAtOpen(reopen, m.last_append, tail_.Now(options_.clock->NowMillis()), &points);
     if (reopen) {
       // Memory knows every point published; the log may hold more (a commit-point batch
       // whose failed sync RocksDB kept, with its split folded): the higher one wins.
       lease_.Reopen(points, m.ceiling);
       report_.set_point_ms(std::max(report_.point_ms(), m.report_point));
     } else {
-      lease_.Open(points, m.ceiling, topics_);
+      lease_.Open(points, m.ceiling, ledger_.topics());
       report_.set_point_ms(m.report_point);
     }
-    receive_floor_ms_ = std::max({receive_floor_ms_, last_receive_ms_,
-                                  HighestPoint(lease_.saved()) + 1, m.receive_floor});
+    tail_.RaiseFloor(
+        std::max({tail_.last_receive_ms(), HighestPoint(lease_.saved()) + 1, m.receive_floor}));
     write_error_ = absl::OkStatus();
     if (!report_.FoldsAt(lease_.saved().global_ms)) {
       report_.set_point_ms(report_.PointAt(lease_.saved().global_ms));

@@ -49,9 +49,9 @@ absl::Status RocksWal::Scan(uint64_t from_seq, size_t max_entries, size_t max_by
   bool learn;
   {
     MutexLock l(&mu_);
-    lower = std::max(from_seq, head_);
-    upper = committed_next_;
-    const KnownGaps::ScanPlan plan = known_gaps_.PlanScan(lower, head_);
+    lower = std::max(from_seq, ledger_.head());
+    upper = tail_.committed_next();
+    const KnownGaps::ScanPlan plan = known_gaps_.PlanScan(lower, ledger_.head());
     verify_from = plan.verify_from;
     learn = plan.learn;
   }
@@ -89,7 +89,7 @@ absl::Status RocksWal::CountLive(std::map<std::string, Counts>* out) {
   uint64_t head;
   {
     MutexLock l(&mu_);
-    head = head_;
+    head = ledger_.head();
   }
   return CountLiveBetween(head, UINT64_MAX, out);
 }
@@ -103,9 +103,9 @@ absl::Status RocksWal::ScanChoosing(const ScanRange& range,
   bool learn;
   {
     MutexLock l(&mu_);
-    lower = std::max(range.from_seq, head_);  // nothing below the head is live
-    upper = std::min(range.to_seq, committed_next_);
-    const KnownGaps::ScanPlan plan = known_gaps_.PlanScan(lower, head_);
+    lower = std::max(range.from_seq, ledger_.head());  // nothing below the head is live
+    upper = std::min(range.to_seq, tail_.committed_next());
+    const KnownGaps::ScanPlan plan = known_gaps_.PlanScan(lower, ledger_.head());
     verify_from = plan.verify_from;
     learn = plan.learn;
   }

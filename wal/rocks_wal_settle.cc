@@ -25,7 +25,7 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   {
     MutexLock l(&mu_);
     if (!write_error_.ok()) return write_error_;
-    head = head_;
+    head = ledger_.head();
   }
   // Only outcomes of live entries count (idempotence; rocks_wal_live.cc).
   std::vector<uint64_t> seqs;  // sorted, unique
@@ -89,8 +89,8 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
           o.discard_reason != last->discard_reason) {
         auto [it, fresh] = totals.try_emplace(o.topic);
         if (fresh) {
-          auto t = topics_.find(o.topic);
-          if (t != topics_.end()) it->second = t->second;
+          auto t = ledger_.topics().find(o.topic);
+          if (t != ledger_.topics().end()) it->second = t->second;
         }
         last_counts =
             o.delivered() ? &it->second.delivered : &it->second.discarded[o.discard_reason];
@@ -122,15 +122,11 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   uint64_t limit;
   {
     MutexLock l(&mu_);
-    for (auto& [topic, t] : totals) {
-      topics_[topic].delivered = t.delivered;
-      for (auto& [reason, c] : t.discarded) topics_[topic].discarded[reason] = c;
-    }
-    live_bytes_ -= std::min(live_bytes_, bytes);
+    ledger_.NoteSettled(totals, bytes);
     dead_letters_.SetTotals(dead);
     delivery_index_.SetTotals(index);
     report_.Apply(std::move(split));
-    limit = committed_next_;
+    limit = tail_.committed_next();
   }
   if (range_deleted) {
     range_deleted_below_ = cand;
@@ -142,8 +138,8 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   uint64_t new_head = FirstLiveAtOrAfter(cand, limit).value_or(limit);
   deleted_above_head_.EraseBelow(new_head);
   MutexLock l(&mu_);
-  head_ = std::max(head_, new_head);
-  known_gaps_.ForgetBelow(head_);
+  ledger_.RaiseHead(new_head);
+  known_gaps_.ForgetBelow(ledger_.head());
   return absl::OkStatus();
 }
 

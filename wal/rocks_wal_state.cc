@@ -12,26 +12,26 @@ Stats RocksWal::GetStats() const {
   ReaderLock r(&db_mu_);
   {
     MutexLock l(&mu_);
-    s.next_seq = next_seq_;
+    s.next_seq = tail_.next_seq();
     s.agent_id = agent_id_;
-    s.topics = topics_;
+    s.topics = ledger_.topics();
     s.fsyncs = fsyncs_.load(std::memory_order_relaxed);
-    s.group_commits = group_commits_;
-    s.appends = appends_;
-    s.appended_messages = appended_messages_;
+    s.group_commits = tail_.group_commits();
+    s.appends = tail_.appends();
+    s.appended_messages = tail_.appended_messages();
     s.capacity_bytes = options_.max_bytes;
     s.dead_letters = dead_letters_.totals();
-    s.queued_bytes = queued_bytes_;
-    s.refused = refused_;
-    s.topic_full_refused = topic_full_refused_;
-    s.tracked_topics = tracked_.size();
-    s.topics_forgotten = topics_forgotten_;
+    s.queued_bytes = committer_.queued_bytes(&mu_);
+    s.refused = ledger_.refused();
+    s.topic_full_refused = ledger_.topic_full_refused();
+    s.tracked_topics = ledger_.tracked_count();
+    s.topics_forgotten = ledger_.topics_forgotten();
     s.report_buckets = report_.buckets();
     s.report_coarsenings = report_.coarsenings();
     s.delivery_index = delivery_index_.totals();
     s.delivery_floor_seq = delivery_index_.floor();
-    head = head_;
-    limit = committed_next_;
+    head = ledger_.head();
+    limit = tail_.committed_next();
   }
   for (const auto& [t, ts] : s.topics) {
     Counts p = ts.pending();
@@ -44,7 +44,7 @@ Stats RocksWal::GetStats() const {
 
 RocksWal::LiveRange RocksWal::live_range() const {
   MutexLock l(&mu_);
-  return {head_, committed_next_};
+  return {ledger_.head(), tail_.committed_next()};
 }
 
 rocksdb::Status RocksWal::SyncedWrite(rocksdb::WriteBatch* wb) {
@@ -60,7 +60,7 @@ absl::Status RocksWal::CompactDeadRange() {
   uint64_t head;
   {
     MutexLock l(&mu_);
-    head = head_;
+    head = ledger_.head();
   }
   std::string end = keys::Seq(head);
   rocksdb::Slice end_slice(end);
@@ -70,7 +70,7 @@ absl::Status RocksWal::CompactDeadRange() {
 
 Report RocksWal::GetReport() const {
   MutexLock l(&mu_);
-  return report_.Get(topics_);
+  return report_.Get(ledger_.topics());
 }
 
 }  // namespace kspool::wal

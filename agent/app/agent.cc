@@ -160,7 +160,7 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
   DrainLoop* drain = a->drain_.get();
   a->heartbeater_ = std::make_unique<Heartbeater>(
       a->wal_.get(), a->tracker_.get(), a->metadata_.get(), metrics, [drain] { drain->Notify(); },
-      deps.clock, HeartbeatOptions{config.heartbeat_interval_ms, config.heartbeat_topics});
+      deps.clock, config.heartbeat);
   if (absl::Status s = a->StartServers(config, deps.clock); !s.ok()) return s;
   a->heartbeater_->Start();
   a->maintenance_ = std::make_unique<WalMaintenance>(a->wal_.get(), metrics);

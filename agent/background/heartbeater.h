@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/background/heartbeat_options.h"
 #include "agent/drain/commit_tracker.h"
 #include "agent/kafka/kafka_metadata.h"
 #include "agent/stats/metrics.h"
@@ -24,11 +25,6 @@
 #include "wal/append_log.h"
 
 namespace kspool::agent {
-
-struct HeartbeatOptions {
-  uint64_t interval_ms = 0;         // 0: off
-  std::vector<std::string> topics;  // empty: every topic the WAL tracks (TrackedTopics)
-};
 
 class Heartbeater {
  public:

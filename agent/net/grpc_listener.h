@@ -38,11 +38,14 @@
 
 namespace kspool::agent {
 
+// The default of GrpcListenerOptions::max_connections and of the agent's --max-connections.
+inline constexpr uint64_t kDefaultMaxConnections = 1000;
+
 struct GrpcListenerOptions {
   // HOST:PORT (IPv6 as [::1]:PORT; every address HOST resolves to is bound; port 0
   // picks a free one) or unix:PATH.
   std::string address;
-  uint64_t max_connections = 1000;
+  uint64_t max_connections = kDefaultMaxConnections;
   std::function<void(std::string_view reason)> on_refused;
   // Optional: meters what each TCP connection holds in partial requests (not owned;
   // must outlive the listener).

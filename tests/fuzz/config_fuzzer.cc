@@ -41,7 +41,7 @@ void CheckRanges(const Config& c) {
   }
   // The WAL keeps its durations as int64: a negative one would read as beyond the limit.
   for (uint64_t ms : {c.drain.max_message_age_ms, c.drain.wal_reopen_interval_ms,
-                      c.heartbeat_interval_ms,
+                      c.heartbeat.interval_ms,
                       static_cast<uint64_t>(c.wal.max_dead_letter_age_ms),
                       static_cast<uint64_t>(c.wal.topic_idle_forget_ms),
                       static_cast<uint64_t>(c.wal.delivery_retention_ms), c.drain.retry_backoff_ms,

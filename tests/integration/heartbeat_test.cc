@@ -27,8 +27,8 @@ bool IsHeartbeat(const ConsumedRecord& r) {
 TEST(Heartbeat, EveryMessageAtOrBeforeTheCommitPointComesBeforeTheHeartbeat) {
   SpoolHarness h({"hb:3"});
   h.Start([](agent::Config* c) {
-    c->heartbeat_interval_ms = 100;
-    c->heartbeat_topics = {"hb"};
+    c->heartbeat.interval_ms = 100;
+    c->heartbeat.topics = {"hb"};
   });
   std::mt19937 rng(7);
   for (int i = 0; i < 150; ++i) {

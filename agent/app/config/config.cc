@@ -404,12 +404,12 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   add("max-tracked-topics", &c.wal.max_tracked_topics,
       "Most topics whose commit points are tracked; beyond it the longest idle ones with "
       "nothing in the WAL stop being tracked early; 0 = no cap");
-  add_parsed("heartbeat-interval", &c.heartbeat_interval_ms,
-             FormatDurationMs(c.heartbeat_interval_ms),
+  add_parsed("heartbeat-interval", &c.heartbeat.interval_ms,
+             FormatDurationMs(c.heartbeat.interval_ms),
              "Send a heartbeat with the commit point to every partition of the heartbeat "
              "topics this often, e.g. 10s; 0 = off",
              ParseDurationMs);
-  add("heartbeat-topics", &c.heartbeat_topics,
+  add("heartbeat-topics", &c.heartbeat.topics,
       "Topics that get heartbeats, comma-separated; empty = every topic the agent tracks "
       "(see --topic-idle-forget)")
       ->delimiter(',');

@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "agent/background/heartbeat_options.h"
 #include "agent/drain/drain_loop.h"
+#include "agent/net/grpc_listener.h"
 #include "agent/net/socket_file.h"
 #include "agent/validate/request_validator.h"
 #include "wal/wal.h"
@@ -30,7 +32,7 @@ struct ByteSize {
 wal::Options AgentWalOptions();
 
 // Each setting's default is written once: in the component's option struct embedded
-// here (wal, drain, limits, listen_socket, bruce_socket), or, for a setting only the
+// here (wal, drain, limits, heartbeat, listen_socket, bruce_socket), or, for a setting only the
 // agent has, in the field below. The flags bind to these fields, so --help and
 // --print-config show the same defaults.
 struct Config {
@@ -82,11 +84,11 @@ struct Config {
   // SIGHUP; empty: every caller may do everything.
   std::string acl_file;
 
-  uint64_t heartbeat_interval_ms = 0;         // 0: no heartbeats
-  std::vector<std::string> heartbeat_topics;  // empty: every topic the WAL tracks
+  // Heartbeats (--heartbeat-interval, --heartbeat-topics); off by default.
+  HeartbeatOptions heartbeat;
 
   // The front door: what clients can hold (docs/OPERATIONS.md, "The front door").
-  uint64_t max_connections = 1000;              // lowered to fit RLIMIT_NOFILE
+  uint64_t max_connections = kDefaultMaxConnections;  // lowered to fit RLIMIT_NOFILE
   uint64_t max_streams_per_connection = 100;    // concurrent calls on one connection
   uint64_t idle_timeout_ms = 300'000;           // connections without calls are closed
   uint64_t max_receive_memory = 256ull << 20;   // requests in reception and being appended

@@ -1,5 +1,6 @@
 // Each default has one home: the components' option structs (wal::Options, DrainOptions,
-// RequestLimits, SocketFileOptions) or Config itself, and the flags show it as text
+// RequestLimits, HeartbeatOptions, SocketFileOptions, GrpcListenerOptions'
+// kDefaultMaxConnections) or Config itself, and the flags show it as text
 // through the Format* functions, which must give back what they were given.
 #include <gtest/gtest.h>
 
@@ -57,8 +58,9 @@ TEST(ConfigDefaults, ModesAreFourOctalDigitsAndParseBack) {
   }
 }
 
-// Without flags, the drain, the request limits and the sockets get their components'
-// own defaults: Config writes none of them again.
+// Without flags, the drain, the request limits, the heartbeats, the gRPC listener's
+// connection cap and the sockets get their components' own defaults: Config writes none
+// of them again.
 TEST(ConfigDefaults, ComponentsKeepTheirOwnDefaults) {
   ParseOutcome p = ParseArgs({});
   ASSERT_FALSE(p.exit) << p.output;
@@ -78,6 +80,10 @@ TEST(ConfigDefaults, ComponentsKeepTheirOwnDefaults) {
   EXPECT_EQ(c.limits.max_batch_messages, l.max_batch_messages);
   EXPECT_EQ(c.limits.max_headers, l.max_headers);
   EXPECT_EQ(c.limits.max_future_timestamp_ms, l.max_future_timestamp_ms);
+  const HeartbeatOptions h;
+  EXPECT_EQ(c.heartbeat.interval_ms, h.interval_ms);
+  EXPECT_EQ(c.heartbeat.topics, h.topics);
+  EXPECT_EQ(c.max_connections, GrpcListenerOptions{}.max_connections);
   const SocketFileOptions s;
   EXPECT_EQ(c.listen_socket.mode, s.mode);
   EXPECT_EQ(c.bruce_socket.mode, s.mode);

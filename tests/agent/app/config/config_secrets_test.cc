@@ -126,7 +126,7 @@ TEST_F(ConfigSecrets, PrintConfigReflectsPrecedenceAndParsesBackToTheSameConfig)
   EXPECT_EQ(a.listen, d.listen);
   EXPECT_EQ(a.kafka_options, d.kafka_options);  // the file is read again
   EXPECT_EQ(a.kafka_option_files, d.kafka_option_files);
-  EXPECT_EQ(a.heartbeat_topics, d.heartbeat_topics);
+  EXPECT_EQ(a.heartbeat.topics, d.heartbeat.topics);
   EXPECT_EQ(a.limits.max_batch_messages, d.limits.max_batch_messages);
   EXPECT_EQ(a.drain.max_message_age_ms, d.drain.max_message_age_ms);
   EXPECT_EQ(a.topic_max_bytes.percent, d.topic_max_bytes.percent);

@@ -185,7 +185,7 @@ TEST(Config, LargestDurationIsAHundredYears) {
   ParseOutcome p = ParseArgs({"--max-message-age", "36500d", "--heartbeat-interval", "10s"});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.drain.max_message_age_ms, 36500ull * 86'400'000);
-  EXPECT_EQ(p.config.heartbeat_interval_ms, 10'000u);
+  EXPECT_EQ(p.config.heartbeat.interval_ms, 10'000u);
 }
 
 // Millisecond flags are added to int64 times: a value that would overflow is refused.

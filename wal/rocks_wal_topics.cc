@@ -1,0 +1,56 @@
+// RocksWal: topic tracking (Ledger keeps and decides, ledger.h). A topic with nothing
+// live and no append for Options::topic_idle_forget_ms loses its commit point, and so
+// do the longest idle beyond Options::max_tracked_topics; their counters stay.
+#include "wal/keys.h"
+#include "wal/rocks_status.h"
+#include "wal/rocks_wal.h"
+
+namespace kspool::wal {
+
+std::vector<std::string> RocksWal::TrackedTopics() const {
+  MutexLock l(&mu_);
+  return ledger_.TrackedTopics();
+}
+
+CommitPoints RocksWal::KeepTracked(const CommitPoints& points) {
+  MutexLock l(&mu_);
+  return ledger_.KeepTracked(points, tail_.Now(options_.clock->NowMillis()));
+}
+
+absl::StatusOr<std::vector<std::string>> RocksWal::ForgetIdleTopics() {
+  if (options_.topic_idle_forget_ms <= 0 && options_.max_tracked_topics == 0) {
+    return std::vector<std::string>{};
+  }
+  MutexLock settle(&settle_mu_);  // serializes with SaveCommitPoints
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
+  // mu_ is held across the (unsynced, short) write, so no append can touch a topic
+  // between the check and the forgetting.
+  MutexLock l(&mu_);
+  if (!write_error_.ok()) return write_error_;
+  // Receive times never go backwards: a wall-clock step back delays forgetting, a step
+  // forward hastens it; neither loses anything, a forgotten topic is tracked again at
+  // its next append.
+  std::vector<std::string> gone = ledger_.IdleTopics(tail_.Now(options_.clock->NowMillis()));
+  if (gone.empty()) return gone;
+  rocksdb::WriteBatch wb;
+  for (const std::string& topic : gone) {
+    wb.Delete(db_->meta, keys::TopicCommitPoint(topic));
+    wb.Delete(db_->meta, keys::TopicLeasedPoint(topic));
+  }
+  // Without their points, the floor (above every saved point, these included) keeps a
+  // returning topic's receive times above them, also after a restart.
+  wb.Put(db_->meta, keys::kReceiveFloor,
+         keys::U64(static_cast<uint64_t>(tail_.receive_floor_ms())));
+  // Not synced: if the write is lost, the topics are tracked again after a restart.
+  rocksdb::Status s = db_->db->Write(rocksdb::WriteOptions(), &wb);
+  if (!s.ok()) {
+    RecordWriteErrorLocked(s, "forgetting idle topics");
+    return FromRocks(s, "forget idle topics");
+  }
+  ledger_.Forget(gone);
+  for (const std::string& topic : gone) lease_.Forget(topic);
+  return gone;
+}
+
+}  // namespace kspool::wal

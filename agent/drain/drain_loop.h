@@ -164,8 +164,9 @@ class DrainLoop {
   // are not in the window are unread only from that topic's `unread_from` on.
   uint64_t cursor_ = 0;
   int64_t next_full_scan_ms_ = 0;
-  // After a reopen the reader starts again at the head; entries below this may already
-  // be in the window (above it, the cursor never passed, so none can be).
+  // After a reopen the reader starts again at the head, and after a failed scan at the
+  // last `next` it was told; entries below this may already be in the window (above it,
+  // none was ever taken, so none can be).
   uint64_t recheck_below_ = 0;
   bool read_any_ = false;  // the last pass read entries  // a read pass while the window is full, to see newcomers
   uint64_t wal_reopens_seen_ = 0;

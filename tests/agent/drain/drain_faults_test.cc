@@ -65,5 +65,54 @@ TEST_F(DrainFaults, ReadErrorWhileEntriesWaitForALeaderKeepsThemOnce) {
   EXPECT_TRUE(drain_->Stuck().empty());
 }
 
+TEST_F(DrainFaults, KeyNeverOvertakesItsOlderEntryWhileMetadataLookupsFail) {
+  kafka_.leaders["t"] = {true, false};
+  StartDrain();
+  const std::vector<std::string> key = KeysFor(1, 2, 1);
+  Append("t", 1, key);  // A: waits in partition 1's lane for a leader
+  Run(5);
+  ASSERT_TRUE(kafka_.delivered.empty());
+  metadata_fails_ = true;  // a controller failover: lookups time out
+  Run(110);                // past the cache's refresh: its last answer failed
+  ASSERT_TRUE(kafka_.delivered.empty());
+  Append("t", 1, key);     // B, same key
+  Run(50);
+  kafka_.leaders["t"] = {true, true};
+  Run(50);
+  metadata_fails_ = false;
+  Run(200);
+  ASSERT_EQ(kafka_.delivered.size(), 2u);
+  EXPECT_LT(kafka_.delivered[0].seq, kafka_.delivered[1].seq) << "the newer entry went first";
+  for (const FakeKafka::Produced& p : kafka_.produced) EXPECT_EQ(p.partition, 1) << p.seq;
+  EXPECT_EQ(Live("t"), 0u);
+}
+
+TEST_F(DrainFaults, RequeuedKeyedEntryKeepsItsLaneWhileMetadataLookupsFail) {
+  kafka_.leaders["t"] = {true, true};
+  StartDrain();
+  const std::vector<std::string> key = KeysFor(1, 2, 1);
+  Append("t", 1, key);
+  Run(2);
+  ASSERT_EQ(kafka_.delivered.size(), 1u);
+  kafka_.leaders["t"] = {true, false};  // the agent does not know yet
+  Append("t", 1, key);                  // A: queued in the client for partition 1
+  Run(1);
+  metadata_fails_ = true;
+  Run(110);
+  kafka_.fatal = "Fatal idempotent producer error";  // the client is replaced: A comes back
+  Append("t", 1, key);                                // B
+  Run(5);
+  kafka_.fatal.clear();
+  kafka_.leaders["t"] = {true, true};
+  Run(300);
+  metadata_fails_ = false;
+  Run(200);
+  std::vector<uint64_t> seqs = kafka_.DeliveredSeqs("t");
+  ASSERT_EQ(seqs.size(), 3u);
+  EXPECT_TRUE(std::is_sorted(seqs.begin(), seqs.end()));
+  for (const FakeKafka::Produced& p : kafka_.produced) EXPECT_EQ(p.partition, 1) << p.seq;
+  EXPECT_EQ(Live("t"), 0u);
+}
+
 }  // namespace
 }  // namespace kspool::agent

@@ -1,5 +1,6 @@
 // The drain on a real WAL in a temp dir, a scripted Kafka (fake_producer.h) and a manual
-// clock, driven one pass at a time (RunOnce): deterministic. Also ScriptedLog, a
+// clock, driven one pass at a time (RunOnce): deterministic; metadata lookups can be
+// made to fail. Also ScriptedLog, a
 // wal::DrainLog that passes through to the WAL and can fail a chosen scan part way.
 // Thread safety: none; a test and its drain run on one thread.
 #pragma once
@@ -75,7 +76,13 @@ class DrainFixture : public ::testing::Test {
     agent::PartitionCacheOptions pco;
     pco.background = false;
     pco.clock = &clock_;
-    cache_ = std::make_unique<agent::PartitionCache>(kafka_.Layouts(), pco);
+    agent::LayoutSource layouts = kafka_.Layouts();
+    cache_ = std::make_unique<agent::PartitionCache>(
+        [this, layouts](const std::string& topic) -> absl::StatusOr<std::vector<bool>> {
+          if (metadata_fails_) return absl::DeadlineExceededError("scripted metadata timeout");
+          return layouts(topic);
+        },
+        pco);
   }
 
   void StartDrain(agent::DrainOptions o = {}) {
@@ -128,6 +135,7 @@ class DrainFixture : public ::testing::Test {
     return keys;
   }
 
+  bool metadata_fails_ = false;  // every metadata lookup times out while set
   TempDir dir_;
   ManualClock clock_{1'800'000'000'000};
   FakeKafka kafka_;

@@ -8,6 +8,9 @@
 // partition confirmed by `unknown_topic_checks` fresh metadata answers, an entry older
 // than `max_message_age_ms`, or an undecodable entry is discarded: moved to the dead
 // letters with its reason (discard_reasons.h), in the same WAL batch that counts it.
+// The age limit holds whatever the state of the entry's partition: an entry waiting for
+// a leader, in the window or unread in the WAL, is discarded within about a tenth of
+// the limit (at most 1 s) after it passes it (drain_expire.cc).
 //
 // Isolation (ARCHITECTURE.md invariant 7; wal/FORMAT.md "Reading"): the window is shared
 // fairly between the topics that have entries to send; a topic's entries beyond its
@@ -118,6 +121,11 @@ class DrainLoop {
   bool HoldsBack(TopicState& ts, const wal::ScanCandidate& c, const TopicLayout& layout,
                  const Shares& shares, std::map<int32_t, uint64_t>* taken);
   void Evict(const Shares& shares);
+  // Discards entries older than max_message_age_ms that are not in the client: those in
+  // lanes and those left unread (drain_expire.cc). At most once per expire interval.
+  void ExpireOld(int64_t now);
+  void ExpireLane(Lane& lane, int64_t cutoff);
+  void ExpireUnread(const std::string& topic, TopicState& ts, int64_t cutoff);
   void ProduceDue(int64_t now);
   void ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const TopicLayout& layout,
                    int64_t now, bool* queue_full);
@@ -181,6 +189,7 @@ class DrainLoop {
   int64_t next_reopen_ms_ = 0;
   int64_t last_settle_error_log_ms_ = 0;
   int64_t next_purge_ms_ = 0;
+  int64_t next_expire_ms_ = 0;
   bool want_purge_ = false;
   int64_t next_producer_ms_ = 0;  // when a replacement producer may be made
   int producer_failures_ = 0;     // fatal errors in a row, for the backoff

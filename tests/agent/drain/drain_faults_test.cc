@@ -114,5 +114,85 @@ TEST_F(DrainFaults, RequeuedKeyedEntryKeepsItsLaneWhileMetadataLookupsFail) {
   EXPECT_EQ(Live("t"), 0u);
 }
 
+uint64_t Discarded(wal::Wal& wal, const std::string& topic, const std::string& reason) {
+  return wal.GetStats().topics[topic].discarded[reason].count;
+}
+
+TEST_F(DrainFaults, ExpiresEntriesOfALeaderlessPartitionInTheWindowAndUnread) {
+  kafka_.leaders["t"] = {true, false};
+  {
+    DrainOptions o;
+    o.max_inflight_messages = 20;  // partition 1 may hold 5 in the window; the rest stay unread
+    o.max_message_age_ms = 5000;
+    StartDrain(o);
+  }
+  std::vector<std::string> keys = KeysFor(0, 2, 1);
+  keys.push_back(KeysFor(1, 2, 1)[0]);
+  const int64_t old_rt = Append("t", 40, keys);  // 20 for each partition
+  Run(100);                                       // 1 s
+  EXPECT_EQ(kafka_.DeliveredSeqs("t", 0).size(), 20u);
+  EXPECT_EQ(Live("t"), 20u);
+  EXPECT_LT(tracker_->Current().global_ms, old_rt);
+  Run(390);  // 4.9 s: not yet older than the limit
+  EXPECT_EQ(Discarded(*wal_, "t", "expired"), 0u);
+  Run(120);  // 6.1 s: past the limit plus an expire interval (0.5 s) and the settle delay
+  EXPECT_EQ(Discarded(*wal_, "t", "expired"), 20u);
+  EXPECT_EQ(Live("t"), 0u);
+  EXPECT_GE(tracker_->Current().global_ms, old_rt);
+  EXPECT_EQ(drain_->inflight(), 0u);
+  for (const FakeKafka::Produced& p : kafka_.produced) EXPECT_NE(p.partition, 1);
+
+  // Younger entries of the same partition wait for its leader, and go when it is back.
+  Append("t", 4, {keys[1]});
+  Run(50);
+  EXPECT_EQ(Live("t"), 4u);
+  kafka_.leaders["t"] = {true, true};
+  Run(200);
+  EXPECT_EQ(kafka_.DeliveredSeqs("t", 1).size(), 4u);
+  EXPECT_EQ(Live("t"), 0u);
+}
+
+TEST_F(DrainFaults, ExpiresAStuckTopicsUnreadEntriesSoTheGlobalCommitPointMovesOn) {
+  kafka_.leaders["stuck"] = {false, false};
+  kafka_.leaders["ok"] = {true};
+  {
+    DrainOptions o;
+    o.max_inflight_messages = 100;
+    o.max_message_age_ms = 2000;
+    StartDrain(o);
+  }
+  // Keyed: they wait in their partitions' lanes, and beyond a lane's share, unread.
+  const int64_t stuck_rt = Append("stuck", 500, {KeysFor(0, 2, 1)[0], KeysFor(1, 2, 1)[0]});
+  Run(100);  // 1 s
+  EXPECT_EQ(Live("stuck"), 500u);
+  EXPECT_LT(tracker_->Current().global_ms, stuck_rt);
+  Run(160);  // 2.6 s
+  EXPECT_EQ(Discarded(*wal_, "stuck", "expired"), 500u);
+  EXPECT_EQ(Live("stuck"), 0u);
+  const int64_t ok_rt = Append("ok", 10);
+  Run(20);
+  EXPECT_EQ(kafka_.DeliveredSeqs("ok").size(), 10u);
+  EXPECT_GE(tracker_->Current().global_ms, ok_rt);
+  EXPECT_TRUE(kafka_.DeliveredSeqs("stuck").empty());
+}
+
+TEST_F(DrainFaults, ExpiresEntriesOfATopicWithoutMetadata) {
+  kafka_.leaders["t"] = {true};
+  metadata_fails_ = true;  // the topic's partitions are never known
+  {
+    DrainOptions o;
+    o.max_message_age_ms = 1000;
+    o.retry_backoff_ms = 10'000;
+    o.retry_backoff_max_ms = 10'000;
+    StartDrain(o);
+  }
+  kafka_.fail_once[1] = FakeKafka::Transient("REQUEST_TIMED_OUT");  // the lane backs off
+  const int64_t rt = Append("t", 3);
+  Run(150);  // 1.5 s, well inside the retry backoff
+  EXPECT_EQ(Discarded(*wal_, "t", "expired"), 3u);
+  EXPECT_EQ(Live("t"), 0u);
+  EXPECT_GE(tracker_->Current().global_ms, rt);
+}
+
 }  // namespace
 }  // namespace kspool::agent

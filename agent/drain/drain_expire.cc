@@ -22,9 +22,11 @@
 namespace kspool::agent {
 namespace {
 
-// Unread expired entries taken in one look at a topic even when the window is full:
-// they are discarded at once and leave the window at the next settle.
+// Unread expired entries taken in one look at a topic: what the window has room for, and
+// at least this many (and bytes) even when it is full: they are discarded at once and
+// leave the window at the next settle, so memory stays bounded.
 constexpr uint64_t kMinExpireBatch = 256;
+constexpr uint64_t kMinExpireBatchBytes = 4 << 20;
 
 constexpr char kNeverProduced[] =
     "older than --max-message-age; never produced (its partition had no leader, or its "
@@ -65,8 +67,10 @@ void DrainLoop::ExpireLane(Lane& lane, int64_t cutoff) {
 }
 
 void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t cutoff) {
-  const uint64_t limit = std::max(WindowRoom().messages, kMinExpireBatch);
-  uint64_t taken = 0;
+  const Room room = WindowRoom();
+  const uint64_t limit = std::max(room.messages, kMinExpireBatch);
+  const uint64_t byte_limit = std::max(room.bytes, kMinExpireBatchBytes);
+  uint64_t taken = 0, taken_bytes = 0;
   int64_t last_ms = 0;  // receive time of the last entry offered, of any topic
   std::optional<int64_t> stopped_at_ms;
   std::vector<wal::Entry> entries;
@@ -74,13 +78,14 @@ void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t c
   absl::Status s = wal_->ScanChoosing(
       {ts.unread_from, cursor_, options_.scan_max_keys},
       [&](const wal::ScanCandidate& c) {
-        if (c.receive_time_ms >= cutoff || taken == limit) {
+        if (c.receive_time_ms >= cutoff || taken == limit || taken_bytes >= byte_limit) {
           stopped_at_ms = c.receive_time_ms;  // and every later entry is at least as young
           return wal::ScanChoice::kStop;
         }
         if (c.receive_time_ms != 0) last_ms = c.receive_time_ms;
         if (c.topic != topic || window_.count(c.seq)) return wal::ScanChoice::kSkip;
         ++taken;
+        taken_bytes += c.size;
         return wal::ScanChoice::kTake;
       },
       &entries, &next);

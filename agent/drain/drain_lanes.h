@@ -152,8 +152,11 @@ int32_t LaneFor(int32_t partition, const std::optional<std::string_view>& key,
 
 // A lane bound for a partition that exists and has no leader, as last known (also while
 // metadata lookups fail: a partition is not taken to have a leader for lack of news).
+// Not once the cluster says the topic does not exist: producing then finds that out and
+// the entries are discarded after the unknown-topic checks.
 inline bool Parked(int32_t lane, const TopicLayout& layout) {
-  return lane >= 0 && lane < layout.partition_count() && !layout.HasLeader(lane);
+  return lane >= 0 && !absl::IsNotFound(layout.status) && lane < layout.partition_count() &&
+         !layout.HasLeader(lane);
 }
 
 }  // namespace kspool::agent

@@ -114,6 +114,23 @@ TEST_F(DrainFaults, RequeuedKeyedEntryKeepsItsLaneWhileMetadataLookupsFail) {
   EXPECT_EQ(Live("t"), 0u);
 }
 
+TEST_F(DrainFaults, EntriesWaitingForALeaderOfADeletedTopicAreDiscardedAsUnknown) {
+  kafka_.leaders["t"] = {true, false};
+  {
+    DrainOptions o;
+    o.retry_backoff_ms = 100;
+    o.unknown_topic_checks = 3;
+    StartDrain(o);
+  }
+  Append("t", 3, KeysFor(1, 2, 1));  // wait in partition 1's lane
+  Run(20);
+  ASSERT_EQ(Live("t"), 3u);
+  kafka_.leaders.erase("t");  // the topic is deleted
+  Run(800);
+  EXPECT_EQ(Live("t"), 0u);
+  EXPECT_EQ(wal_->GetStats().topics["t"].discarded["unknown_topic"].count, 3u);
+}
+
 uint64_t Discarded(wal::Wal& wal, const std::string& topic, const std::string& reason) {
   return wal.GetStats().topics[topic].discarded[reason].count;
 }

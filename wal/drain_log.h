@@ -39,6 +39,11 @@ class DrainLog : public virtual LogStatus {
   // For a reader that keeps a read position per topic: offers each live entry of the
   // range, in order, to `choose`, and decodes the ones it takes into *out. *next is set
   // so that every entry below it was offered (taken or skipped) and none at or above.
+  // A partial scan: when reading fails part way (an error status), *out still holds
+  // every entry taken before the failure and *next is one past the last entry offered
+  // (where it began if none was), so the reader moves past what it took. The reader
+  // owns what it took whatever the status, and must never take an entry twice: it
+  // passes over entries it already holds should a range be offered again.
   [[nodiscard]] virtual absl::Status ScanChoosing(
       const ScanRange& range, const std::function<ScanChoice(const ScanCandidate&)>& choose,
       std::vector<Entry>* out, uint64_t* next) = 0;

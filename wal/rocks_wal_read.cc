@@ -163,6 +163,7 @@ absl::Status RocksWal::ScanChoosing(const ScanRange& range,
     }
     note(seq);
     if (choice == ScanChoice::kTake) out->push_back(DecodeEntry(seq, raw));
+    *next = seq + 1;  // as far as an iterator error leaves it (drain_log.h)
   }
   RETURN_IF_ERROR(FromRocks(it->status(), "scan WAL"));
   *next = end;

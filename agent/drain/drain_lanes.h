@@ -145,13 +145,17 @@ uint32_t Murmur2(std::string_view key);
 int32_t KeyPartition(std::string_view key, int partition_count);
 
 // The lane of an entry: its explicit partition, its key's partition, kLaneUnordered
-// without a key, kLaneUnrouted while the topic's partitions are unknown.
+// without a key, kLaneUnrouted while the topic's partitions were never known. A layout
+// whose last lookup failed still routes by the partitions it last knew.
 int32_t LaneFor(int32_t partition, const std::optional<std::string_view>& key,
                 const TopicLayout& layout);
 
-// A lane bound for a partition that exists and has no leader.
+// A lane bound for a partition that exists and has no leader, as last known (also while
+// metadata lookups fail: a partition is not taken to have a leader for lack of news).
+// Not once the cluster says the topic does not exist: producing then finds that out and
+// the entries are discarded after the unknown-topic checks.
 inline bool Parked(int32_t lane, const TopicLayout& layout) {
-  return lane >= 0 && layout.status.ok() && lane < layout.partition_count() &&
+  return lane >= 0 && !absl::IsNotFound(layout.status) && lane < layout.partition_count() &&
          !layout.HasLeader(lane);
 }
 

@@ -75,6 +75,7 @@ void DrainLoop::RunOnce(int poll_ms) {
   int64_t now = options_.clock->MonotonicMillis();
   MaybeReopenWal(now);
   ReplaceProducerIfFatal(now);
+  ExpireOld(now);
   read_any_ = Refill(now);
   ProduceDue(now);
   std::vector<DeliveryReport> reports;

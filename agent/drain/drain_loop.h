@@ -8,6 +8,9 @@
 // partition confirmed by `unknown_topic_checks` fresh metadata answers, an entry older
 // than `max_message_age_ms`, or an undecodable entry is discarded: moved to the dead
 // letters with its reason (discard_reasons.h), in the same WAL batch that counts it.
+// The age limit holds whatever the state of the entry's partition: an entry waiting for
+// a leader, in the window or unread in the WAL, is discarded within about a tenth of
+// the limit (at most 1 s) after it passes it (drain_expire.cc).
 //
 // Isolation (ARCHITECTURE.md invariant 7; wal/FORMAT.md "Reading"): the window is shared
 // fairly between the topics that have entries to send; a topic's entries beyond its
@@ -119,6 +122,11 @@ class DrainLoop {
   bool HoldsBack(TopicState& ts, const wal::ScanCandidate& c, const TopicLayout& layout,
                  const Shares& shares, std::map<int32_t, uint64_t>* taken);
   void Evict(const Shares& shares);
+  // Discards entries older than max_message_age_ms that are not in the client: those in
+  // lanes and those left unread (drain_expire.cc). At most once per expire interval.
+  void ExpireOld(int64_t now);
+  void ExpireLane(Lane& lane, int64_t cutoff);
+  void ExpireUnread(const std::string& topic, TopicState& ts, int64_t cutoff);
   void ProduceDue(int64_t now);
   void ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const TopicLayout& layout,
                    int64_t now, bool* queue_full);
@@ -167,8 +175,9 @@ class DrainLoop {
   // are not in the window are unread only from that topic's `unread_from` on.
   uint64_t cursor_ = 0;
   int64_t next_full_scan_ms_ = 0;
-  // After a reopen the reader starts again at the head; entries below this may already
-  // be in the window (above it, the cursor never passed, so none can be).
+  // After a reopen the reader starts again at the head, and after a failed scan at the
+  // last `next` it was told; entries below this may already be in the window (above it,
+  // none was ever taken, so none can be).
   uint64_t recheck_below_ = 0;
   bool read_any_ = false;  // the last pass read entries  // a read pass while the window is full, to see newcomers
   uint64_t wal_reopens_seen_ = 0;
@@ -185,6 +194,7 @@ class DrainLoop {
   int64_t next_reopen_ms_ = 0;
   int64_t last_settle_error_log_ms_ = 0;
   int64_t next_purge_ms_ = 0;
+  int64_t next_expire_ms_ = 0;
   bool want_purge_ = false;
   int64_t next_producer_ms_ = 0;  // when a replacement producer may be made
   int producer_failures_ = 0;     // fatal errors in a row, for the backoff

@@ -5,6 +5,9 @@
 // alone. An entry without a key goes to the next partition that has a leader. Until a
 // topic's partitions are known (the first metadata answer), the client partitions its
 // entries, and a failure there holds back the whole topic, as it must for keyed order.
+// Once known, a topic's last known layout routes its entries even while metadata
+// lookups fail, so an entry never moves to a lane where it could overtake an older
+// entry of its key.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -87,7 +90,9 @@ int32_t KeyPartition(std::string_view key, int partition_count) {
 
 int32_t LaneFor(int32_t partition, const std::optional<std::string_view>& key,
                 const TopicLayout& layout) {
-  if (!layout.status.ok() || layout.partition_count() == 0) return kLaneUnrouted;
+  // A failed lookup keeps the last known partitions (PartitionCache): routing by them
+  // keeps a key's entries in one lane, in order, while the lookups fail.
+  if (layout.partition_count() == 0) return kLaneUnrouted;
   if (partition >= 0) return partition;
   if (key) return KeyPartition(*key, layout.partition_count());
   return kLaneUnordered;
@@ -110,7 +115,8 @@ void DrainLoop::Requeue(uint64_t seq, Slot& slot) {
   auto k = ts.in_kafka.find(slot.produced_to);
   if (k != ts.in_kafka.end() && k->second > 0) --k->second;
   // Re-routed with what is known now: an entry without a key finds a partition that
-  // has a leader.
+  // has a leader; a keyed one stays in its key's lane (the last known layout, also while
+  // metadata lookups fail).
   Enqueue(seq, slot, *options_.partitions->Get(slot.entry.record.topic));
 }
 

@@ -129,7 +129,12 @@ bool DrainLoop::ReadNew(const Shares& shares) {
         return room.Take(ts, c.size);
       },
       &entries, &next);
-  if (!s.ok()) ScanFailed(s);
+  if (!s.ok()) {
+    ScanFailed(s);
+    // The entries taken before the error may lie at or above `next`: the next pass must
+    // pass over them (they are in the window), not take them again.
+    if (!entries.empty()) recheck_below_ = std::max(recheck_below_, entries.back().seq + 1);
+  }
   cursor_ = std::max(cursor_, next);
   return Admit(entries);
 }
@@ -151,8 +156,19 @@ bool DrainLoop::Admit(std::vector<wal::Entry>& entries) {
   const int64_t now = options_.clock->MonotonicMillis();
   for (wal::Entry& e : entries) {
     const uint64_t seq = e.seq;
+    auto [it, fresh] = window_.try_emplace(seq);
+    if (!fresh) {
+      // Offered again (the reader's cursor did not pass it, see DrainLog::ScanChoosing on
+      // errors): the slot in the window is the one being sent; the producer may still
+      // point into its buffers. Only the chooser's count of it is taken back.
+      TopicState& ts = topics_[std::string(
+          e.status.ok() ? std::string_view(e.record.topic) : wal::PeekTopic(e.raw))];
+      ts.in_window -= 1;
+      ts.window_bytes -= e.size;
+      continue;
+    }
     window_bytes_ += e.size;
-    Slot& slot = window_[seq];
+    Slot& slot = it->second;
     slot.entry = std::move(e);
     if (!slot.entry.status.ok()) {
       // Counted under the topic its first bytes name, as the reader counted it.

@@ -24,7 +24,9 @@ struct TopicLayout {
   // OK; NOT_FOUND when the cluster says the topic does not exist; else UNAVAILABLE
   // (never asked yet, or the cluster could not be asked).
   absl::Status status = absl::UnavailableError("no metadata yet");
-  std::vector<bool> leaders;  // per partition id: has a leader
+  // Per partition id: has a leader. After a failed lookup, as the last answer said (the
+  // drain keeps routing by them, so a key keeps its partition and its order).
+  std::vector<bool> leaders;
   uint64_t generation = 0;    // answers received for this topic so far
   int partition_count() const { return static_cast<int>(leaders.size()); }
   bool HasLeader(int32_t p) const {

@@ -1,6 +1,7 @@
 // Partial faults on the Kafka side, end to end: a real agent process, a real
 // kspool-devkafka cluster, a librdkafka consumer. One topic whose partitions have no
-// leader, or one leaderless partition of six, must hold back only its own messages.
+// leader, or one leaderless partition of six, must hold back only its own messages, and
+// --max-message-age still applies to a partition that stays without a leader.
 #include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
 
@@ -112,6 +113,54 @@ TEST(Isolation, UnkeyedMessagesAvoidAPartitionThatLostItsLeader) {
   ASSERT_EQ(kafka.Command("leader six 2 1"), "OK");
   auto records = kspool::testing::ReadTopic(kafka.bootstrap(), "six", 6000, 30s);
   EXPECT_EQ(Distinct(records), 6000u);
+}
+
+TEST(Isolation, LeaderlessPartitionPastTheAgeLimitIsDiscardedAndTheCommitPointMovesOn) {
+  kspool::testing::TempDir dir;
+  DevKafka kafka(dir.sub("kafka.log"), 1, {"two:2"});
+  // Partition 1 may hold 25 entries in the window; the rest of its entries stay unread.
+  AgentProcess agent(dir.sub("wal"), dir.sub("agent.log"), kafka.bootstrap(),
+                     {"--max-message-age", "2s", "--max-inflight-messages", "100"});
+  SendMany(agent, "two", 10, "warm-", 10);  // the agent learns the topic's layout
+  ASSERT_TRUE(agent.WaitUntilDrained(10s));
+  ASSERT_EQ(kafka.Command("leader two 1 none"), "OK");
+  std::this_thread::sleep_for(1500ms);  // the agent's metadata (refreshed every second) knows
+  kspool::v1::SendRequest req;
+  for (int i = 0; i < 200; ++i) {
+    auto* m = req.add_messages();
+    m->set_topic("two");
+    m->set_partition(1);
+    m->set_value("lost-" + std::to_string(i));
+  }
+  kspool::v1::SendResponse resp;
+  ASSERT_TRUE(agent.Send(req, &resp).ok());
+  const auto sent = std::chrono::steady_clock::now();
+  const int64_t lost_rt = resp.receive_time_ms();
+  // Older than 2 s, while the partition still has no leader: discarded, not waiting.
+  ASSERT_TRUE(agent.WaitUntilDrained(6s));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count();
+  std::printf("200 entries of a leaderless partition discarded %.2f s after their Send\n",
+              seconds);
+  EXPECT_GE(seconds, 2.0);
+  int64_t point = 0;
+  for (auto deadline = std::chrono::steady_clock::now() + 2s;
+       std::chrono::steady_clock::now() < deadline && point < lost_rt;) {
+    point = agent.CommitPoint().commit_point_ms();
+    if (point < lost_rt) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_GE(point, lost_rt) << "the global commit point waits for discarded entries";
+  kspool::v1::GetDeliveryStatusRequest sreq;
+  for (uint64_t seq : resp.sequence()) sreq.add_sequences(seq);
+  kspool::v1::GetDeliveryStatusResponse sresp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  ASSERT_TRUE(agent.spool().GetDeliveryStatus(&ctx, sreq, &sresp).ok());
+  ASSERT_EQ(sresp.statuses_size(), 200);
+  for (const auto& st : sresp.statuses()) {
+    EXPECT_EQ(st.state(), kspool::v1::DeliveryStatus::DISCARDED) << st.sequence();
+    EXPECT_EQ(st.discard_reason(), "expired") << st.sequence();
+  }
 }
 
 size_t CountLines(const std::string& path, const std::string& needle) {

@@ -1,0 +1,125 @@
+// DrainLoop: --max-message-age, whatever the state of an entry's partition.
+//
+// Producing an entry, and a failed produce, check its age; that alone never expires an
+// entry that is not produced: one waiting in the lane of a partition without a leader
+// (or of a topic whose metadata is unknown), or one left unread in the WAL because its
+// lane is parked or its topic holds its share of the window. ExpireOld() looks at both
+// every expire interval (a tenth of the age limit, within [50 ms, 1 s]) and discards
+// those older than the limit as `expired`, so that such an entry leaves the WAL within
+// the limit plus an interval plus the settle delay, and the commit points move on.
+// Entries handed to the producer are left to it: the client's message.timeout.ms is at
+// most the age limit (agent/kafka/), and a timeout comes back as a failed report, which
+// checks the age.
+// Receive times never decrease with the sequence number (the WAL assigns them so), so
+// the first unread entry young enough ends the look at a topic's unread entries.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "agent/drain/discard_reasons.h"
+#include "agent/drain/drain_loop.h"
+
+namespace kspool::agent {
+namespace {
+
+// Unread expired entries taken in one look at a topic: what the window has room for, and
+// at least this many (and bytes) even when it is full: they are discarded at once and
+// leave the window at the next settle, so memory stays bounded.
+constexpr uint64_t kMinExpireBatch = 256;
+constexpr uint64_t kMinExpireBatchBytes = 4 << 20;
+
+constexpr char kNeverProduced[] =
+    "older than --max-message-age; never produced (its partition had no leader, or its "
+    "topic no metadata)";
+
+}  // namespace
+
+void DrainLoop::ExpireOld(int64_t now) {
+  const uint64_t age = options_.max_message_age_ms;
+  if (age == 0 || now < next_expire_ms_) return;
+  next_expire_ms_ = now + std::clamp<int64_t>(static_cast<int64_t>(age / 10), 50, 1000);
+  // Expired() reads: now - receive time > age.
+  const int64_t cutoff = options_.clock->NowMillis() - static_cast<int64_t>(age);
+  for (auto& [name, ts] : topics_) {
+    ExpireLane(ts.unrouted, cutoff);
+    ExpireLane(ts.unordered, cutoff);
+    for (auto& [p, lane] : ts.partitions) ExpireLane(lane, cutoff);
+  }
+  for (auto& [name, ts] : topics_) {
+    if (ts.unread_from != 0 && ts.unread_receive_ms < cutoff) ExpireUnread(name, ts, cutoff);
+  }
+  inflight_.store(window_.size());
+}
+
+void DrainLoop::ExpireLane(Lane& lane, int64_t cutoff) {
+  if (lane.empty()) return;
+  // Entries in a lane are not in the client: discarding one leaves the lane's order.
+  auto expire = [&](uint64_t seq) {
+    Slot& slot = window_.at(seq);
+    if (!slot.entry.status.ok() || slot.entry.record.receive_time_ms >= cutoff) return false;
+    Discard(seq, slot, kReasonExpired, kNeverProduced);
+    return true;
+  };
+  lane.ready.erase(std::remove_if(lane.ready.begin(), lane.ready.end(), expire), lane.ready.end());
+  for (auto it = lane.waiting.begin(); it != lane.waiting.end();) {
+    it = expire(*it) ? lane.waiting.erase(it) : std::next(it);
+  }
+}
+
+void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t cutoff) {
+  const Room room = WindowRoom();
+  const uint64_t limit = std::max(room.messages, kMinExpireBatch);
+  const uint64_t byte_limit = std::max(room.bytes, kMinExpireBatchBytes);
+  uint64_t taken = 0, taken_bytes = 0;
+  int64_t last_ms = 0;  // receive time of the last entry offered, of any topic
+  std::optional<int64_t> stopped_at_ms;
+  std::vector<wal::Entry> entries;
+  uint64_t next = 0;
+  absl::Status s = wal_->ScanChoosing(
+      {ts.unread_from, cursor_, options_.scan_max_keys},
+      [&](const wal::ScanCandidate& c) {
+        if (c.receive_time_ms >= cutoff || taken == limit || taken_bytes >= byte_limit) {
+          stopped_at_ms = c.receive_time_ms;  // and every later entry is at least as young
+          return wal::ScanChoice::kStop;
+        }
+        if (c.receive_time_ms != 0) last_ms = c.receive_time_ms;
+        if (c.topic != topic || window_.count(c.seq)) return wal::ScanChoice::kSkip;
+        ++taken;
+        taken_bytes += c.size;
+        return wal::ScanChoice::kTake;
+      },
+      &entries, &next);
+  if (!s.ok()) {
+    ScanFailed(s);
+  } else if (!stopped_at_ms && next >= cursor_) {
+    ts.ClearUnread();  // every unread entry of the topic is taken: none is left unread
+  } else {
+    // The topic's entries below `next` are in the window now (or settled); the rest are
+    // at least as young as the entry the look stopped at, or the last one it saw.
+    ts.unread_receive_ms = std::max(ts.unread_receive_ms, stopped_at_ms.value_or(last_ms));
+    if (next > ts.unread_from) {
+      ts.unread_from = next;
+      ts.scan_from = std::max(ts.scan_from, next);
+    }
+  }
+  for (wal::Entry& e : entries) {
+    const uint64_t seq = e.seq;
+    auto [it, fresh] = window_.try_emplace(seq);
+    if (!fresh) continue;  // cannot be: the chooser passed over the window's entries
+    ts.in_window += 1;
+    ts.window_bytes += e.size;
+    window_bytes_ += e.size;
+    Slot& slot = it->second;
+    slot.entry = std::move(e);
+    if (!slot.entry.status.ok()) {
+      slot.entry.record.topic = topic;
+      Discard(seq, slot, kReasonCorrupt, slot.entry.status.ToString());
+    } else {
+      Discard(seq, slot, kReasonExpired,
+              "older than --max-message-age; never read (its partition had no leader, or its "
+              "topic held its share of the window)");
+    }
+  }
+}
+
+}  // namespace kspool::agent

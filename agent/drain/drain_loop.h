@@ -164,6 +164,7 @@ class DrainLoop {
   // are not in the window are unread only from that topic's `unread_from` on.
   uint64_t cursor_ = 0;
   int64_t next_full_scan_ms_ = 0;
+  std::string catch_up_after_;  // the topic that caught up last (Refill's turns)
   // After a reopen the reader starts again at the head; entries below this may already
   // be in the window (above it, the cursor never passed, so none can be).
   uint64_t recheck_below_ = 0;

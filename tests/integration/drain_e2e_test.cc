@@ -1,13 +1,18 @@
 // The drain's limits end to end: a real agent process and a real kspool-devkafka cluster.
-// More busy topics than the window holds messages all deliver.
+// More busy topics than the window holds messages all deliver; a Kafka option that
+// would break the drain's contract stops the agent at start.
 #include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
+#include <sys/wait.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "tests/support/agent_process.h"
+#include "tests/support/child_process.h"
 #include "tests/support/dev_kafka.h"
 #include "tests/support/temp_dir.h"
 
@@ -45,6 +50,20 @@ TEST(DrainE2E, MoreBusyTopicsThanTheWindowHoldsAllDeliver) {
   RecordProperty("seconds", std::to_string(std::chrono::duration<double>(
                                                 std::chrono::steady_clock::now() - start)
                                                 .count()));
+}
+
+TEST(DrainE2E, KafkaOptionThatBreaksTheDrainStopsTheAgentWithExitTwoNamingIt) {
+  kspool::testing::TempDir dir;
+  kspool::testing::ChildProcess agent(
+      {KSPOOL_AGENT_BIN, "--wal-dir", dir.sub("wal"), "--listen", "127.0.0.1:0",
+       "--metrics-listen", "127.0.0.1:0", "--kafka-option", "delivery.report.only.error=true"},
+      dir.sub("agent.err"));
+  std::optional<int> st = agent.Wait(10s);
+  ASSERT_TRUE(st.has_value());
+  EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 2) << *st;
+  std::ifstream in(dir.sub("agent.err"));
+  const std::string err((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(err.find("delivery.report.only.error"), std::string::npos) << err;
 }
 
 }  // namespace

@@ -65,6 +65,8 @@ struct TopicState {
   uint64_t in_window = 0;  // entries of the topic in the window, and their bytes
   uint64_t window_bytes = 0;
   std::map<int32_t, uint64_t> in_kafka;  // entries handed to the producer, by partition
+  // The partition count the keyed entries in the lanes were routed by (0: none yet).
+  int routed_partitions = 0;
   // Every entry of this topic below the reader's cursor and at or above unread_from is
   // in the window or settled, or was skipped for lack of room (0: none skipped).
   // unread_receive_ms is at most the receive time of the oldest skipped one.

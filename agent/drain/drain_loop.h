@@ -125,6 +125,11 @@ class DrainLoop {
   void Retry(uint64_t seq, Slot& slot, const std::string& error, int64_t now);
   void Enqueue(uint64_t seq, Slot& slot, const TopicLayout& layout);
   void Unqueue(uint64_t seq, const Slot& slot);
+  // Routes the topic's keyed entries again after its partition count changed (a topic
+  // deleted and recreated, partitions added). False while entries routed by the old
+  // count are with the producer: the topic waits for their reports, so that no newer
+  // entry of a key overtakes them.
+  bool Reroute(const std::string& topic, TopicState& ts, const TopicLayout& layout);
   // Back to its lane, not produced: the client gave it back, or is gone.
   void Requeue(uint64_t seq, Slot& slot);
   bool WindowFull() const {

@@ -50,6 +50,11 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
                   r.result == DeliveryResult::kUnknownPartition ? kReasonUnknownPartition
                                                                 : kReasonUnknownTopic,
                   r.error + "; " + why);
+        } else if (Expired(slot)) {
+          // A keyed entry the producer cannot route yet (its metadata lags the agent's,
+          // or the topic changed): bounded by the age limit, as any other retry.
+          Discard(r.seq, slot, kReasonExpired,
+                  "older than --max-message-age; last error: " + r.error);
         } else {
           Retry(r.seq, slot, r.error, now);
         }

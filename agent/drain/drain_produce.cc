@@ -105,6 +105,38 @@ void DrainLoop::Unqueue(uint64_t seq, const Slot& slot) {
   topics_[slot.entry.record.topic].LaneOf(slot.lane).Remove(seq);
 }
 
+bool DrainLoop::Reroute(const std::string& topic, TopicState& ts, const TopicLayout& layout) {
+  if (ts.routed_partitions != 0) {
+    for (const auto& [p, n] : ts.in_kafka) {
+      if (n > 0) return false;
+    }
+  }
+  std::vector<uint64_t> keyed;
+  for (auto& [p, lane] : ts.partitions) {
+    auto collect = [&](uint64_t seq) {
+      const wal::Record& r = window_.at(seq).entry.record;
+      if (r.partition < 0 && r.key) keyed.push_back(seq);
+    };
+    std::for_each(lane.ready.begin(), lane.ready.end(), collect);
+    std::for_each(lane.waiting.begin(), lane.waiting.end(), collect);
+  }
+  // Lanes keep sequence order (Lane::Insert), so each key's entries stay in order.
+  for (uint64_t seq : keyed) {
+    Slot& slot = window_.at(seq);
+    Unqueue(seq, slot);
+    Enqueue(seq, slot, layout);
+  }
+  for (auto it = ts.partitions.begin(); it != ts.partitions.end();) {
+    it = it->second.empty() ? ts.partitions.erase(it) : std::next(it);
+  }
+  if (ts.routed_partitions != 0) {
+    spdlog::warn("kafka: topic {} has {} partitions now, not {}; {} keyed entries routed again",
+                 topic, layout.partition_count(), ts.routed_partitions, keyed.size());
+  }
+  ts.routed_partitions = layout.partition_count();
+  return true;
+}
+
 void DrainLoop::Requeue(uint64_t seq, Slot& slot) {
   TopicState& ts = topics_[slot.entry.record.topic];
   auto k = ts.in_kafka.find(slot.produced_to);
@@ -132,6 +164,10 @@ void DrainLoop::ProduceDue(int64_t now) {
       // The client holds entries for a partition that lost its leader: take them back,
       // so that those without a key go elsewhere and the rest wait here, not there.
       if (n > 0 && p >= 0 && layout->status.ok() && !layout->HasLeader(p)) want_purge_ = true;
+    }
+    if (layout->status.ok() && layout->partition_count() > 0 &&
+        layout->partition_count() != ts.routed_partitions && !Reroute(name, ts, *layout)) {
+      continue;  // waits for the reports of entries routed by the old partition count
     }
     if (!ts.unrouted.waiting.empty() && now < ts.unrouted.retry_at_ms) continue;
     ProduceLane(ts, ts.unrouted, kLaneUnrouted, *layout, now, &queue_full);

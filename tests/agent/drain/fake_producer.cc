@@ -86,6 +86,12 @@ void FakeProducer::Poll(int, std::vector<DeliveryReport>* out) {
       out->push_back(Report(p, DeliveryResult::kUnknownTopic, "_UNKNOWN_TOPIC", "unknown topic"));
       continue;
     }
+    if (p.partition >= static_cast<int32_t>(kafka_->leaders[p.topic].size())) {
+      // As librdkafka once its metadata says the partition does not exist.
+      out->push_back(Report(p, DeliveryResult::kUnknownPartition, "_UNKNOWN_PARTITION",
+                            "Local: Unknown partition"));
+      continue;
+    }
     if (!kafka_->HasLeader(p.topic, p.partition)) {
       waiting.push_back(std::move(p));  // the client waits for a leader
       continue;

@@ -1,7 +1,8 @@
 // FakeKafka: a scripted stand-in for a Kafka cluster and its producer client, for unit
 // tests of the drain loop's logic (the end-to-end tests use kspool-devkafka). It keeps
 // what was produced, answers with a delivery report at the next Poll() unless the
-// partition has no leader (then the message waits in the "client" until purged), and
+// partition has no leader (then the message waits in the "client" until purged) or does
+// not exist (then the report is kUnknownPartition), and
 // can fail chosen messages, or the whole producer with a fatal error. It speaks the
 // drain's terms (agent/drain/producer.h): no Kafka client is involved.
 // Thread safety: none; the test and the drain loop run on one thread (RunOnce()).

@@ -141,6 +141,7 @@ void DrainLoop::Requeue(uint64_t seq, Slot& slot) {
   TopicState& ts = topics_[slot.entry.record.topic];
   auto k = ts.in_kafka.find(slot.produced_to);
   if (k != ts.in_kafka.end() && k->second > 0) --k->second;
+  if (slot.alone) ts.alone.erase(slot.produced_to);
   // Re-routed with what is known now: an entry without a key finds a partition that
   // has a leader.
   Enqueue(seq, slot, *options_.partitions->Get(slot.entry.record.topic));
@@ -220,6 +221,13 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
       if (!p) return;  // no partition has a leader: wait for one
       partition = *p;
     }
+    // An entry refused in a batch as too large travels alone: it waits for the partition
+    // to be empty, and nothing else goes there until its report.
+    if (ts.alone.count(partition)) return;
+    if (slot.alone) {
+      auto k = ts.in_kafka.find(partition);
+      if (k != ts.in_kafka.end() && k->second > 0) return;
+    }
     DeliveryReport r = producer_->Produce(slot.entry, partition);
     if (r.result == DeliveryResult::kQueueFull) {
       *queue_full = true;  // try again after the next poll
@@ -236,6 +244,7 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
       if (ordered && !lane.waiting.empty()) return;  // keep the rest behind the failed one
       continue;
     }
+    if (slot.alone) ts.alone.insert(partition);
     // Handed to Kafka before by this process (see kspool_messages_redelivered_total).
     if (slot.attempts > 1) {
       redelivered_.fetch_add(1);

@@ -40,6 +40,11 @@ enum class DeliveryResult {
   kUnknownPartition,
   // Taken back from the client before it was sent (PurgeQueued, PurgeAll).
   kPurged,
+  // The broker refused the batch it travelled in as too large (MSG_SIZE_TOO_LARGE,
+  // RECORD_LIST_TOO_LARGE): the drain produces it again alone, and discards it with
+  // `reason` only when it fails alone too. (A message the client finds too large by
+  // itself at Produce() is kDiscard.)
+  kTooLarge,
 };
 
 struct DeliveryReport {

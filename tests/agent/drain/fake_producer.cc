@@ -76,7 +76,25 @@ void FakeProducer::Poll(int, std::vector<DeliveryReport>* out) {
   // As a partition's queue in the client: once one message fails, the ones behind it
   // in the same partition fail with it.
   std::map<std::pair<std::string, int32_t>, DeliveryReport> failed;
+  // A batch fails whole when it holds more than max_batch messages, or one too large.
+  std::map<std::pair<std::string, int32_t>, size_t> batch;
+  std::set<std::pair<std::string, int32_t>> too_large;
+  for (const FakeKafka::Produced& p : queued_) {
+    if (!kafka_->HasLeader(p.topic, p.partition)) continue;
+    auto limit = kafka_->max_batch.find(p.topic);
+    if (++batch[{p.topic, p.partition}] > (limit == kafka_->max_batch.end() ? SIZE_MAX : limit->second) ||
+        kafka_->too_large.count(p.seq)) {
+      too_large.insert({p.topic, p.partition});
+    }
+  }
   for (FakeKafka::Produced& p : queued_) {
+    if (kafka_->HasLeader(p.topic, p.partition) && too_large.count({p.topic, p.partition})) {
+      DeliveryReport r = Report(p, DeliveryResult::kTooLarge, "MSG_SIZE_TOO_LARGE",
+                                "Broker: Message size too large");
+      r.reason = "msg_size_too_large";
+      out->push_back(std::move(r));
+      continue;
+    }
     auto f = failed.find({p.topic, p.partition});
     if (f != failed.end()) {
       out->push_back(Report(p, f->second.result, f->second.error_name, f->second.error));

@@ -35,6 +35,10 @@ struct FakeKafka {
   std::vector<Produced> delivered;  // successful reports, in order
   // seq -> the failed report its next delivery gets (e.g. Transient(...)).
   std::map<uint64_t, agent::DeliveryReport> fail_once;
+  // Per topic: the most messages of one partition a batch (one Poll()) may hold; a
+  // larger batch fails whole with kTooLarge, as a broker's max.message.bytes does.
+  std::map<std::string, size_t> max_batch;
+  std::set<uint64_t> too_large;  // messages kTooLarge even alone
   std::string fatal;  // a producer made while this is set reports it as fatal
   int producers_made = 0;
   int purges = 0;

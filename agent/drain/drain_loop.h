@@ -186,7 +186,7 @@ class DrainLoop {
   int64_t next_reopen_ms_ = 0;
   int64_t last_settle_error_log_ms_ = 0;
   int64_t next_purge_ms_ = 0;
-  bool want_purge_ = false;
+  std::set<TopicPartition> to_purge_;  // leaderless partitions the client holds entries for
   int64_t next_producer_ms_ = 0;  // when a replacement producer may be made
   int producer_failures_ = 0;     // fatal errors in a row, for the backoff
 

@@ -164,7 +164,9 @@ void DrainLoop::ProduceDue(int64_t now) {
     for (const auto& [p, n] : ts.in_kafka) {
       // The client holds entries for a partition that lost its leader: take them back,
       // so that those without a key go elsewhere and the rest wait here, not there.
-      if (n > 0 && p >= 0 && layout->status.ok() && !layout->HasLeader(p)) want_purge_ = true;
+      if (n > 0 && p >= 0 && layout->status.ok() && !layout->HasLeader(p)) {
+        to_purge_.insert({name, p});
+      }
     }
     if (layout->status.ok() && layout->partition_count() > 0 &&
         layout->partition_count() != ts.routed_partitions && !Reroute(name, ts, *layout)) {
@@ -184,13 +186,15 @@ void DrainLoop::ProduceDue(int64_t now) {
     ProduceLane(ts, ts.unordered, kLaneUnordered, *layout, now, &queue_full);
     if (queue_full) break;
   }
-  if (want_purge_ && now >= next_purge_ms_) {
-    want_purge_ = false;
+  if (!to_purge_.empty() && now >= next_purge_ms_) {
     next_purge_ms_ = now + static_cast<int64_t>(options_.purge_interval_ms);
-    spdlog::warn("kafka: a partition lost its leader; taking back the messages queued for "
-                 "it (keyed ones wait for the leader, others go to other partitions)");
+    spdlog::warn("kafka: {} partition(s) lost their leader (first: {} [{}]); taking back the "
+                 "messages queued for them (keyed ones wait for the leader, others go to "
+                 "other partitions)",
+                 to_purge_.size(), to_purge_.begin()->topic, to_purge_.begin()->partition);
     Degraded("leaderless_partition_purge");
-    producer_->PurgeQueued();
+    producer_->PurgeQueued(std::vector<TopicPartition>(to_purge_.begin(), to_purge_.end()));
+    to_purge_.clear();
   }
 }
 

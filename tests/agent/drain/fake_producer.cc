@@ -1,5 +1,7 @@
 #include "tests/agent/drain/fake_producer.h"
 
+#include <algorithm>
+
 namespace kspool::testing {
 namespace {
 
@@ -127,8 +129,23 @@ void FakeProducer::Poll(int, std::vector<DeliveryReport>* out) {
   queued_.swap(waiting);
 }
 
-void FakeProducer::PurgeQueued() {
+void FakeProducer::PurgeQueued(const std::vector<agent::TopicPartition>& partitions) {
   ++kafka_->purges;
+  std::deque<FakeKafka::Produced> kept;
+  for (FakeKafka::Produced& p : queued_) {
+    const bool purged = std::any_of(partitions.begin(), partitions.end(), [&](const auto& tp) {
+      return tp.topic == p.topic && tp.partition == p.partition;
+    });
+    if (purged) {
+      purged_.push_back(Report(p, DeliveryResult::kPurged, "_PURGE_QUEUE", "purged"));
+    } else {
+      kept.push_back(std::move(p));
+    }
+  }
+  queued_.swap(kept);
+}
+
+void FakeProducer::PurgeAll() {
   for (const FakeKafka::Produced& p : queued_) {
     purged_.push_back(Report(p, DeliveryResult::kPurged, "_PURGE_QUEUE", "purged"));
   }

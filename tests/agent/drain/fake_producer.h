@@ -61,8 +61,8 @@ class FakeProducer final : public agent::Producer {
   agent::DeliveryReport Produce(const wal::Entry& entry, int32_t partition) override;
   void Poll(int timeout_ms, std::vector<agent::DeliveryReport>* out) override;
   int OutstandingMessages() const override { return static_cast<int>(queued_.size()); }
-  void PurgeQueued() override;
-  void PurgeAll() override { PurgeQueued(); }
+  void PurgeQueued(const std::vector<agent::TopicPartition>& partitions) override;
+  void PurgeAll() override;
   std::string FatalError() const override { return fatal_; }
   int BrokersUp() const override { return 1; }
 

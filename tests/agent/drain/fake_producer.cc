@@ -106,7 +106,11 @@ void FakeProducer::Poll(int, std::vector<DeliveryReport>* out) {
       out->push_back(Report(p, DeliveryResult::kUnknownTopic, "_UNKNOWN_TOPIC", "unknown topic"));
       continue;
     }
-    if (p.partition >= static_cast<int32_t>(kafka_->leaders[p.topic].size())) {
+    auto known = kafka_->client_partitions.find(p.topic);
+    const size_t partitions = known != kafka_->client_partitions.end()
+                                  ? known->second
+                                  : kafka_->leaders[p.topic].size();
+    if (p.partition >= static_cast<int32_t>(partitions)) {
       // As librdkafka once its metadata says the partition does not exist.
       out->push_back(Report(p, DeliveryResult::kUnknownPartition, "_UNKNOWN_PARTITION",
                             "Local: Unknown partition"));

@@ -39,6 +39,9 @@ struct FakeKafka {
   // larger batch fails whole with kTooLarge, as a broker's max.message.bytes does.
   std::map<std::string, size_t> max_batch;
   std::set<uint64_t> too_large;  // messages kTooLarge even alone
+  // Per topic: the client's own partition count when its metadata lags the cluster's
+  // (absent: the cluster's); a partition beyond it is kUnknownPartition.
+  std::map<std::string, size_t> client_partitions;
   std::string fatal;  // a producer made while this is set reports it as fatal
   int producers_made = 0;
   int purges = 0;

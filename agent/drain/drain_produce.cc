@@ -149,6 +149,7 @@ void DrainLoop::Requeue(uint64_t seq, Slot& slot) {
 
 void DrainLoop::ProduceDue(int64_t now) {
   if (!producer_) return;
+  to_purge_.clear();  // what this pass finds: a partition may have its leader again
   bool queue_full = false;
   for (auto& [name, ts] : topics_) {
     if (ts.in_window == 0 && ts.skipped_lanes.empty()) continue;

@@ -84,8 +84,8 @@ void FakeProducer::Poll(int, std::vector<DeliveryReport>* out) {
   for (const FakeKafka::Produced& p : queued_) {
     if (!kafka_->HasLeader(p.topic, p.partition)) continue;
     auto limit = kafka_->max_batch.find(p.topic);
-    if (++batch[{p.topic, p.partition}] > (limit == kafka_->max_batch.end() ? SIZE_MAX : limit->second) ||
-        kafka_->too_large.count(p.seq)) {
+    const size_t max = limit == kafka_->max_batch.end() ? SIZE_MAX : limit->second;
+    if (++batch[{p.topic, p.partition}] > max || kafka_->too_large.count(p.seq)) {
       too_large.insert({p.topic, p.partition});
     }
   }

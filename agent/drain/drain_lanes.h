@@ -33,6 +33,7 @@ struct Slot {
   wal::Outcome outcome;                 // set with kSettling
   int64_t finished_ms = 0;              // monotonic
   bool batched = false;                 // part of the Settle() call being made
+  bool alone = false;  // refused in a batch as too large: produced alone from now on
 };
 
 // Entries produced in sequence order. After a failure the lane waits for its retry
@@ -65,6 +66,11 @@ struct TopicState {
   uint64_t in_window = 0;  // entries of the topic in the window, and their bytes
   uint64_t window_bytes = 0;
   std::map<int32_t, uint64_t> in_kafka;  // entries handed to the producer, by partition
+  // Partitions an entry was produced to alone (Slot::alone): nothing else of the topic
+  // goes there until its report, so that it travels in a batch of its own.
+  std::set<int32_t> alone;
+  // The partition count the keyed entries in the lanes were routed by (0: none yet).
+  int routed_partitions = 0;
   // Every entry of this topic below the reader's cursor and at or above unread_from is
   // in the window or settled, or was skipped for lack of room (0: none skipped).
   // unread_receive_ms is at most the receive time of the oldest skipped one.

@@ -134,6 +134,11 @@ class DrainLoop {
   void Retry(uint64_t seq, Slot& slot, const std::string& error, int64_t now);
   void Enqueue(uint64_t seq, Slot& slot, const TopicLayout& layout);
   void Unqueue(uint64_t seq, const Slot& slot);
+  // Routes the topic's keyed entries again after its partition count changed (a topic
+  // deleted and recreated, partitions added). False while entries routed by the old
+  // count are with the producer: the topic waits for their reports, so that no newer
+  // entry of a key overtakes them.
+  bool Reroute(const std::string& topic, TopicState& ts, const TopicLayout& layout);
   // Back to its lane, not produced: the client gave it back, or is gone.
   void Requeue(uint64_t seq, Slot& slot);
   bool WindowFull() const {
@@ -175,6 +180,7 @@ class DrainLoop {
   // are not in the window are unread only from that topic's `unread_from` on.
   uint64_t cursor_ = 0;
   int64_t next_full_scan_ms_ = 0;
+  std::string catch_up_after_;  // the topic that caught up last (Refill's turns)
   // After a reopen the reader starts again at the head, and after a failed scan at the
   // last `next` it was told; entries below this may already be in the window (above it,
   // none was ever taken, so none can be).
@@ -195,7 +201,7 @@ class DrainLoop {
   int64_t last_settle_error_log_ms_ = 0;
   int64_t next_purge_ms_ = 0;
   int64_t next_expire_ms_ = 0;
-  bool want_purge_ = false;
+  std::set<TopicPartition> to_purge_;  // leaderless partitions the client holds entries for
   int64_t next_producer_ms_ = 0;  // when a replacement producer may be made
   int producer_failures_ = 0;     // fatal errors in a row, for the backoff
 

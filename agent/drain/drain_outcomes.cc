@@ -24,6 +24,7 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
       Requeue(r.seq, slot);
       continue;
     }
+    if (slot.alone) ts.alone.erase(slot.produced_to);
     auto k = ts.in_kafka.find(slot.produced_to);
     if (k != ts.in_kafka.end() && k->second > 0) --k->second;
     if (r.result == DeliveryResult::kDelivered) {
@@ -43,6 +44,16 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
       case DeliveryResult::kDiscard:
         Discard(r.seq, slot, r.reason, r.error);
         break;
+      case DeliveryResult::kTooLarge:
+        // The broker's limit applies to the batch: only a message refused alone is too
+        // large. The lane holds its newer entries back meanwhile, so order stays.
+        if (slot.alone) {
+          Discard(r.seq, slot, r.reason, r.error + " (sent alone)");
+        } else {
+          slot.alone = true;
+          Retry(r.seq, slot, r.error + "; sending it again alone", now);
+        }
+        break;
       case DeliveryResult::kUnknownTopic:
       case DeliveryResult::kUnknownPartition: {
         std::string why;
@@ -51,6 +62,11 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
                   r.result == DeliveryResult::kUnknownPartition ? kReasonUnknownPartition
                                                                 : kReasonUnknownTopic,
                   r.error + "; " + why);
+        } else if (Expired(slot)) {
+          // A keyed entry the producer cannot route yet (its metadata lags the agent's,
+          // or the topic changed): bounded by the age limit, as any other retry.
+          Discard(r.seq, slot, kReasonExpired,
+                  "older than --max-message-age; last error: " + r.error);
         } else {
           Retry(r.seq, slot, r.error, now);
         }

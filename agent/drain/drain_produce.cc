@@ -110,10 +110,43 @@ void DrainLoop::Unqueue(uint64_t seq, const Slot& slot) {
   topics_[slot.entry.record.topic].LaneOf(slot.lane).Remove(seq);
 }
 
+bool DrainLoop::Reroute(const std::string& topic, TopicState& ts, const TopicLayout& layout) {
+  if (ts.routed_partitions != 0) {
+    for (const auto& [p, n] : ts.in_kafka) {
+      if (n > 0) return false;
+    }
+  }
+  std::vector<uint64_t> keyed;
+  for (auto& [p, lane] : ts.partitions) {
+    auto collect = [&](uint64_t seq) {
+      const wal::Record& r = window_.at(seq).entry.record;
+      if (r.partition < 0 && r.key) keyed.push_back(seq);
+    };
+    std::for_each(lane.ready.begin(), lane.ready.end(), collect);
+    std::for_each(lane.waiting.begin(), lane.waiting.end(), collect);
+  }
+  // Lanes keep sequence order (Lane::Insert), so each key's entries stay in order.
+  for (uint64_t seq : keyed) {
+    Slot& slot = window_.at(seq);
+    Unqueue(seq, slot);
+    Enqueue(seq, slot, layout);
+  }
+  for (auto it = ts.partitions.begin(); it != ts.partitions.end();) {
+    it = it->second.empty() ? ts.partitions.erase(it) : std::next(it);
+  }
+  if (ts.routed_partitions != 0) {
+    spdlog::warn("kafka: topic {} has {} partitions now, not {}; {} keyed entries routed again",
+                 topic, layout.partition_count(), ts.routed_partitions, keyed.size());
+  }
+  ts.routed_partitions = layout.partition_count();
+  return true;
+}
+
 void DrainLoop::Requeue(uint64_t seq, Slot& slot) {
   TopicState& ts = topics_[slot.entry.record.topic];
   auto k = ts.in_kafka.find(slot.produced_to);
   if (k != ts.in_kafka.end() && k->second > 0) --k->second;
+  if (slot.alone) ts.alone.erase(slot.produced_to);
   // Re-routed with what is known now: an entry without a key finds a partition that
   // has a leader; a keyed one stays in its key's lane (the last known layout, also while
   // metadata lookups fail).
@@ -122,6 +155,7 @@ void DrainLoop::Requeue(uint64_t seq, Slot& slot) {
 
 void DrainLoop::ProduceDue(int64_t now) {
   if (!producer_) return;
+  to_purge_.clear();  // what this pass finds: a partition may have its leader again
   bool queue_full = false;
   for (auto& [name, ts] : topics_) {
     if (ts.in_window == 0 && ts.skipped_lanes.empty()) continue;
@@ -137,7 +171,13 @@ void DrainLoop::ProduceDue(int64_t now) {
     for (const auto& [p, n] : ts.in_kafka) {
       // The client holds entries for a partition that lost its leader: take them back,
       // so that those without a key go elsewhere and the rest wait here, not there.
-      if (n > 0 && p >= 0 && layout->status.ok() && !layout->HasLeader(p)) want_purge_ = true;
+      if (n > 0 && p >= 0 && layout->status.ok() && !layout->HasLeader(p)) {
+        to_purge_.insert({name, p});
+      }
+    }
+    if (layout->status.ok() && layout->partition_count() > 0 &&
+        layout->partition_count() != ts.routed_partitions && !Reroute(name, ts, *layout)) {
+      continue;  // waits for the reports of entries routed by the old partition count
     }
     if (!ts.unrouted.waiting.empty() && now < ts.unrouted.retry_at_ms) continue;
     ProduceLane(ts, ts.unrouted, kLaneUnrouted, *layout, now, &queue_full);
@@ -153,13 +193,15 @@ void DrainLoop::ProduceDue(int64_t now) {
     ProduceLane(ts, ts.unordered, kLaneUnordered, *layout, now, &queue_full);
     if (queue_full) break;
   }
-  if (want_purge_ && now >= next_purge_ms_) {
-    want_purge_ = false;
+  if (!to_purge_.empty() && now >= next_purge_ms_) {
     next_purge_ms_ = now + static_cast<int64_t>(options_.purge_interval_ms);
-    spdlog::warn("kafka: a partition lost its leader; taking back the messages queued for "
-                 "it (keyed ones wait for the leader, others go to other partitions)");
+    spdlog::warn("kafka: {} partition(s) lost their leader (first: {} [{}]); taking back the "
+                 "messages queued for them (keyed ones wait for the leader, others go to "
+                 "other partitions)",
+                 to_purge_.size(), to_purge_.begin()->topic, to_purge_.begin()->partition);
     Degraded("leaderless_partition_purge");
-    producer_->PurgeQueued();
+    producer_->PurgeQueued(std::vector<TopicPartition>(to_purge_.begin(), to_purge_.end()));
+    to_purge_.clear();
   }
 }
 
@@ -190,6 +232,13 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
       if (!p) return;  // no partition has a leader: wait for one
       partition = *p;
     }
+    // An entry refused in a batch as too large travels alone: it waits for the partition
+    // to be empty, and nothing else goes there until its report.
+    if (ts.alone.count(partition)) return;
+    if (slot.alone) {
+      auto k = ts.in_kafka.find(partition);
+      if (k != ts.in_kafka.end() && k->second > 0) return;
+    }
     DeliveryReport r = producer_->Produce(slot.entry, partition);
     if (r.result == DeliveryResult::kQueueFull) {
       *queue_full = true;  // try again after the next poll
@@ -206,6 +255,7 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
       if (ordered && !lane.waiting.empty()) return;  // keep the rest behind the failed one
       continue;
     }
+    if (slot.alone) ts.alone.insert(partition);
     // Handed to Kafka before by this process (see kspool_messages_redelivered_total).
     if (slot.attempts > 1) {
       redelivered_.fetch_add(1);

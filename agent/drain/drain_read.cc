@@ -27,13 +27,22 @@ bool DrainLoop::Refill(int64_t now) {
     }
   }
   competing = std::max<size_t>(competing, 1);
-  const Shares shares{options_.max_inflight_messages / competing,
-                      options_.max_inflight_bytes / competing,
+  // A share is at least one message: with more topics than the window holds messages,
+  // each topic still gets its turn (the window's own bound is kept by WindowRoom()).
+  const Shares shares{std::max<uint64_t>(1, options_.max_inflight_messages / competing),
+                      std::max<uint64_t>(1, options_.max_inflight_bytes / competing),
                       std::max<uint64_t>(1, options_.max_inflight_messages / competing / 4)};
   bool added = false;
-  for (auto& [name, ts] : topics_) {
-    if (ts.unread_from != 0 && !shares.Full(ts) && !WindowFull()) {
-      added |= CatchUp(name, ts, shares);
+  // Topics with unread entries take turns for the room: each pass starts after the
+  // topic served last, so that the first ones by name cannot take every turn.
+  auto it = topics_.upper_bound(catch_up_after_);
+  for (size_t i = 0, n = topics_.size(); i < n && !WindowFull(); ++i, ++it) {
+    if (it == topics_.end()) it = topics_.begin();
+    TopicState& ts = it->second;
+    if (ts.unread_from == 0 || shares.Full(ts)) continue;
+    if (CatchUp(it->first, ts, shares)) {
+      added = true;
+      catch_up_after_ = it->first;
     }
   }
   // While the window is full, look past it now and then, but only when a topic in it

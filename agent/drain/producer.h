@@ -40,6 +40,19 @@ enum class DeliveryResult {
   kUnknownPartition,
   // Taken back from the client before it was sent (PurgeQueued, PurgeAll).
   kPurged,
+  // The broker refused the batch it travelled in as too large (MSG_SIZE_TOO_LARGE,
+  // RECORD_LIST_TOO_LARGE): the drain produces it again alone, and discards it with
+  // `reason` only when it fails alone too. (A message the client finds too large by
+  // itself at Produce() is kDiscard.)
+  kTooLarge,
+};
+
+struct TopicPartition {
+  std::string topic;
+  int32_t partition = 0;
+  bool operator<(const TopicPartition& o) const {
+    return topic != o.topic ? topic < o.topic : partition < o.partition;
+  }
 };
 
 struct DeliveryReport {
@@ -68,10 +81,11 @@ class Producer {
   virtual void Poll(int timeout_ms, std::vector<DeliveryReport>* out) = 0;
   // Messages produced and not yet reported.
   virtual int OutstandingMessages() const = 0;
-  // Takes back the messages still queued in the client (not those on the wire): they
-  // are reported kPurged by the next Poll(). Used to take back messages waiting for a
-  // partition that has no leader.
-  virtual void PurgeQueued() = 0;
+  // Takes back the messages still queued in the client (not those on the wire) for
+  // these partitions: they are reported kPurged by the next Poll(). Other partitions'
+  // messages stay queued, in order. Used to take back messages waiting for a partition
+  // that has no leader.
+  virtual void PurgeQueued(const std::vector<TopicPartition>& partitions) = 0;
   // The same for every message, also those in flight. At shutdown and after a fatal error.
   virtual void PurgeAll() = 0;
   // Non-empty once the producer hit a fatal (idempotence) error: it must be replaced.

@@ -71,7 +71,11 @@ DeliveryReport ReportOfDelivery(rd_kafka_resp_err_t err) {
   }
   switch (ClassifyDeliveryError(err)) {
     case ErrorClass::kPermanent:
-      r.result = DeliveryResult::kDiscard;
+      // The broker's size limits apply to the batch: the message may fit alone.
+      r.result = err == RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE ||
+                         err == RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE
+                     ? DeliveryResult::kTooLarge
+                     : DeliveryResult::kDiscard;
       r.reason = DiscardReason(err);
       break;
     case ErrorClass::kCheckTopic:
@@ -98,7 +102,10 @@ DeliveryReport ReportOfProduce(rd_kafka_resp_err_t err) {
     r.error = rd_kafka_err2str(err);
     return r;
   }
-  return ReportOfDelivery(err);
+  DeliveryReport r = ReportOfDelivery(err);
+  // Refused before any batch exists: the message alone exceeds the client's limit.
+  if (r.result == DeliveryResult::kTooLarge) r.result = DeliveryResult::kDiscard;
+  return r;
 }
 
 }  // namespace kspool::agent

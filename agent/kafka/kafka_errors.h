@@ -25,11 +25,13 @@ ErrorClass ClassifyDeliveryError(rd_kafka_resp_err_t err);
 std::string DiscardReason(rd_kafka_resp_err_t err);
 
 // The drain's report of a delivery report's error code (RD_KAFKA_RESP_ERR_NO_ERROR:
-// kDelivered), with the client's error name and text and, for kDiscard, the reason (the
-// drain names unknown topics and partitions itself); seq, partition and offset unset.
+// kDelivered), with the client's error name and text and, for kDiscard and kTooLarge
+// (a batch the broker found too large), the reason (the drain names unknown topics and
+// partitions itself); seq, partition and offset unset.
 DeliveryReport ReportOfDelivery(rd_kafka_resp_err_t err);
 // The drain's report of what rd_kafka_producev() returned: kQueued when accepted,
-// kQueueFull for a full local queue, else the entry's report, as ReportOfDelivery().
+// kQueueFull for a full local queue, else the entry's report, as ReportOfDelivery(),
+// except that a message too large is kDiscard (the client measured it alone).
 DeliveryReport ReportOfProduce(rd_kafka_resp_err_t err);
 
 }  // namespace kspool::agent

@@ -23,8 +23,8 @@ std::string Lower(std::string s) {
 
 struct Fixed {
   std::vector<std::string> names;  // the property and its librdkafka aliases
-  std::vector<std::string> same;   // values librdkafka reads as the required one
-  std::string required;
+  std::vector<std::string> same;   // values librdkafka reads as an allowed one; empty: none
+  std::string required;            // what the message says it must be
   std::string why;
 };
 
@@ -39,6 +39,26 @@ const std::vector<Fixed>& FixedProperties() {
        {"true", "t", "1"},
        "true",
        "without it a retried produce can duplicate or reorder messages"},
+      {{"delivery.report.only.error"},
+       {"false", "f", "0"},
+       "false",
+       "an entry leaves the WAL only on its delivery report; without reports for delivered "
+       "messages they would stay in the WAL forever"},
+      {{"transactional.id"},
+       {},
+       "unset",
+       "the agent produces outside transactions, which a transactional producer refuses"},
+      {{"partitioner"},
+       {"murmur2", "murmur2_random"},
+       "murmur2 or murmur2_random",
+       "the agent routes keyed messages by murmur2 itself (per-key order across leader "
+       "changes); the client's partitioner places them only until the topic's partitions "
+       "are known, and another one would split a key over two partitions"},
+      {{"statistics.interval.ms"},
+       {},
+       "above 0",
+       "the agent learns from the client's statistics whether any broker is up (/status, "
+       "kspool_kafka_brokers_up, the shutdown grace)"},
   };
   return kFixed;
 }
@@ -54,6 +74,11 @@ absl::Status CheckKafkaOption(const std::string& option) {
   for (const Fixed& f : FixedProperties()) {
     if (std::find(f.names.begin(), f.names.end(), key) == f.names.end()) continue;
     if (std::find(f.same.begin(), f.same.end(), value) != f.same.end()) break;
+    // Any number but 0 (librdkafka checks the rest).
+    if (key == "statistics.interval.ms" && !value.empty() &&
+        value.find_first_not_of("0") != std::string::npos) {
+      break;
+    }
     return absl::InvalidArgumentError("kafka option " + option + " is refused: " + key +
                                       " must stay " + f.required + ": " + f.why);
   }
@@ -105,8 +130,8 @@ absl::Status AddKafkaOptionFiles(const std::vector<std::string>& key_paths,
                                              ? " is also given with --kafka-option; give it once"
                                              : " is given by two files; give it once"));
     }
-    // Only the fixed properties (acks, enable.idempotence) can fail, and they are no
-    // secrets: the message may show the value.
+    // Only the fixed properties (acks, enable.idempotence, ...) can fail, and they are
+    // no secrets: the message may show the value.
     absl::Status s = CheckKafkaOption(key + "=" + value);
     if (!s.ok()) return absl::InvalidArgumentError(what + std::string(s.message()));
     options->push_back(key + "=" + value);

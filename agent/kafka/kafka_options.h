@@ -1,7 +1,11 @@
 // The librdkafka properties given with --kafka-option: KEY=VALUE each, and none that
 // would weaken the delivery guarantee. An entry leaves the WAL once Kafka acknowledges
-// it, so that acknowledgement must be durable (acks=all: every in-sync replica has it)
-// and free of producer-side duplicates and reordering (enable.idempotence=true).
+// it, so that acknowledgement must be durable (acks=all: every in-sync replica has it),
+// free of producer-side duplicates and reordering (enable.idempotence=true) and
+// reported for every message (delivery.report.only.error=false); the agent produces
+// outside transactions (no transactional.id), routes keys by murmur2 (partitioner
+// murmur2 or murmur2_random) and reads the client's statistics (statistics.interval.ms
+// above 0).
 // Checked when the flags are parsed (so the agent does not start) and again when the
 // producer is made (for configurations built in code).
 #pragma once
@@ -14,8 +18,10 @@
 namespace kspool::agent {
 
 // OK if `option` is KEY=VALUE with a non-empty key and, for a fixed property (acks,
-// its alias request.required.acks, enable.idempotence), a value librdkafka reads as the
-// fixed one ("all" or "-1"; "true", "t" or "1"); INVALID_ARGUMENT saying why otherwise.
+// its alias request.required.acks, enable.idempotence, delivery.report.only.error,
+// transactional.id, partitioner, statistics.interval.ms), a value librdkafka reads as
+// an allowed one ("all" or "-1"; "true", "t" or "1"; ...); INVALID_ARGUMENT naming the
+// option and saying why otherwise.
 absl::Status CheckKafkaOption(const std::string& option);
 
 // --kafka-option-file KEY=PATH, each: appends KEY=<the file's content> to `options`, the

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -159,7 +160,44 @@ void KafkaProducer::Poll(int timeout_ms, std::vector<DeliveryReport>* out) {
 
 int KafkaProducer::OutstandingMessages() const { return rd_kafka_outq_len(rk_); }
 
-void KafkaProducer::PurgeQueued() { rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE); }
+void KafkaProducer::PurgeQueued(const std::vector<TopicPartition>& partitions) {
+  if (partitions.empty()) return;
+  // rd_kafka_purge() (blocking) has every purged message's report queued when it returns;
+  // serving them now, before the drain produces anything else, puts the other
+  // partitions' messages back at the end of their queues in their order.
+  rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE);
+  purging_ = &partitions;
+  rd_kafka_poll(rk_, 0);
+  purging_ = nullptr;
+  given_back_.clear();
+}
+
+bool KafkaProducer::ProduceAgain(const rd_kafka_message_t* msg) {
+  const std::string topic = rd_kafka_topic_name(msg->rkt);
+  const std::pair<std::string, int32_t> tp{topic, msg->partition};
+  for (const TopicPartition& p : *purging_) {
+    if (p.topic == topic && p.partition == msg->partition) return false;
+  }
+  // Once one message of a partition is given back, the later ones are too: none may
+  // overtake it.
+  if (std::find(given_back_.begin(), given_back_.end(), tp) != given_back_.end()) return false;
+  rd_kafka_headers_t* hdrs = nullptr;
+  rd_kafka_headers_t* old = nullptr;
+  if (rd_kafka_message_headers(msg, &old) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+    hdrs = rd_kafka_headers_copy(old);
+  }
+  rd_kafka_timestamp_type_t ts_type;
+  const int64_t ts = rd_kafka_message_timestamp(msg, &ts_type);
+  rd_kafka_resp_err_t err = rd_kafka_producev(
+      rk_, RD_KAFKA_V_RKT(msg->rkt), RD_KAFKA_V_PARTITION(msg->partition),
+      RD_KAFKA_V_MSGFLAGS(0), RD_KAFKA_V_VALUE(msg->payload, msg->len),
+      RD_KAFKA_V_KEY(msg->key, msg->key_len), RD_KAFKA_V_TIMESTAMP(ts),
+      RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE(msg->_private), RD_KAFKA_V_END);
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return true;
+  if (hdrs) rd_kafka_headers_destroy(hdrs);
+  given_back_.push_back(tp);
+  return false;
+}
 
 void KafkaProducer::PurgeAll() {
   rd_kafka_purge(rk_, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
@@ -173,6 +211,9 @@ std::string KafkaProducer::FatalError() const {
 
 void KafkaProducer::OnDelivery(rd_kafka_t*, const rd_kafka_message_t* msg, void* opaque) {
   auto* self = static_cast<KafkaProducer*>(opaque);
+  if (self->purging_ && msg->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE && self->ProduceAgain(msg)) {
+    return;  // not asked to take it back: queued again, its report comes later
+  }
   DeliveryReport r = ReportOfDelivery(msg->err);
   r.seq = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(msg->_private));
   r.partition = msg->partition;

@@ -51,7 +51,9 @@ class KafkaProducer final : public Producer {
   DeliveryReport Produce(const wal::Entry& entry, int32_t partition) override;
   void Poll(int timeout_ms, std::vector<DeliveryReport>* out) override;
   int OutstandingMessages() const override;
-  void PurgeQueued() override;
+  // librdkafka takes back every partition's queued messages at once: the others'
+  // are produced again at once, in their order, before anything else can be produced.
+  void PurgeQueued(const std::vector<TopicPartition>& partitions) override;
   void PurgeAll() override;
   std::string FatalError() const override;
   // Brokers with a connection in state UP, from librdkafka's statistics (every second);
@@ -73,7 +75,14 @@ class KafkaProducer final : public Producer {
   rd_kafka_t* rk_ = nullptr;
   std::string agent_id_;
   std::unordered_map<std::string, rd_kafka_topic_t*> topics_;
+  // Re-produces a message librdkafka purged that PurgeQueued() was not asked to take
+  // back; false if it could not (then it is reported kPurged).
+  bool ProduceAgain(const rd_kafka_message_t* msg);
   std::vector<DeliveryReport>* sink_ = nullptr;  // set during Poll()
+  // Set during PurgeQueued(): the partitions to take back, and those whose purged
+  // messages are given back because one of them could not be produced again.
+  const std::vector<TopicPartition>* purging_ = nullptr;
+  std::vector<std::pair<std::string, int32_t>> given_back_;
   std::vector<DeliveryReport> stray_;            // reports served outside Poll()
   std::atomic<int> brokers_up_{0};               // 0 until the first statistics
   std::atomic<bool> stats_seen_{false};

@@ -291,8 +291,9 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   // No delimiter: a value may hold commas (debug=conf,msg). Several options are several
   // flags, lines of KSPOOL_KAFKA_OPTION, or a list in the config file.
   add("kafka-option", &c.kafka_options,
-      "librdkafka property KEY=VALUE, repeatable (e.g. linger.ms=10); acks and "
-      "enable.idempotence stay all and true")
+      "librdkafka property KEY=VALUE, repeatable (e.g. linger.ms=10); acks, "
+      "enable.idempotence, delivery.report.only.error, partitioner, "
+      "statistics.interval.ms and transactional.id are held where the drain needs them")
       ->check([](const std::string& v) { return std::string(CheckKafkaOption(v).message()); });
   add("kafka-option-file", &c.kafka_option_files,
       "librdkafka property KEY=PATH, repeatable: the value is read from the file at start "

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -92,14 +93,14 @@ class DrainFixture : public ::testing::Test {
     ASSERT_TRUE(drain_->Start(/*background=*/false).ok());
   }
 
-  // Appends n messages, keyed keys[i % keys.size()] when keys are given. Returns the
-  // receive time.
+  // Appends n messages of `value_bytes` each (0: a short value naming the topic), keyed
+  // keys[i % keys.size()] when keys are given. Returns the receive time.
   int64_t Append(const std::string& topic, int n, std::vector<std::string> keys = {},
-                 int32_t partition = -1) {
+                 int32_t partition = -1, size_t value_bytes = 0) {
     wal::AppendBatch b;
     std::vector<std::string> values(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
-      values[i] = topic + "-" + std::to_string(i);
+      values[i] = value_bytes ? std::string(value_bytes, 'v') : topic + "-" + std::to_string(i);
       wal::RecordView v;
       v.topic = topic;
       v.value = values[i];

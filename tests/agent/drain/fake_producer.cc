@@ -1,5 +1,7 @@
 #include "tests/agent/drain/fake_producer.h"
 
+#include <algorithm>
+
 namespace kspool::testing {
 namespace {
 
@@ -76,7 +78,25 @@ void FakeProducer::Poll(int, std::vector<DeliveryReport>* out) {
   // As a partition's queue in the client: once one message fails, the ones behind it
   // in the same partition fail with it.
   std::map<std::pair<std::string, int32_t>, DeliveryReport> failed;
+  // A batch fails whole when it holds more than max_batch messages, or one too large.
+  std::map<std::pair<std::string, int32_t>, size_t> batch;
+  std::set<std::pair<std::string, int32_t>> too_large;
+  for (const FakeKafka::Produced& p : queued_) {
+    if (!kafka_->HasLeader(p.topic, p.partition)) continue;
+    auto limit = kafka_->max_batch.find(p.topic);
+    const size_t max = limit == kafka_->max_batch.end() ? SIZE_MAX : limit->second;
+    if (++batch[{p.topic, p.partition}] > max || kafka_->too_large.count(p.seq)) {
+      too_large.insert({p.topic, p.partition});
+    }
+  }
   for (FakeKafka::Produced& p : queued_) {
+    if (kafka_->HasLeader(p.topic, p.partition) && too_large.count({p.topic, p.partition})) {
+      DeliveryReport r = Report(p, DeliveryResult::kTooLarge, "MSG_SIZE_TOO_LARGE",
+                                "Broker: Message size too large");
+      r.reason = "msg_size_too_large";
+      out->push_back(std::move(r));
+      continue;
+    }
     auto f = failed.find({p.topic, p.partition});
     if (f != failed.end()) {
       out->push_back(Report(p, f->second.result, f->second.error_name, f->second.error));
@@ -84,6 +104,16 @@ void FakeProducer::Poll(int, std::vector<DeliveryReport>* out) {
     }
     if (!kafka_->leaders.count(p.topic)) {
       out->push_back(Report(p, DeliveryResult::kUnknownTopic, "_UNKNOWN_TOPIC", "unknown topic"));
+      continue;
+    }
+    auto known = kafka_->client_partitions.find(p.topic);
+    const size_t partitions = known != kafka_->client_partitions.end()
+                                  ? known->second
+                                  : kafka_->leaders[p.topic].size();
+    if (p.partition >= static_cast<int32_t>(partitions)) {
+      // As librdkafka once its metadata says the partition does not exist.
+      out->push_back(Report(p, DeliveryResult::kUnknownPartition, "_UNKNOWN_PARTITION",
+                            "Local: Unknown partition"));
       continue;
     }
     if (!kafka_->HasLeader(p.topic, p.partition)) {
@@ -103,8 +133,23 @@ void FakeProducer::Poll(int, std::vector<DeliveryReport>* out) {
   queued_.swap(waiting);
 }
 
-void FakeProducer::PurgeQueued() {
+void FakeProducer::PurgeQueued(const std::vector<agent::TopicPartition>& partitions) {
   ++kafka_->purges;
+  std::deque<FakeKafka::Produced> kept;
+  for (FakeKafka::Produced& p : queued_) {
+    const bool purged = std::any_of(partitions.begin(), partitions.end(), [&](const auto& tp) {
+      return tp.topic == p.topic && tp.partition == p.partition;
+    });
+    if (purged) {
+      purged_.push_back(Report(p, DeliveryResult::kPurged, "_PURGE_QUEUE", "purged"));
+    } else {
+      kept.push_back(std::move(p));
+    }
+  }
+  queued_.swap(kept);
+}
+
+void FakeProducer::PurgeAll() {
   for (const FakeKafka::Produced& p : queued_) {
     purged_.push_back(Report(p, DeliveryResult::kPurged, "_PURGE_QUEUE", "purged"));
   }

@@ -1,7 +1,8 @@
 // FakeKafka: a scripted stand-in for a Kafka cluster and its producer client, for unit
 // tests of the drain loop's logic (the end-to-end tests use kspool-devkafka). It keeps
 // what was produced, answers with a delivery report at the next Poll() unless the
-// partition has no leader (then the message waits in the "client" until purged), and
+// partition has no leader (then the message waits in the "client" until purged) or does
+// not exist (then the report is kUnknownPartition), and
 // can fail chosen messages, or the whole producer with a fatal error. It speaks the
 // drain's terms (agent/drain/producer.h): no Kafka client is involved.
 // Thread safety: none; the test and the drain loop run on one thread (RunOnce()).
@@ -34,6 +35,13 @@ struct FakeKafka {
   std::vector<Produced> delivered;  // successful reports, in order
   // seq -> the failed report its next delivery gets (e.g. Transient(...)).
   std::map<uint64_t, agent::DeliveryReport> fail_once;
+  // Per topic: the most messages of one partition a batch (one Poll()) may hold; a
+  // larger batch fails whole with kTooLarge, as a broker's max.message.bytes does.
+  std::map<std::string, size_t> max_batch;
+  std::set<uint64_t> too_large;  // messages kTooLarge even alone
+  // Per topic: the client's own partition count when its metadata lags the cluster's
+  // (absent: the cluster's); a partition beyond it is kUnknownPartition.
+  std::map<std::string, size_t> client_partitions;
   std::string fatal;  // a producer made while this is set reports it as fatal
   int producers_made = 0;
   int purges = 0;
@@ -56,8 +64,8 @@ class FakeProducer final : public agent::Producer {
   agent::DeliveryReport Produce(const wal::Entry& entry, int32_t partition) override;
   void Poll(int timeout_ms, std::vector<agent::DeliveryReport>* out) override;
   int OutstandingMessages() const override { return static_cast<int>(queued_.size()); }
-  void PurgeQueued() override;
-  void PurgeAll() override { PurgeQueued(); }
+  void PurgeQueued(const std::vector<agent::TopicPartition>& partitions) override;
+  void PurgeAll() override;
   std::string FatalError() const override { return fatal_; }
   int BrokersUp() const override { return 1; }
 

@@ -21,8 +21,6 @@ TEST(KafkaErrors, DeliveredCarriesNoError) {
 
 TEST(KafkaErrors, PermanentErrorsDiscardWithAStableReason) {
   const std::pair<rd_kafka_resp_err_t, const char*> cases[] = {
-      {RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, "msg_size_too_large"},
-      {RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE, "msg_size_too_large"},
       {RD_KAFKA_RESP_ERR_INVALID_RECORD, "invalid_record"},
       {RD_KAFKA_RESP_ERR_INVALID_TIMESTAMP, "invalid_timestamp"},
       {RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, "topic_authorization_failed"},
@@ -37,6 +35,22 @@ TEST(KafkaErrors, PermanentErrorsDiscardWithAStableReason) {
     EXPECT_EQ(r.error_name, rd_kafka_err2name(err));  // the produce-error metric's label
     EXPECT_EQ(r.error, rd_kafka_err2str(err));
     EXPECT_EQ(ReportOfProduce(err).result, DeliveryResult::kDiscard) << reason;
+  }
+}
+
+// The broker's size limits apply to a batch: its messages are tried again alone, and
+// only one too large by itself (as the client finds at produce time) is discarded.
+TEST(KafkaErrors, BatchTooLargeIsTriedAgainAloneAndAMessageTooLargeAloneDiscards) {
+  for (rd_kafka_resp_err_t err :
+       {RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE}) {
+    EXPECT_EQ(ClassifyDeliveryError(err), ErrorClass::kPermanent) << rd_kafka_err2name(err);
+    DeliveryReport r = ReportOfDelivery(err);
+    EXPECT_EQ(r.result, DeliveryResult::kTooLarge) << rd_kafka_err2name(err);
+    EXPECT_EQ(r.reason, "msg_size_too_large");
+    EXPECT_EQ(r.error_name, rd_kafka_err2name(err));  // the produce-error metric's label
+    EXPECT_EQ(r.error, rd_kafka_err2str(err));
+    EXPECT_EQ(ReportOfProduce(err).result, DeliveryResult::kDiscard) << rd_kafka_err2name(err);
+    EXPECT_EQ(ReportOfProduce(err).reason, "msg_size_too_large");
   }
 }
 

@@ -28,6 +28,16 @@ TEST(KafkaOptions, ProducerRefusesAcksBelowAllUnderEitherName) {
   }
 }
 
+TEST(KafkaOptions, ProducerRefusesOptionsTheDrainReliesOn) {
+  for (const std::string bad : {"delivery.report.only.error=true", "transactional.id=t",
+                                "partitioner=consistent_random", "statistics.interval.ms=0"}) {
+    auto p = Producer({bad});
+    ASSERT_FALSE(p.ok()) << bad;
+    EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(p.status().message().find(bad + " is refused"), std::string::npos) << p.status();
+  }
+}
+
 TEST(KafkaOptions, ProducerTakesAcksAllOrMinusOneUnderEitherName) {
   for (const std::string ok : {"acks=all", "acks=-1", "request.required.acks=-1",
                                "request.required.acks=all", "client.id=a,b"}) {

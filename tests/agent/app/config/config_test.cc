@@ -390,6 +390,25 @@ TEST(Config, AcksBelowAllOrIdempotenceOffIsAUsageErrorUnderEitherName) {
   }
 }
 
+TEST(Config, KafkaOptionsTheDrainReliesOnAreAUsageErrorNamingTheOption) {
+  for (const std::string bad :
+       {"delivery.report.only.error=true", "delivery.report.only.error=1",
+        "delivery.report.only.error=T", "transactional.id=kspool", "partitioner=consistent",
+        "partitioner=random", "statistics.interval.ms=0"}) {
+    for (const ParseOutcome& p :
+         {ParseArgs({"--kafka-option", bad}), ParseArgs({}, {"KSPOOL_KAFKA_OPTION=" + bad})}) {
+      EXPECT_TRUE(p.exit) << bad;
+      EXPECT_EQ(p.exit_code, 2) << bad;
+      EXPECT_NE(p.output.find(bad + " is refused"), std::string::npos) << bad << ": " << p.output;
+    }
+  }
+  for (const std::string ok : {"delivery.report.only.error=false", "partitioner=murmur2",
+                               "partitioner=murmur2_random", "statistics.interval.ms=5000"}) {
+    ParseOutcome p = ParseArgs({"--kafka-option", ok});
+    EXPECT_FALSE(p.exit) << ok << ": " << p.output;
+  }
+}
+
 }  // namespace
 }  // namespace kspool::agent
 

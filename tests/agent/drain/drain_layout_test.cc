@@ -1,0 +1,105 @@
+// A topic whose partition count changes (deleted and recreated smaller): keyed entries
+// routed by the old count are routed again by the new one, in per-key order, instead of
+// failing with an unknown partition forever.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tests/agent/drain/drain_fixture.h"
+
+namespace kspool::agent {
+namespace {
+
+class DrainLayout : public testing::DrainFixture {
+ protected:
+  // Per key: the partitions its entries were delivered to and their sequence numbers,
+  // in delivery order.
+  std::map<std::string, std::vector<std::pair<int32_t, uint64_t>>> DeliveredByKey() const {
+    std::map<std::string, std::vector<std::pair<int32_t, uint64_t>>> by_key;
+    for (const testing::FakeKafka::Produced& p : kafka_.delivered) {
+      if (p.key) by_key[*p.key].push_back({p.partition, p.seq});
+    }
+    return by_key;
+  }
+};
+
+TEST_F(DrainLayout, TopicRecreatedWithFewerPartitionsDeliversKeyedEntriesToTheNewLayout) {
+  kafka_.leaders["t"] = std::vector<bool>(6, true);
+  StartDrain();
+  std::vector<std::string> keys;
+  for (int i = 0; i < 12; ++i) keys.push_back("key-" + std::to_string(i));
+  Append("t", 24, keys);
+  Run(5);
+  ASSERT_EQ(kafka_.delivered.size(), 24u);
+  const uint64_t first_after = wal_->GetStats().next_seq;
+
+  // Deleted and recreated with 3 partitions; the agent's metadata learns it within a
+  // second, the entries appended meanwhile are routed by 6.
+  kafka_.leaders["t"] = std::vector<bool>(3, true);
+  Append("t", 24, keys);
+  Run(300);
+  ASSERT_EQ(kafka_.delivered.size(), 48u);
+  EXPECT_EQ(Live("t"), 0u);
+  for (const auto& [key, delivered] : DeliveredByKey()) {
+    for (size_t i = 0; i < delivered.size(); ++i) {
+      if (i > 0) EXPECT_LT(delivered[i - 1].second, delivered[i].second) << key;  // key order
+      if (delivered[i].second >= first_after) {
+        EXPECT_EQ(delivered[i].first, KeyPartition(key, 3))
+            << key << " seq " << delivered[i].second;
+      }
+    }
+  }
+  EXPECT_EQ(wal_->GetStats().topics["t"].delivered.count, 48u);
+}
+
+TEST_F(DrainLayout, KeysForAddedPartitionsWaitForTheClientInOrderWhileOthersFlow) {
+  kafka_.leaders["t"] = std::vector<bool>(3, true);
+  StartDrain();
+  std::vector<std::string> keys;
+  for (int i = 0; i < 12; ++i) keys.push_back("key-" + std::to_string(i));
+  Append("t", 12, keys);
+  Run(5);
+  ASSERT_EQ(kafka_.delivered.size(), 12u);
+  // Partitions added: the agent's metadata sees 6, the client still knows 3.
+  kafka_.leaders["t"] = std::vector<bool>(6, true);
+  kafka_.client_partitions["t"] = 3;
+  Run(150);
+  Append("t", 24, keys);
+  Run(100);
+  size_t waiting_keys = 0;
+  for (const std::string& k : keys) waiting_keys += KeyPartition(k, 6) >= 3;
+  ASSERT_GT(waiting_keys, 0u);
+  EXPECT_EQ(kafka_.delivered.size(), 12u + 2 * (keys.size() - waiting_keys));
+  kafka_.client_partitions.erase("t");  // the client's metadata catches up
+  Run(300);
+  ASSERT_EQ(kafka_.delivered.size(), 36u);
+  for (const auto& [key, delivered] : DeliveredByKey()) {
+    for (size_t i = 1; i < delivered.size(); ++i) {
+      EXPECT_LT(delivered[i - 1].second, delivered[i].second) << key;
+    }
+    EXPECT_EQ(delivered.back().first, KeyPartition(key, 6)) << key;
+  }
+  EXPECT_EQ(Live("t"), 0u);
+}
+
+TEST_F(DrainLayout, KeysTheClientCannotRouteAreDiscardedOnceOlderThanTheMaxAge) {
+  kafka_.leaders["t"] = std::vector<bool>(6, true);
+  kafka_.client_partitions["t"] = 3;  // and it never catches up
+  {
+    DrainOptions o;
+    o.max_message_age_ms = 2000;
+    StartDrain(o);
+  }
+  std::vector<std::string> keys = KeysFor(4, 6, 2);
+  Append("t", 10, keys);
+  Run(400);  // 4 s
+  EXPECT_EQ(Live("t"), 0u);
+  EXPECT_EQ(wal_->GetStats().topics["t"].discarded["expired"].count, 10u);
+  EXPECT_LT(tracker_->Current().global_ms, clock_.NowMillis());
+  EXPECT_GT(tracker_->Current().global_ms, clock_.NowMillis() - 2000);  // moved on
+}
+
+}  // namespace
+}  // namespace kspool::agent

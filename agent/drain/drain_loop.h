@@ -32,6 +32,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -71,6 +72,8 @@ struct DrainOptions {
   // Least time between two take-backs of messages queued for leaderless partitions.
   uint64_t purge_interval_ms = 2000;
   size_t scan_max_keys = 65536;  // WAL keys one read pass may look at
+  // Seeds the retry backoff's jitter; 0: a random seed. Tests fix it to replay a run.
+  uint64_t random_seed = 0;
   Clock* clock = SystemClock::Default();
   // Told of outcomes when known and when settled (outcome_listener.h); optional.
   OutcomeListener* outcomes = nullptr;
@@ -104,6 +107,10 @@ class DrainLoop {
   int64_t last_delivery_mono_ms() const { return last_delivery_ms_.load(); }
   int brokers_up() const { return brokers_up_.load(); }
   std::vector<StuckTopic> Stuck() const;
+  // Recounts the window's bookkeeping (drain_invariants.cc) and says what disagrees. Run
+  // after every pass in builds with KSPOOL_DCHECKS (base/check.h), and by the drain
+  // simulator after every step. Owner thread only.
+  [[nodiscard]] absl::Status CheckInvariants() const;
 
  private:
   void Run();
@@ -183,6 +190,7 @@ class DrainLoop {
   bool want_purge_ = false;
   int64_t next_producer_ms_ = 0;  // when a replacement producer may be made
   int producer_failures_ = 0;     // fatal errors in a row, for the backoff
+  std::mt19937 rng_;              // retry jitter (DrainOptions::random_seed)
 
   std::thread thread_;
   std::atomic<bool> stop_{false};

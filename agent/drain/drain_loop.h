@@ -111,6 +111,8 @@ class DrainLoop {
   // after every pass in builds with KSPOOL_DCHECKS (base/check.h), and by the drain
   // simulator after every step. Owner thread only.
   [[nodiscard]] absl::Status CheckInvariants() const;
+  // The window and per-topic read state in a few lines, for a failing test's report.
+  std::string DebugString() const;
 
  private:
   void Run();

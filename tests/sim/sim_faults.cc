@@ -57,7 +57,7 @@ std::string FaultSet::ToString() const {
     if (!out.empty()) out += ",";
     out += f.name;
   }
-  return out.empty() ? "none" : out;
+  return out.empty() ? "none" : "none," + out;  // parses back to this set
 }
 
 }  // namespace kspool::sim

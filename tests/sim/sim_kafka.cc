@@ -141,6 +141,19 @@ bool SimKafka::TopicHealthy(const std::string& topic, int64_t now) const {
   return true;
 }
 
+std::string SimKafka::DebugString() const {
+  if (!current_) return "no producer\n";
+  std::string out = "producer: " + std::to_string(current_->reports_.size()) + " reports pending";
+  for (const auto& [where, q] : current_->queues_) {
+    if (!q.empty()) out += ", " + where.first + "/" + std::to_string(where.second) + " queue " + std::to_string(q.size());
+  }
+  for (const auto& [where, order] : current_->failed_until_reported_) {
+    out += ", " + where.first + "/" + std::to_string(where.second) + " refusing";
+  }
+  for (const auto& p : current_->reports_) out += ", report " + std::to_string(p.report.seq) + " at " + std::to_string(p.ready_ms);
+  return out + "\n";
+}
+
 agent::ProducerFactory SimKafka::Factory() {
   return [this]() -> absl::StatusOr<std::unique_ptr<agent::Producer>> {
     auto p = std::make_unique<SimProducer>(this);

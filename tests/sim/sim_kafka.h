@@ -97,6 +97,8 @@ class SimKafka {
   uint64_t landed() const { return landed_; }
   int producers_made() const { return producers_made_; }
   bool TopicHealthy(const std::string& topic, int64_t now) const;
+  // The current producer's queues and pending reports, for a failing seed's report.
+  std::string DebugString() const;
 
  private:
   friend class SimProducer;

@@ -1,160 +1,10 @@
-// The simulation: setup, one step, crashes, healing, and the invariants.
-//
-// Invariants, checked after every step (the first broken one ends the run):
-//  1. the drain's own recount of its window (DrainLoop::CheckInvariants);
-//  2. what lands in Kafka is the value that was appended (no freed or reused buffers);
-//  3. per-key order per partition: a key's entry never lands after a later entry of the
-//     same key landed there, unless it landed there before (a duplicate after a crash
-//     or a lost report is allowed, a reorder is not);
-//  4. nothing acknowledged leaves the WAL before it landed in Kafka or was discarded
-//     with a reason;
-//  5. the commit points never decrease (also across restarts) and never reach the
-//     receive time of an entry still in the WAL;
-//  6. with --max-message-age, no entry older than it by more than kAgeSlackMs waits
-//     undelivered and undiscarded, whatever its partition's state (for kAgeSlackMs after
-//     a step of the wall clock, which ages entries at once, this is not checked);
-//  7. isolation and liveness: an entry of a topic whose partitions all have leaders (no
-//     metadata failure, no injected error, no producer lagging behind a partition
-//     change) lands or is discarded within kLiveBoundMs of when it was appended or of
-//     the last fault that concerned its topic or the whole agent, while other topics
-//     may be stuck;
-//  8. at the end, after the faults are healed: every acknowledged entry landed or was
-//     discarded with a reason (nothing acknowledged is lost).
+// The simulation: setup, faults, one step, crashes and healing (the invariants checked
+// after every step are in simulation_checks.cc).
 #include "tests/sim/simulation.h"
 
-#include <algorithm>
-#include <functional>
-#include <map>
-#include <memory>
-#include <random>
-#include <set>
-#include <sstream>
-#include <vector>
-
-#include "agent/drain/commit_tracker.h"
-#include "agent/drain/drain_loop.h"
-#include "agent/drain/partition_cache.h"
-#include "tests/sim/sim_kafka.h"
-#include "tests/support/fault_fs.h"
-#include "tests/support/temp_dir.h"
-#include "wal/wal.h"
+#include "tests/sim/simulation_internal.h"
 
 namespace kspool::sim {
-namespace {
-
-constexpr int64_t kAgeSlackMs = 10'000;
-constexpr int64_t kLiveBoundMs = 30'000;
-constexpr int kHealPasses = 6000;  // of 50 ms: 300 s of simulated time at most
-
-struct ModelEntry {
-  std::string topic;
-  std::optional<std::string> key;
-  std::string value;
-  bool acked = false;
-  uint64_t seq = 0;
-  int64_t receive_ms = 0;  // wall
-  int64_t append_mono = 0;
-  bool landed = false;
-  bool discarded = false;
-};
-
-struct KeyOrder {
-  uint64_t max_seq = 0;
-  std::set<uint64_t> seen;
-};
-
-class Simulation : public agent::OutcomeListener {
- public:
-  explicit Simulation(const SimConfig& c)
-      : cfg_(c),
-        rng_(c.seed),
-        clock_(1'700'000'000'000),
-        fs_(std::make_shared<testing::FaultInjectionFileSystem>()),
-        env_(testing::EnvFor(fs_)),
-        kafka_(&rng_, &clock_, [this](const std::string& t, int32_t p, const Landed& l,
-                                      const char*, size_t) { OnLand(t, p, l); }) {}
-
-  SimResult Run();
-
-  // OutcomeListener: the discards the drain decided.
-  bool Wanted() const override { return true; }
-  void Known(const std::vector<wal::Outcome>& outcomes) override { Learn(outcomes); }
-  void Settled(const std::vector<wal::Outcome>& outcomes) override { Learn(outcomes); }
-
- private:
-  bool On(Fault f) const { return cfg_.faults.Has(f); }
-  bool Chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
-  uint64_t Below(uint64_t n) { return n == 0 ? 0 : rng_() % n; }
-  int64_t Mono() { return clock_.MonotonicMillis(); }
-  void Mix(uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      digest_ ^= (v >> (8 * i)) & 0xff;
-      digest_ *= 1099511628211ull;
-    }
-  }
-  void MixStr(const std::string& s) {
-    for (char ch : s) Mix(static_cast<unsigned char>(ch));
-  }
-  void Fail(const std::string& what) {
-    if (!violation_.empty()) return;
-    std::ostringstream o;
-    o << "step " << step_ << " (simulated " << Mono() - start_mono_ << " ms): " << what;
-    violation_ = o.str();
-    if (cfg_.verbose && drain_) std::fprintf(stderr, "drain state: %s", drain_->DebugString().c_str());
-  }
-  void Trace(const std::string& what) {
-    if (cfg_.verbose) std::fprintf(stderr, "[step %llu] %s\n", static_cast<unsigned long long>(step_), what.c_str());
-  }
-  void Injected(const std::string& what) {
-    ++faults_;
-    MixStr(what);
-    Trace(what);
-  }
-
-  void Configure();
-  void Open();
-  void Crash(bool power);
-  void Append();
-  void InjectFaults();
-  void Schedule(int64_t at, std::function<void()> fn) { events_.emplace(std::make_pair(at, next_event_++), std::move(fn)); }
-  void RunEvents();
-  void Pass(bool faults);
-  void Heal();
-  void Check();
-  void CheckWal();
-  void OnLand(const std::string& topic, int32_t partition, const Landed& l);
-  void Learn(const std::vector<wal::Outcome>& outcomes);
-  bool Done(const ModelEntry& e) const { return e.landed || e.discarded; }
-
-  const SimConfig cfg_;
-  std::mt19937_64 rng_;
-  ManualClock clock_;
-  testing::TempDir dir_;
-  std::shared_ptr<testing::FaultInjectionFileSystem> fs_;
-  std::shared_ptr<rocksdb::Env> env_;
-  SimKafka kafka_;
-  agent::DrainOptions opts_;
-  std::vector<std::string> topics_;
-  std::unique_ptr<wal::Wal> wal_;
-  std::unique_ptr<agent::PartitionCache> cache_;
-  std::unique_ptr<agent::CommitTracker> tracker_;
-  std::unique_ptr<agent::DrainLoop> drain_;
-
-  std::map<uint64_t, ModelEntry> entries_;  // by writer id (in the value)
-  std::map<uint64_t, uint64_t> by_seq_;     // acknowledged seq -> writer id
-  uint64_t next_id_ = 1;
-  std::map<std::tuple<std::string, int32_t, std::string>, KeyOrder> order_;
-  std::map<std::pair<int64_t, uint64_t>, std::function<void()>> events_;
-  uint64_t next_event_ = 0;
-  std::map<std::string, int64_t> topic_fault_ms_;  // monotonic: last fault of the topic
-  int64_t global_fault_ms_ = 0;
-  int64_t clock_step_mono_ = 0;
-  wal::CommitPoints last_points_;
-  std::string violation_;
-  uint64_t digest_ = 1469598103934665603ull;
-  uint64_t step_ = 0, faults_ = 0, discarded_ = 0;
-  int64_t start_mono_ = 0;
-};
 
 void Simulation::Configure() {
   const size_t n = 2 + Below(5);
@@ -201,6 +51,7 @@ void Simulation::Open() {
     return;
   }
   wal_ = std::move(w).value();
+  log_ = std::make_unique<ScanFaultLog>(wal_.get());
   agent::PartitionCacheOptions pco;
   pco.background = false;
   pco.clock = &clock_;
@@ -208,7 +59,7 @@ void Simulation::Open() {
   cache_ = std::make_unique<agent::PartitionCache>(kafka_.Layouts(), pco);
   tracker_ = std::make_unique<agent::CommitTracker>(wal_.get());
   opts_.partitions = cache_.get();
-  drain_ = std::make_unique<agent::DrainLoop>(wal_.get(), tracker_.get(), kafka_.Factory(), opts_);
+  drain_ = std::make_unique<agent::DrainLoop>(log_.get(), tracker_.get(), kafka_.Factory(), opts_);
   if (absl::Status s = drain_->Start(/*background=*/false); !s.ok()) Fail("drain start: " + s.ToString());
 }
 
@@ -224,6 +75,7 @@ void Simulation::Crash(bool power) {
   } else {
     wal_.reset();
   }
+  log_.reset();
   Open();
 }
 
@@ -269,8 +121,12 @@ void Simulation::InjectFaults() {
     const std::string& t = topics_[Below(topics_.size())];
     return {t, &kafka_.topics()[t]};
   };
-  auto lose_leader = [&](int64_t duration, const char* what) {
+  auto lose_leader = [&](int64_t duration, const char* what, const std::string* topic = nullptr) {
     auto [name, t] = pick();
+    if (topic) {
+      name = *topic;
+      t = &kafka_.topics()[name];
+    }
     if (!t->exists) return;
     const int32_t p = static_cast<int32_t>(Below(t->partitions.size()));
     t->partitions[static_cast<size_t>(p)].leader = false;
@@ -285,18 +141,33 @@ void Simulation::InjectFaults() {
     const int64_t base = opts_.max_message_age_ms > 0 ? static_cast<int64_t>(opts_.max_message_age_ms) : 20000;
     lose_leader(base + static_cast<int64_t>(Below(static_cast<uint64_t>(2 * base))), "leader lost long");
   }
-  if (On(Fault::kMetadataFailure) && Chance(0.005)) {
+  if (On(Fault::kMetadataFailure) && Chance(0.01)) {
     auto [name, t] = pick();
     const int64_t d = 500 + static_cast<int64_t>(Below(10000));
-    t->metadata_fails_until = std::max(t->metadata_fails_until, now + d);
-    Injected("metadata of " + name + " fails for " + std::to_string(d) + " ms");
+    if (Chance(0.5)) {
+      t->metadata_fails_until = std::max(t->metadata_fails_until, now + d);
+      Injected("metadata of " + name + " fails for " + std::to_string(d) + " ms");
+    } else {
+      // A controller failover: a partition loses its leader, the agent learns it, then
+      // metadata requests fail for a while.
+      const int64_t lost = 3000 + static_cast<int64_t>(Below(10000));
+      lose_leader(lost, "leader lost before a failover", &name);
+      const int64_t from = now + 1500 + static_cast<int64_t>(Below(static_cast<uint64_t>(lost - 2000)));
+      Injected("metadata of " + name + " fails from +" + std::to_string(from - now) + " ms for " +
+               std::to_string(d) + " ms");
+      Schedule(from, [this, name = name, d] {
+        SimTopic& st = kafka_.topics()[name];
+        st.metadata_fails_until = std::max(st.metadata_fails_until, Mono() + d);
+      });
+    }
   }
-  if (On(Fault::kPartitionGrowth) && Chance(0.002)) {
+  if (On(Fault::kPartitionGrowth) && Chance(0.004)) {
     auto [name, t] = pick();
     if (t->exists && t->partitions.size() < 16) {
       const size_t more = 1 + Below(4);
       t->partitions.resize(t->partitions.size() + more);
-      t->view_catches_up_ms = now + static_cast<int64_t>(Below(30000));
+      // A client's metadata refresh (topic.metadata.refresh.interval.ms) may take minutes.
+      t->view_catches_up_ms = now + static_cast<int64_t>(Below(120000));
       Injected(name + " grows to " + std::to_string(t->partitions.size()) + " partitions");
     }
   }
@@ -333,10 +204,11 @@ void Simulation::InjectFaults() {
     fs_->FailNextSyncs(1);
     Injected("next WAL sync fails");
   }
-  if (On(Fault::kClockStep) && Chance(0.002)) {
+  if (On(Fault::kClockStep) && Chance(0.001)) {
     const int64_t step = static_cast<int64_t>(Below(70000)) - 10000;
     clock_.Set(clock_.NowMillis() + step);
-    clock_step_mono_ = now;  // the age bound starts again: the drain needs a pass or two
+    clock_step_mono_ = now;  // entries this step aged get kAgeSlackMs to be discarded
+    clock_step_ms_ = std::max<int64_t>(0, step);
     Injected("wall clock steps " + std::to_string(step) + " ms");
   }
   if (On(Fault::kRestart) && Chance(0.001)) Crash(false);
@@ -367,8 +239,13 @@ void Simulation::Pass(bool faults) {
     const bool read_fault = faults && On(Fault::kWalReadError) && Chance(0.02);
     if (read_fault) {
       const bool corrupt = Chance(0.5);
-      fs_->FailReadsOnThisThread(static_cast<int>(Below(4)), 1 + static_cast<int>(Below(2)), corrupt);
-      Injected(corrupt ? "WAL read: checksum failure" : "WAL read: I/O error");
+      if (Chance(0.5)) {
+        fs_->FailReadsOnThisThread(static_cast<int>(Below(4)), 1 + static_cast<int>(Below(2)), corrupt);
+        Injected(corrupt ? "WAL read: checksum failure" : "WAL read: I/O error");
+      } else {
+        log_->FailNextScan();
+        Injected("WAL scan ends with an error after offering entries");
+      }
       global_fault_ms_ = Mono();
     }
     drain_->RunOnce(0);
@@ -376,7 +253,10 @@ void Simulation::Pass(bool faults) {
       std::fprintf(stderr, "[step %llu, %lld ms] %s", static_cast<unsigned long long>(step_),
                    static_cast<long long>(Mono() - start_mono_), drain_->DebugString().c_str());
     }
-    if (read_fault) fs_->FailReadsOnThisThread(0, 0, false);
+    if (read_fault) {
+      fs_->FailReadsOnThisThread(0, 0, false);
+      if (log_) log_->Disarm();  // an armed scan fault no scan used lapses
+    }
   }
   faults_ += kafka_.faults - kafka_faults;
   clock_.Advance(faults ? 1 + static_cast<int64_t>(Below(40)) : 50);
@@ -418,120 +298,6 @@ void Simulation::Heal() {
   }
 }
 
-void Simulation::OnLand(const std::string& topic, int32_t partition, const Landed& l) {
-  Mix(l.seq);
-  Mix(static_cast<uint64_t>(partition));
-  uint64_t id = 0;
-  if (l.value.size() < 2 || l.value[0] != 'v' || !(std::istringstream(l.value.substr(1)) >> id) ||
-      !entries_.count(id)) {
-    Fail("corrupt data in Kafka: seq " + std::to_string(l.seq) + " landed with an unknown value");
-    return;
-  }
-  ModelEntry& e = entries_[id];
-  if (e.value != l.value || e.topic != topic) {
-    Fail("corrupt data in Kafka: seq " + std::to_string(l.seq) + " landed with another value");
-  }
-  if (e.acked && e.seq != l.seq) {
-    Fail("seq " + std::to_string(l.seq) + " landed with the value of seq " + std::to_string(e.seq));
-  }
-  e.landed = true;
-  if (!l.key) return;
-  KeyOrder& k = order_[{topic, partition, *l.key}];
-  if (k.seen.count(l.seq)) return;  // a duplicate
-  if (l.seq < k.max_seq) {
-    Fail("per-key order: key " + *l.key + " of " + topic + "/" + std::to_string(partition) +
-         " received seq " + std::to_string(l.seq) + " after seq " + std::to_string(k.max_seq));
-  }
-  k.seen.insert(l.seq);
-  k.max_seq = std::max(k.max_seq, l.seq);
-}
-
-void Simulation::Learn(const std::vector<wal::Outcome>& outcomes) {
-  for (const wal::Outcome& o : outcomes) {
-    if (o.discard_reason.empty()) continue;
-    auto s = by_seq_.find(o.seq);
-    if (s == by_seq_.end()) continue;  // not acknowledged to its writer
-    ModelEntry& e = entries_[s->second];
-    if (!e.discarded) {
-      e.discarded = true;
-      ++discarded_;
-      Mix(o.seq);
-      MixStr(o.discard_reason);
-    }
-  }
-}
-
-void Simulation::CheckWal() {
-  std::vector<wal::Entry> live;
-  if (!wal_ || !wal_->health().ok() || !wal_->Scan(0, 1u << 30, 1u << 30, &live).ok()) return;
-  std::map<uint64_t, const wal::Entry*> by_seq;
-  for (const wal::Entry& e : live) by_seq[e.seq] = &e;
-  for (const auto& [id, e] : entries_) {
-    if (e.acked && !Done(e) && !by_seq.count(e.seq)) {
-      Fail("seq " + std::to_string(e.seq) + " (topic " + e.topic +
-           ") left the WAL before Kafka acknowledged it or it was discarded");
-      return;
-    }
-  }
-  const wal::CommitPoints cp = tracker_->Current();
-  if (cp.global_ms < last_points_.global_ms) {
-    Fail("the global commit point went back from " + std::to_string(last_points_.global_ms) +
-         " to " + std::to_string(cp.global_ms));
-  }
-  for (const auto& [topic, ms] : cp.topics_ms) {
-    auto old = last_points_.topics_ms.find(topic);
-    if (old != last_points_.topics_ms.end() && ms < old->second) {
-      Fail("the commit point of " + topic + " went back from " + std::to_string(old->second) +
-           " to " + std::to_string(ms));
-    }
-  }
-  for (const wal::Entry& e : live) {
-    if (!e.status.ok()) continue;
-    const int64_t rt = e.record.receive_time_ms;
-    auto t = cp.topics_ms.find(e.record.topic);
-    if (cp.global_ms >= rt || (t != cp.topics_ms.end() && t->second >= rt)) {
-      Fail("a commit point reached the receive time " + std::to_string(rt) + " of seq " +
-           std::to_string(e.seq) + ", still in the WAL");
-      break;
-    }
-  }
-  if (cp.global_ms != 0) last_points_.global_ms = cp.global_ms;
-  for (const auto& [topic, ms] : cp.topics_ms) last_points_.topics_ms[topic] = ms;
-}
-
-void Simulation::Check() {
-  const int64_t now = Mono();
-  for (const std::string& t : topics_) {
-    auto f = kafka_.last_fault_ms.find(t);
-    if (!kafka_.TopicHealthy(t, now) || (f != kafka_.last_fault_ms.end() && f->second > topic_fault_ms_[t])) {
-      topic_fault_ms_[t] = now;
-    }
-  }
-  if (now < kafka_.queue_full_until || (wal_ && !wal_->health().ok()) || !drain_) {
-    global_fault_ms_ = now;
-  }
-  if (drain_) {
-    if (absl::Status s = drain_->CheckInvariants(); !s.ok()) Fail("drain invariant: " + s.ToString());
-  }
-  CheckWal();
-  const int64_t wall = clock_.NowMillis();
-  for (const auto& [id, e] : entries_) {
-    if (!e.acked || Done(e)) continue;
-    if (opts_.max_message_age_ms > 0 && now - clock_step_mono_ > kAgeSlackMs &&
-        wall - e.receive_ms > static_cast<int64_t>(opts_.max_message_age_ms) + kAgeSlackMs) {
-      Fail("max-message-age: seq " + std::to_string(e.seq) + " (topic " + e.topic + ") is " +
-           std::to_string(wall - e.receive_ms) + " ms old, neither delivered nor discarded");
-      break;
-    }
-    const int64_t since = std::max({e.append_mono, topic_fault_ms_[e.topic], global_fault_ms_});
-    if (now - since > kLiveBoundMs) {
-      Fail("liveness: seq " + std::to_string(e.seq) + " of healthy topic " + e.topic +
-           " undelivered " + std::to_string(now - since) + " ms after its topic's last fault");
-      break;
-    }
-  }
-}
-
 SimResult Simulation::Run() {
   start_mono_ = Mono();
   Configure();
@@ -553,8 +319,6 @@ SimResult Simulation::Run() {
   drain_.reset();  // before the model it reports to
   return r;
 }
-
-}  // namespace
 
 SimResult RunSimulation(const SimConfig& config) {
   Simulation sim(config);

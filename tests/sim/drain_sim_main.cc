@@ -145,6 +145,7 @@ int main(int argc, char** argv) {
     std::ifstream in(known);
     if (!in) return Usage("cannot read " + known);
     std::string line;
+    int still_failing = 0;
     while (std::getline(in, line)) {
       if (line.empty() || line[0] == '#') continue;
       std::istringstream ls(line);
@@ -161,8 +162,14 @@ int main(int argc, char** argv) {
       int status = 0;
       waitpid(pid, &status, 0);
       ++totals.seeds;
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ok = false;
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        ok = false;
+        ++still_failing;
+      }
     }
+    std::printf("drain_sim: %llu known-defect seeds, %d still failing\n",
+                static_cast<unsigned long long>(totals.seeds), still_failing);
+    return ok ? 0 : 1;
   } else if (have_seed) {
     ok = RunOne(base, &totals, false);
   } else {

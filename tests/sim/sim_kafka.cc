@@ -91,7 +91,9 @@ void SimKafka::Advance() {
       q.pop_front();
       DeliveryReport r;
       r.seq = m.seq;
-      if (Chance(permanent_rate)) {
+      auto refused = refused_.try_emplace(m.seq, false);
+      if (refused.second) refused.first->second = Chance(permanent_rate);
+      if (refused.first->second) {
         ++faults;
         last_fault_ms[topic] = now;
         r.result = DeliveryResult::kDiscard;

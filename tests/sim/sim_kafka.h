@@ -115,6 +115,9 @@ class SimKafka {
   ManualClock* const clock_;
   const OnLand on_land_;
   std::map<std::string, SimTopic> topics_;
+  // Per seq, decided at its first send: whether its error is permanent. Such an error
+  // repeats (a record the broker refuses is refused again), also after a restart.
+  std::map<uint64_t, bool> refused_;
   SimProducer* current_ = nullptr;
   uint64_t produced_ = 0, landed_ = 0;
   int producers_made_ = 0;

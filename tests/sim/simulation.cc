@@ -17,7 +17,7 @@ void Simulation::Configure() {
   opts_.random_seed = cfg_.seed * 2654435761u + 1;
   opts_.max_inflight_messages = On(Fault::kCrowdedWindow) && Chance(0.3) && n > 2
                                     ? 1 + Below(n - 1)
-                                    : 8 + Below(250);
+                                    : 64 + Below(250);  // a share of 10 at least
   // Without tight_byte_window, every topic's share of the bytes holds a whole entry.
   opts_.max_inflight_bytes = On(Fault::kTightByteWindow) && Chance(0.3) ? 256 + Below(300 * n)
                              : Chance(0.5)                               ? 400 * n + Below(8192)
@@ -207,8 +207,11 @@ void Simulation::InjectFaults() {
   if (On(Fault::kClockStep) && Chance(0.001)) {
     const int64_t step = static_cast<int64_t>(Below(70000)) - 10000;
     clock_.Set(clock_.NowMillis() + step);
-    clock_step_mono_ = now;  // entries this step aged get kAgeSlackMs to be discarded
-    clock_step_ms_ = std::max<int64_t>(0, step);
+    // Entries that steps aged get kAgeSlackMs from the last one to be discarded; steps
+    // close together add up.
+    clock_step_ms_ = (now - clock_step_mono_ <= kAgeSlackMs ? clock_step_ms_ : 0) +
+                     std::max<int64_t>(0, step);
+    clock_step_mono_ = now;
     Injected("wall clock steps " + std::to_string(step) + " ms");
   }
   if (On(Fault::kRestart) && Chance(0.001)) Crash(false);

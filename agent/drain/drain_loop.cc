@@ -10,11 +10,18 @@
 #include <algorithm>
 #include <spdlog/spdlog.h>
 
+#include "base/check.h"
+
 namespace kspool::agent {
 
 DrainLoop::DrainLoop(wal::DrainLog* wal, CommitTracker* tracker, ProducerFactory factory,
                      DrainOptions options)
-    : wal_(wal), tracker_(tracker), factory_(std::move(factory)), options_(options) {}
+    : wal_(wal),
+      tracker_(tracker),
+      factory_(std::move(factory)),
+      options_(options),
+      rng_(static_cast<std::mt19937::result_type>(
+          options.random_seed != 0 ? options.random_seed : std::random_device{}())) {}
 
 DrainLoop::~DrainLoop() { Stop(); }
 
@@ -92,6 +99,7 @@ void DrainLoop::RunOnce(int poll_ms) {
     UpdateStuck(now);
     next_commit_update_ms_ = now + static_cast<int64_t>(options_.commit_point_interval_ms);
   }
+  KSPOOL_DCHECK_OK(CheckInvariants());
 }
 
 void DrainLoop::MaybeReopenWal(int64_t now) {

@@ -35,6 +35,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -75,6 +76,8 @@ struct DrainOptions {
   // Least time between two take-backs of messages queued for leaderless partitions.
   uint64_t purge_interval_ms = 2000;
   size_t scan_max_keys = 65536;  // WAL keys one read pass may look at
+  // Seeds the retry backoff's jitter; 0: a random seed. Tests fix it to replay a run.
+  uint64_t random_seed = 0;
   Clock* clock = SystemClock::Default();
   // Told of each outcome once it is settled (outcome_listener.h); optional.
   OutcomeListener* outcomes = nullptr;
@@ -108,6 +111,12 @@ class DrainLoop {
   int64_t last_delivery_mono_ms() const { return last_delivery_ms_.load(); }
   int brokers_up() const { return brokers_up_.load(); }
   std::vector<StuckTopic> Stuck() const;
+  // Recounts the window's bookkeeping (drain_invariants.cc) and says what disagrees. Run
+  // after every pass in builds with KSPOOL_DCHECKS (base/check.h), and by the drain
+  // simulator after every step. Owner thread only.
+  [[nodiscard]] absl::Status CheckInvariants() const;
+  // The window and per-topic read state in a few lines, for a failing test's report.
+  std::string DebugString() const;
 
  private:
   void Run();
@@ -204,6 +213,7 @@ class DrainLoop {
   std::set<TopicPartition> to_purge_;  // leaderless partitions the client holds entries for
   int64_t next_producer_ms_ = 0;  // when a replacement producer may be made
   int producer_failures_ = 0;     // fatal errors in a row, for the backoff
+  std::mt19937 rng_;              // retry jitter (DrainOptions::random_seed)
 
   std::thread thread_;
   std::atomic<bool> stop_{false};

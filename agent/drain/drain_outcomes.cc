@@ -95,7 +95,6 @@ void DrainLoop::Finish(uint64_t seq, Slot& slot, wal::Outcome outcome, int64_t n
 }
 
 void DrainLoop::Retry(uint64_t seq, Slot& slot, const std::string& error, int64_t now) {
-  static thread_local std::mt19937 rng{std::random_device{}()};
   Lane& lane = topics_[slot.entry.record.topic].LaneOf(slot.lane);
   const bool new_round = lane.waiting.empty() || now >= lane.retry_at_ms;
   if (new_round) {
@@ -104,7 +103,7 @@ void DrainLoop::Retry(uint64_t seq, Slot& slot, const std::string& error, int64_
     uint64_t backoff = options_.retry_backoff_ms;
     for (int i = 0; i < lane.failures && backoff < options_.retry_backoff_max_ms; ++i) backoff *= 2;
     backoff = std::min(backoff, options_.retry_backoff_max_ms);
-    backoff = backoff / 2 + std::uniform_int_distribution<uint64_t>(0, backoff / 2)(rng);
+    backoff = backoff / 2 + std::uniform_int_distribution<uint64_t>(0, backoff / 2)(rng_);
     lane.retry_at_ms = std::max(lane.retry_at_ms, now + static_cast<int64_t>(backoff));
     ++lane.failures;
   }

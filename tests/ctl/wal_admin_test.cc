@@ -37,8 +37,8 @@ class WalAdminTest : public ::testing::Test {
     EXPECT_TRUE(wal->Append(MakeBatch(topic, n, "v")).ok());
     std::vector<Entry> entries = ScanAll(wal);
     const Entry& e = entries.at(static_cast<size_t>(index));
-    EXPECT_TRUE(wal->Settle({{e.seq, topic, e.size, "msg_size_too_large", "too large",
-                              EncodeRecord(e.record), e.record.receive_time_ms}})
+    EXPECT_TRUE(wal->Settle({SettleDiscarded(e.seq, topic, e.size, "msg_size_too_large", "too large",
+                                             EncodeRecord(e.record), e.record.receive_time_ms)})
                     .ok());
     return e.seq;
   }
@@ -75,7 +75,7 @@ TEST_F(WalAdminTest, ReadOnlyReadsEverythingAndWritesNothing) {
       EXPECT_NE(s.message().find("read-only"), std::string::npos) << s;
     };
     refused(wal->Append(MakeBatch("t", 1, "x")).status());
-    refused(wal->Settle({{1, "t", 10, "", "", "", 0}}));
+    refused(wal->Settle({SettleDelivered(1, "t", 10)}));
     refused(wal->SaveCommitPoints({1, {}}));
     refused(wal->Reopen());
     refused(wal->CompactDeadRange());
@@ -193,7 +193,9 @@ TEST_F(WalAdminTest, ReplayIsAllOrNothing) {
   EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound) << r.status();
   // A quarantined record that does not decode cannot go back into the log.
   const Entry second = ScanAll(wal.get()).at(0);
-  ASSERT_TRUE(wal->Settle({{second.seq, "t", second.size, "corrupt", "checksum", "garbage", 0}}).ok());
+  ASSERT_TRUE(
+      wal->Settle({SettleDiscarded(second.seq, "t", second.size, "corrupt", "checksum", "garbage")})
+          .ok());
   r = wal->ReplayDeadLetters({dead_seq, second.seq});
   EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition) << r.status();
   std::vector<DeadLetter> dead;

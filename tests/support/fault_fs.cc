@@ -120,6 +120,64 @@ class FaultInjectionFileSystem::File : public rocksdb::FSWritableFileOwnerWrappe
   const std::shared_ptr<FileState> state_;  // outlives a rename or delete of the path
 };
 
+class FaultInjectionFileSystem::ReadFile : public rocksdb::FSRandomAccessFileOwnerWrapper {
+ public:
+  ReadFile(std::unique_ptr<rocksdb::FSRandomAccessFile> f, FaultInjectionFileSystem* fs,
+           std::string fname)
+      : FSRandomAccessFileOwnerWrapper(std::move(f)), fs_(fs), fname_(std::move(fname)) {}
+
+  IOStatus Read(uint64_t offset, size_t n, const IOOptions& o, Slice* result, char* scratch,
+                IODebugContext* dbg) const override {
+    const ReadFault fault = fs_->NextRead();
+    if (fault == ReadFault::kError) return IOStatus::IOError("injected read failure: " + fname_);
+    IOStatus s = target()->Read(offset, n, o, result, scratch, dbg);
+    if (s.ok() && fault == ReadFault::kCorrupt && !result->empty()) Corrupt(result, scratch);
+    return s;
+  }
+  IOStatus MultiRead(rocksdb::FSReadRequest* reqs, size_t num_reqs, const IOOptions& o,
+                     IODebugContext* dbg) override {
+    const ReadFault fault = fs_->NextRead();
+    if (fault == ReadFault::kError) return IOStatus::IOError("injected read failure: " + fname_);
+    IOStatus s = target()->MultiRead(reqs, num_reqs, o, dbg);
+    if (s.ok() && fault == ReadFault::kCorrupt && num_reqs > 0 && reqs[0].status.ok() &&
+        !reqs[0].result.empty()) {
+      Corrupt(&reqs[0].result, reqs[0].scratch);
+    }
+    return s;
+  }
+
+ private:
+  // Flips a byte in the middle of what was read, when it is in the caller's buffer.
+  static void Corrupt(Slice* result, char* scratch) {
+    if (scratch == nullptr || result->data() != scratch) return;
+    scratch[result->size() / 2] ^= 0x5a;
+  }
+
+  FaultInjectionFileSystem* const fs_;
+  const std::string fname_;
+};
+
+FaultInjectionFileSystem::ReadFault FaultInjectionFileSystem::NextRead() {
+  std::lock_guard<std::mutex> l(mu_);
+  if (read_fail_ == 0 || std::this_thread::get_id() != read_thread_) return ReadFault::kNone;
+  if (read_skip_ > 0) {
+    --read_skip_;
+    return ReadFault::kNone;
+  }
+  --read_fail_;
+  injected_read_faults_.fetch_add(1);
+  return read_corrupt_ ? ReadFault::kCorrupt : ReadFault::kError;
+}
+
+IOStatus FaultInjectionFileSystem::NewRandomAccessFile(
+    const std::string& fname, const rocksdb::FileOptions& opts,
+    std::unique_ptr<rocksdb::FSRandomAccessFile>* result, IODebugContext* dbg) {
+  IOStatus s = target()->NewRandomAccessFile(fname, opts, result, dbg);
+  const bool table = fname.size() > 4 && fname.compare(fname.size() - 4, 4, ".sst") == 0;
+  if (s.ok() && table) result->reset(new ReadFile(std::move(*result), this, fname));
+  return s;
+}
+
 IOStatus FaultInjectionFileSystem::CheckActive(const std::string& what) const {
   std::lock_guard<std::mutex> l(mu_);
   return active_ ? IOStatus::OK() : PowerCut(what);

@@ -7,6 +7,12 @@
 //    would make durable the first bytes appended to a RocksDB write-ahead log file that
 //    hold `marker`, and only it, whatever else syncs meanwhile (other threads' writes,
 //    flushes, the drain's commit points);
+//  * fail reads of table files (`*.sst`) made by one thread: FailReadsOnThisThread()
+//    lets `skip` reads pass, then fails `n`, as an EIO or as data that fails RocksDB's
+//    block checksum (a byte of what was read is flipped), so a scan can stop with an
+//    error after it has read part of its range. Reads by other threads (RocksDB's
+//    flushes and compactions) are never failed, so a test that arms it stays
+//    deterministic;
 //  * simulate a power cut: it tracks, per file opened for writing, how many bytes were
 //    appended and how many of them a successful Sync/Fsync made durable. SetActive(false)
 //    is the cut: from then on every write, sync, flush and close of a tracked file, and
@@ -28,6 +34,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
@@ -52,6 +59,10 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
                                       const rocksdb::FileOptions& opts,
                                       std::unique_ptr<rocksdb::FSWritableFile>* result,
                                       rocksdb::IODebugContext* dbg) override;
+  rocksdb::IOStatus NewRandomAccessFile(const std::string& fname,
+                                        const rocksdb::FileOptions& opts,
+                                        std::unique_ptr<rocksdb::FSRandomAccessFile>* result,
+                                        rocksdb::IODebugContext* dbg) override;
   rocksdb::IOStatus RenameFile(const std::string& src, const std::string& target,
                                const rocksdb::IOOptions& opts,
                                rocksdb::IODebugContext* dbg) override;
@@ -84,6 +95,19 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
     std::lock_guard<std::mutex> l(mu_);
     return !sync_marker_.empty();
   }
+
+  // Reads of `*.sst` files by the calling thread: `skip` pass, then `n` fail (IOError,
+  // or with `corrupt` a flipped byte that RocksDB reports as a checksum mismatch).
+  // Replaces what was armed before; n = 0 disarms.
+  void FailReadsOnThisThread(int skip, int n, bool corrupt) {
+    std::lock_guard<std::mutex> l(mu_);
+    read_thread_ = std::this_thread::get_id();
+    read_skip_ = skip;
+    read_fail_ = n;
+    read_corrupt_ = corrupt;
+  }
+  // Reads failed or corrupted by FailReadsOnThisThread() so far.
+  uint64_t injected_read_faults() const { return injected_read_faults_.load(); }
 
   // Power. SetActive(false) cuts it; see the header comment.
   void SetActive(bool active) {
@@ -122,6 +146,10 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
     bool sync_doomed = false;  // the next sync fails (FailSyncOfWrite)
   };
   class File;  // the wrapped writable file; fault_fs.cc
+  class ReadFile;  // the wrapped random-access file; fault_fs.cc
+  enum class ReadFault { kNone, kError, kCorrupt };
+  // Whether this read (by the calling thread) fails, and how; takes mu_.
+  ReadFault NextRead();
 
   // OK while the power is on; takes mu_.
   rocksdb::IOStatus CheckActive(const std::string& what) const;
@@ -143,6 +171,11 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   uint64_t dropped_bytes_ = 0;                                     // guarded by mu_
   std::string sync_marker_;                                        // guarded by mu_
   std::atomic<uint64_t> injected_sync_failures_{0};
+  std::thread::id read_thread_;                                    // guarded by mu_
+  int read_skip_ = 0;                                              // guarded by mu_
+  int read_fail_ = 0;                                              // guarded by mu_
+  bool read_corrupt_ = false;                                      // guarded by mu_
+  std::atomic<uint64_t> injected_read_faults_{0};
 
   std::atomic<uint64_t> wal_syncs_{0};
   std::atomic<int> fail_syncs_{0};

@@ -1,0 +1,160 @@
+// DrainLoop::CheckInvariants: the window's bookkeeping, recounted. The counters of the
+// window, of each topic and of each lane are kept consistent by convention across the
+// drain's files; this says which one disagrees with a recount over the window's slots,
+// so that a test (and every pass of a KSPOOL_DCHECKS build) catches the first pass that
+// breaks one, not the crash or the stall it causes later.
+//
+// Checked:
+//  * window_bytes_ and each topic's in_window and window_bytes equal a recount of the
+//    slots, and every slot's topic has its TopicState;
+//  * each sequence number waits in at most one lane, once, and only while its slot is
+//    ready or backing off, in the lane the slot names; every slot in those states is in
+//    that lane; lanes are sorted; every seq in a lane has a slot;
+//  * each topic's in_kafka count per partition equals the slots handed to the producer
+//    for that partition;
+//  * the window holds at most max_inflight_messages (plus undecodable entries, which are
+//    taken whatever the room) and max_inflight_bytes plus one entry;
+//  * a topic's catch-up position is not below its first unread entry.
+#include <algorithm>
+#include <map>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "agent/drain/drain_loop.h"
+
+namespace kspool::agent {
+
+absl::Status DrainLoop::CheckInvariants() const {
+  auto fail = [](auto&&... parts) { return absl::InternalError(absl::StrCat(parts...)); };
+  struct Count {
+    uint64_t n = 0, bytes = 0;
+    std::map<int32_t, uint64_t> in_kafka;
+  };
+  std::map<std::string, Count, std::less<>> counts;
+  uint64_t bytes = 0, undecodable = 0, largest = 0;
+  for (const auto& [seq, slot] : window_) {
+    if (slot.entry.seq != seq) return fail("slot ", seq, " holds entry ", slot.entry.seq);
+    Count& c = counts[slot.entry.record.topic];
+    ++c.n;
+    c.bytes += slot.entry.size;
+    bytes += slot.entry.size;
+    largest = std::max<uint64_t>(largest, slot.entry.size);
+    if (!slot.entry.status.ok()) ++undecodable;
+    if (slot.state == Slot::kInKafka) ++c.in_kafka[slot.produced_to];
+  }
+  if (bytes != window_bytes_) {
+    return fail("window_bytes_ ", window_bytes_, " but the slots hold ", bytes);
+  }
+  for (const auto& [topic, c] : counts) {
+    auto t = topics_.find(topic);
+    if (t == topics_.end()) return fail("topic '", topic, "' has ", c.n, " slots and no state");
+  }
+  // Which lane each seq waits in, from the lanes' side.
+  std::map<uint64_t, std::pair<const std::string*, int32_t>> queued;
+  for (const auto& [topic, ts] : topics_) {
+    auto c = counts.find(topic);
+    const Count none;
+    const Count& want = c == counts.end() ? none : c->second;
+    if (ts.in_window != want.n || ts.window_bytes != want.bytes) {
+      return fail("topic '", topic, "' counts ", ts.in_window, " entries / ", ts.window_bytes,
+                  " bytes in the window; the slots say ", want.n, " / ", want.bytes);
+    }
+    for (const auto& [p, n] : ts.in_kafka) {
+      auto k = want.in_kafka.find(p);
+      const uint64_t have = k == want.in_kafka.end() ? 0 : k->second;
+      if (n != have) {
+        return fail("topic '", topic, "' counts ", n, " entries in Kafka for partition ", p,
+                    "; the slots say ", have);
+      }
+    }
+    for (const auto& [p, have] : want.in_kafka) {
+      if (have > 0 && !ts.in_kafka.count(p)) {
+        return fail("topic '", topic, "' has ", have, " slots in Kafka for partition ", p,
+                    " and no count for it");
+      }
+    }
+    if (ts.unread_from != 0 && ts.scan_from < ts.unread_from) {
+      return fail("topic '", topic, "' scans from ", ts.scan_from, " below its first unread entry ",
+                  ts.unread_from);
+    }
+    auto lane = [&](const Lane& l, int32_t id) -> absl::Status {
+      uint64_t prev = 0;
+      for (uint64_t seq : l.ready) {
+        if (prev != 0 && seq <= prev) {
+          return fail("lane ", id, " of '", topic, "' is not sorted at seq ", seq);
+        }
+        prev = seq;
+      }
+      auto add = [&](uint64_t seq) -> absl::Status {
+        auto [it, fresh] = queued.try_emplace(seq, &topic, id);
+        if (!fresh) {
+          return fail("seq ", seq, " waits twice: in lane ", it->second.second, " of '",
+                      *it->second.first, "' and in lane ", id, " of '", topic, "'");
+        }
+        auto w = window_.find(seq);
+        if (w == window_.end()) return fail("seq ", seq, " waits in lane ", id, " of '", topic,
+                                            "' without a slot");
+        const Slot& s = w->second;
+        if (s.state != Slot::kReady && s.state != Slot::kBackoff) {
+          return fail("seq ", seq, " waits in lane ", id, " of '", topic, "' in state ",
+                      static_cast<int>(s.state));
+        }
+        if (s.lane != id || s.entry.record.topic != topic) {
+          return fail("seq ", seq, " waits in lane ", id, " of '", topic, "'; its slot says lane ",
+                      s.lane, " of '", s.entry.record.topic, "'");
+        }
+        return absl::OkStatus();
+      };
+      for (uint64_t seq : l.ready) {
+        if (absl::Status s = add(seq); !s.ok()) return s;
+      }
+      for (uint64_t seq : l.waiting) {
+        if (absl::Status s = add(seq); !s.ok()) return s;
+      }
+      return absl::OkStatus();
+    };
+    if (absl::Status s = lane(ts.unrouted, kLaneUnrouted); !s.ok()) return s;
+    if (absl::Status s = lane(ts.unordered, kLaneUnordered); !s.ok()) return s;
+    for (const auto& [p, l] : ts.partitions) {
+      if (absl::Status s = lane(l, p); !s.ok()) return s;
+    }
+  }
+  for (const auto& [seq, slot] : window_) {
+    const bool waits = slot.state == Slot::kReady || slot.state == Slot::kBackoff;
+    if (waits && !queued.count(seq)) {
+      return fail("seq ", seq, " (topic '", slot.entry.record.topic, "') is ready in no lane");
+    }
+  }
+  if (window_.size() > options_.max_inflight_messages + undecodable) {
+    return fail("the window holds ", window_.size(), " entries; the limit is ",
+                options_.max_inflight_messages);
+  }
+  if (window_bytes_ > options_.max_inflight_bytes + largest) {
+    return fail("the window holds ", window_bytes_, " bytes; the limit is ",
+                options_.max_inflight_bytes);
+  }
+  return absl::OkStatus();
+}
+
+std::string DrainLoop::DebugString() const {
+  std::string out = absl::StrCat("window ", window_.size(), " entries / ", window_bytes_,
+                                 " bytes, cursor ", cursor_, ", recheck below ", recheck_below_,
+                                 ", producer ", producer_ ? "up" : "none", "\n");
+  for (const auto& [topic, ts] : topics_) {
+    absl::StrAppend(&out, "  topic '", topic, "': in window ", ts.in_window, " / ",
+                    ts.window_bytes, " bytes, unread from ", ts.unread_from, ", scan from ",
+                    ts.scan_from, ", skipped lanes ", ts.skipped_lanes.size(), ", unrouted ",
+                    ts.unrouted.ready.size(), "+", ts.unrouted.waiting.size(), ", unordered ",
+                    ts.unordered.ready.size(), "+", ts.unordered.waiting.size());
+    for (const auto& [p, l] : ts.partitions) {
+      if (!l.empty()) absl::StrAppend(&out, ", p", p, " ", l.ready.size(), "+", l.waiting.size());
+    }
+    for (const auto& [p, n] : ts.in_kafka) {
+      if (n > 0) absl::StrAppend(&out, ", in kafka p", p, " ", n);
+    }
+    absl::StrAppend(&out, "\n");
+  }
+  return out;
+}
+
+}  // namespace kspool::agent

@@ -1,0 +1,116 @@
+// The kinds of fault the drain simulator injects, each one a switch (--faults), and the
+// ones the CI run leaves out because a known, not yet fixed defect of the drain makes
+// them fail (kWaitingForFixes: one place, each with the defect of issue 25 it waits
+// for). Once a fix is merged, delete its line here and enable its seeds in
+// known_defects.txt (docs/TESTING.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kspool::sim {
+
+enum class Fault : int {
+  kLeaderLoss,        // a partition loses its leader for up to 2 s
+  kLongLeaderLoss,    // ... for longer than --max-message-age
+  kMetadataFailure,   // the agent's metadata requests for a topic fail for a while
+  kPartitionGrowth,   // a topic gets more partitions (the producer learns it late)
+  kTopicRecreate,     // a topic is deleted and recreated with fewer partitions
+  kQueueFull,         // the client's local queue is full for a while
+  kTransientError,    // a partition's in-flight messages fail with a retriable error
+  kPermanentError,    // one message fails for good (discarded with a reason)
+  kFatalError,        // the producer hits a fatal error and must be replaced
+  kSlowReports,         // delivery reports slow (up to 2 s) and reordered across partitions
+  kWalWriteError,     // a WAL sync fails: appends refused until the drain reopens it
+  kWalReadError,      // a scan of the WAL hits an I/O error or a checksum failure
+  kRestart,           // the whole agent (drain and WAL) crashes and starts again
+  kPowerCut,          // ... with what was not synced lost
+  kClockStep,         // the wall clock jumps forward or back
+  kCrowdedWindow,     // more topics with work than --max-inflight-messages
+  kTightByteWindow,   // a topic's share of --max-inflight-bytes below one entry's size
+  kCount
+};
+
+struct FaultInfo {
+  Fault fault;
+  const char* name;
+};
+
+inline const std::vector<FaultInfo>& AllFaults() {
+  static const std::vector<FaultInfo> all = {
+      {Fault::kLeaderLoss, "leader_loss"},
+      {Fault::kLongLeaderLoss, "long_leader_loss"},
+      {Fault::kMetadataFailure, "metadata_failure"},
+      {Fault::kPartitionGrowth, "partition_growth"},
+      {Fault::kTopicRecreate, "topic_recreate"},
+      {Fault::kQueueFull, "queue_full"},
+      {Fault::kTransientError, "transient_error"},
+      {Fault::kPermanentError, "permanent_error"},
+      {Fault::kFatalError, "fatal_error"},
+      {Fault::kSlowReports, "slow_reports"},
+      {Fault::kWalWriteError, "wal_write_error"},
+      {Fault::kWalReadError, "wal_read_error"},
+      {Fault::kRestart, "restart"},
+      {Fault::kPowerCut, "power_cut"},
+      {Fault::kClockStep, "clock_step"},
+      {Fault::kCrowdedWindow, "crowded_window"},
+      {Fault::kTightByteWindow, "tight_byte_window"},
+  };
+  return all;
+}
+
+// Fault kinds the registered CI run (drain_sim --ci) leaves out until the defect named
+// is fixed on main. Issue 25's numbering.
+struct Waiting {
+  Fault fault;
+  int defect;
+};
+inline const std::vector<Waiting>& WaitingForFixes() {
+  static const std::vector<Waiting> waiting = {
+      {Fault::kWalReadError, 1},      // entries re-admitted after a WAL read error
+      {Fault::kMetadataFailure, 2},   // per-key order breaks when a metadata lookup fails
+      {Fault::kLongLeaderLoss, 3},    // max-message-age ignores leaderless/parked entries
+      {Fault::kPartitionGrowth, 4},   // keyed messages stall after a partition change
+      {Fault::kTopicRecreate, 4},
+      {Fault::kCrowdedWindow, 5},     // more topics with work than the window stops all
+      // Found by this simulator, not in the issue's list ("defect 7"): when a topic's
+      // share of max_inflight_bytes is below one entry, Evict() throws every topic's
+      // entries out of the window on each pass, which reads them again: nothing moves.
+      {Fault::kTightByteWindow, 7},
+      // Found by this simulator ("defect 8"): Evict() forgets a lane's entries waiting for
+      // their retry while newer entries of the same lane are in Kafka; read again, they
+      // go out after those, and a key's order breaks. Late delivery reports widen the
+      // window for it (with them off, no seed was seen to fail); with them, some seeds
+      // also stall until the liveness bound (not triaged; known_defects.txt).
+      {Fault::kSlowReports, 8},
+  };
+  return waiting;
+}
+
+// A set of enabled fault kinds.
+class FaultSet {
+ public:
+  static FaultSet All() {
+    FaultSet s;
+    s.bits_ = (uint64_t{1} << static_cast<int>(Fault::kCount)) - 1;
+    return s;
+  }
+  bool Has(Fault f) const { return bits_ >> static_cast<int>(f) & 1; }
+  void Set(Fault f, bool on) {
+    const uint64_t bit = uint64_t{1} << static_cast<int>(f);
+    bits_ = on ? bits_ | bit : bits_ & ~bit;
+  }
+  // "all", "none", or a comma-separated list of names, each optionally prefixed with
+  // '-' (remove) or '+' (add), applied from left to right to `base`. False on an
+  // unknown name.
+  static bool Parse(const std::string& spec, FaultSet base, FaultSet* out, std::string* error);
+  // The CI set: everything but the kinds in WaitingForFixes().
+  static FaultSet Ci();
+  std::string ToString() const;  // comma-separated names; "none"
+
+ private:
+  uint64_t bits_ = 0;
+};
+
+}  // namespace kspool::sim

@@ -1,0 +1,331 @@
+// The simulation: setup, faults, one step, crashes and healing (the invariants checked
+// after every step are in simulation_checks.cc).
+#include "tests/sim/simulation.h"
+
+#include "tests/sim/simulation_internal.h"
+
+namespace kspool::sim {
+
+void Simulation::Configure() {
+  const size_t n = 2 + Below(5);
+  for (size_t i = 0; i < n; ++i) {
+    topics_.push_back("t" + std::to_string(i));
+    kafka_.AddTopic(topics_.back(), 1 + static_cast<int>(Below(6)));
+  }
+  opts_.clock = &clock_;
+  opts_.outcomes = this;
+  opts_.random_seed = cfg_.seed * 2654435761u + 1;
+  opts_.max_inflight_messages = On(Fault::kCrowdedWindow) && Chance(0.3) && n > 2
+                                    ? 1 + Below(n - 1)
+                                    : 64 + Below(250);  // a share of 10 at least
+  // Without tight_byte_window, every topic's share of the bytes holds a whole entry.
+  opts_.max_inflight_bytes = On(Fault::kTightByteWindow) && Chance(0.3) ? 256 + Below(300 * n)
+                             : Chance(0.5)                               ? 400 * n + Below(8192)
+                                                                         : 1 << 20;
+  opts_.retry_backoff_ms = 10 + Below(100);
+  opts_.retry_backoff_max_ms = 200 + Below(1500);
+  opts_.max_message_age_ms = Chance(0.5) ? 5000 + Below(20000) : 0;
+  opts_.producer_backoff_ms = 50 + Below(200);
+  opts_.producer_backoff_max_ms = 2000;
+  opts_.purge_interval_ms = 500 + Below(2000);
+  opts_.scan_max_keys = Chance(0.5) ? 4 + Below(60) : 65536;
+  opts_.stuck_after_ms = 5000;
+  kafka_.report_delay_max_ms = On(Fault::kSlowReports) ? std::vector<int64_t>{5, 200, 2000}[Below(3)] : 5;
+  kafka_.transient_rate = On(Fault::kTransientError) ? 0.01 : 0;
+  kafka_.permanent_rate = On(Fault::kPermanentError) ? 0.002 : 0;
+  std::ostringstream o;
+  o << "topics " << n << ", window " << opts_.max_inflight_messages << " messages / "
+    << opts_.max_inflight_bytes << " bytes, max age " << opts_.max_message_age_ms
+    << " ms, scan keys " << opts_.scan_max_keys << ", report delay " << kafka_.report_delay_max_ms;
+  Trace(o.str());
+}
+
+void Simulation::Open() {
+  wal::Options o;
+  o.dir = dir_.sub("wal");
+  o.clock = &clock_;
+  o.env = env_;
+  absl::StatusOr<std::unique_ptr<wal::Wal>> w = wal::Wal::Open(o);
+  if (!w.ok()) {
+    Trace("WAL open failed, retrying: " + w.status().ToString());
+    return;
+  }
+  wal_ = std::move(w).value();
+  log_ = std::make_unique<ScanFaultLog>(wal_.get());
+  agent::PartitionCacheOptions pco;
+  pco.background = false;
+  pco.clock = &clock_;
+  pco.refresh_ms = 1000;
+  cache_ = std::make_unique<agent::PartitionCache>(kafka_.Layouts(), pco);
+  tracker_ = std::make_unique<agent::CommitTracker>(wal_.get());
+  opts_.partitions = cache_.get();
+  drain_ = std::make_unique<agent::DrainLoop>(log_.get(), tracker_.get(), kafka_.Factory(), opts_);
+  if (absl::Status s = drain_->Start(/*background=*/false); !s.ok()) Fail("drain start: " + s.ToString());
+}
+
+void Simulation::Crash(bool power) {
+  Injected(power ? "power cut" : "crash and restart");
+  global_fault_ms_ = Mono();
+  kafka_.Crash();  // while the drain's buffers are alive: what was on the wire lands
+  drain_.reset();
+  tracker_.reset();
+  cache_.reset();
+  if (power) {
+    fs_->CutPowerWhile([&] { wal_.reset(); });
+  } else {
+    wal_.reset();
+  }
+  log_.reset();
+  Open();
+}
+
+void Simulation::Append() {
+  const std::string& topic = topics_[Below(topics_.size())];
+  const int partitions = static_cast<int>(kafka_.topics()[topic].partitions.size());
+  wal::AppendBatch b;
+  std::vector<uint64_t> ids;
+  std::vector<std::string> keys;
+  const size_t n = 1 + Below(4);
+  keys.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t id = next_id_++;
+    ModelEntry& e = entries_[id];
+    e.topic = topic;
+    if (Chance(0.6)) e.key = "k" + std::to_string(Below(8));
+    e.value = "v" + std::to_string(id) + ":" + topic + ":" + std::string(Below(200), 'x');
+    wal::RecordView v;
+    v.topic = e.topic;
+    v.value = e.value;
+    if (e.key) v.key = *e.key;
+    if (!e.key && Chance(0.05)) v.partition = static_cast<int32_t>(Below(static_cast<uint64_t>(partitions)));
+    b.Add(v);
+    ids.push_back(id);
+  }
+  absl::StatusOr<wal::AppendResult> r = wal_->Append(std::move(b));
+  Mix(r.ok() ? r->first_seq : 0);
+  if (!r.ok()) return;  // not acknowledged: may come back after a reopen, or not
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ModelEntry& e = entries_[ids[i]];
+    e.acked = true;
+    e.seq = r->first_seq + i;
+    e.receive_ms = r->receive_time_ms;
+    e.append_mono = Mono();
+    by_seq_[e.seq] = ids[i];
+  }
+  if (drain_) drain_->Notify();
+}
+
+void Simulation::InjectFaults() {
+  const int64_t now = Mono();
+  auto pick = [&]() -> std::pair<std::string, SimTopic*> {
+    const std::string& t = topics_[Below(topics_.size())];
+    return {t, &kafka_.topics()[t]};
+  };
+  auto lose_leader = [&](int64_t duration, const char* what, const std::string* topic = nullptr) {
+    auto [name, t] = pick();
+    if (topic) {
+      name = *topic;
+      t = &kafka_.topics()[name];
+    }
+    if (!t->exists) return;
+    const int32_t p = static_cast<int32_t>(Below(t->partitions.size()));
+    t->partitions[static_cast<size_t>(p)].leader = false;
+    Injected(std::string(what) + " " + name + "/" + std::to_string(p) + " for " + std::to_string(duration) + " ms");
+    Schedule(now + duration, [this, name = name, p] {
+      SimTopic& st = kafka_.topics()[name];
+      if (p < static_cast<int32_t>(st.partitions.size())) st.partitions[static_cast<size_t>(p)].leader = true;
+    });
+  };
+  if (On(Fault::kLeaderLoss) && Chance(0.01)) lose_leader(100 + static_cast<int64_t>(Below(1900)), "leader lost");
+  if (On(Fault::kLongLeaderLoss) && Chance(0.002)) {
+    const int64_t base = opts_.max_message_age_ms > 0 ? static_cast<int64_t>(opts_.max_message_age_ms) : 20000;
+    lose_leader(base + static_cast<int64_t>(Below(static_cast<uint64_t>(2 * base))), "leader lost long");
+  }
+  if (On(Fault::kMetadataFailure) && Chance(0.01)) {
+    auto [name, t] = pick();
+    const int64_t d = 500 + static_cast<int64_t>(Below(10000));
+    if (Chance(0.5)) {
+      t->metadata_fails_until = std::max(t->metadata_fails_until, now + d);
+      Injected("metadata of " + name + " fails for " + std::to_string(d) + " ms");
+    } else {
+      // A controller failover: a partition loses its leader, the agent learns it, then
+      // metadata requests fail for a while.
+      const int64_t lost = 3000 + static_cast<int64_t>(Below(10000));
+      lose_leader(lost, "leader lost before a failover", &name);
+      const int64_t from = now + 1500 + static_cast<int64_t>(Below(static_cast<uint64_t>(lost - 2000)));
+      Injected("metadata of " + name + " fails from +" + std::to_string(from - now) + " ms for " +
+               std::to_string(d) + " ms");
+      Schedule(from, [this, name = name, d] {
+        SimTopic& st = kafka_.topics()[name];
+        st.metadata_fails_until = std::max(st.metadata_fails_until, Mono() + d);
+      });
+    }
+  }
+  if (On(Fault::kPartitionGrowth) && Chance(0.004)) {
+    auto [name, t] = pick();
+    if (t->exists && t->partitions.size() < 16) {
+      const size_t more = 1 + Below(4);
+      t->partitions.resize(t->partitions.size() + more);
+      // A client's metadata refresh (topic.metadata.refresh.interval.ms) may take minutes.
+      t->view_catches_up_ms = now + static_cast<int64_t>(Below(120000));
+      Injected(name + " grows to " + std::to_string(t->partitions.size()) + " partitions");
+    }
+  }
+  if (On(Fault::kTopicRecreate) && Chance(0.001)) {
+    auto [name, t] = pick();
+    if (t->exists && t->partitions.size() > 1) {
+      t->exists = false;
+      const size_t fewer = 1 + Below(t->partitions.size() - 1);
+      const int64_t gone = static_cast<int64_t>(Below(3000));
+      Injected(name + " deleted, recreated with " + std::to_string(fewer) + " partitions after " +
+            std::to_string(gone) + " ms");
+      Schedule(now + gone, [this, name = name, fewer] {
+        SimTopic& st = kafka_.topics()[name];
+        const int64_t at = Mono();
+        st.exists = true;
+        st.partitions.assign(fewer, SimPartition{});
+        st.view_catches_up_ms = at + static_cast<int64_t>(Below(30000));
+        for (auto it = order_.begin(); it != order_.end();) {
+          it = std::get<0>(it->first) == name ? order_.erase(it) : std::next(it);
+        }
+      });
+    }
+  }
+  if (On(Fault::kQueueFull) && Chance(0.005)) {
+    kafka_.queue_full_until = now + 10 + static_cast<int64_t>(Below(500));
+    Injected("queue full");
+  }
+  if (On(Fault::kFatalError) && Chance(0.002)) {
+    kafka_.FailProducerFatally();
+    global_fault_ms_ = now;
+    Injected("fatal producer error");
+  }
+  if (On(Fault::kWalWriteError) && Chance(0.003)) {
+    fs_->FailNextSyncs(1);
+    Injected("next WAL sync fails");
+  }
+  if (On(Fault::kClockStep) && Chance(0.001)) {
+    const int64_t step = static_cast<int64_t>(Below(70000)) - 10000;
+    clock_.Set(clock_.NowMillis() + step);
+    // Entries that steps aged get kAgeSlackMs from the last one to be discarded; steps
+    // close together add up.
+    clock_step_ms_ = (now - clock_step_mono_ <= kAgeSlackMs ? clock_step_ms_ : 0) +
+                     std::max<int64_t>(0, step);
+    clock_step_mono_ = now;
+    Injected("wall clock steps " + std::to_string(step) + " ms");
+  }
+  if (On(Fault::kRestart) && Chance(0.001)) Crash(false);
+  if (On(Fault::kPowerCut) && Chance(0.001)) Crash(true);
+}
+
+void Simulation::RunEvents() {
+  while (!events_.empty() && events_.begin()->first.first <= Mono()) {
+    std::function<void()> fn = std::move(events_.begin()->second);
+    events_.erase(events_.begin());
+    fn();
+  }
+}
+
+void Simulation::Pass(bool faults) {
+  ++step_;
+  RunEvents();
+  if (faults) {
+    if (wal_ && Chance(0.6)) Append();
+    InjectFaults();
+  }
+  kafka_.Advance();
+  const uint64_t kafka_faults = kafka_.faults;
+  if (!drain_) {
+    Open();
+    global_fault_ms_ = Mono();
+  } else {
+    const bool read_fault = faults && On(Fault::kWalReadError) && Chance(0.02);
+    if (read_fault) {
+      const bool corrupt = Chance(0.5);
+      if (Chance(0.5)) {
+        fs_->FailReadsOnThisThread(static_cast<int>(Below(4)), 1 + static_cast<int>(Below(2)), corrupt);
+        Injected(corrupt ? "WAL read: checksum failure" : "WAL read: I/O error");
+      } else {
+        log_->FailNextScan();
+        Injected("WAL scan ends with an error after offering entries");
+      }
+      global_fault_ms_ = Mono();
+    }
+    drain_->RunOnce(0);
+    if (std::getenv("KSPOOL_SIM_DUMP")) {
+      std::fprintf(stderr, "[step %llu, %lld ms] %s", static_cast<unsigned long long>(step_),
+                   static_cast<long long>(Mono() - start_mono_), drain_->DebugString().c_str());
+    }
+    if (read_fault) {
+      fs_->FailReadsOnThisThread(0, 0, false);
+      if (log_) log_->Disarm();  // an armed scan fault no scan used lapses
+    }
+  }
+  faults_ += kafka_.faults - kafka_faults;
+  clock_.Advance(faults ? 1 + static_cast<int64_t>(Below(40)) : 50);
+  Check();
+}
+
+void Simulation::Heal() {
+  Trace("healing");
+  events_.clear();
+  for (auto& [name, t] : kafka_.topics()) {
+    if (!t.exists) {
+      t.exists = true;
+      t.partitions.assign(std::max<size_t>(1, t.partitions.size()), SimPartition{});
+    }
+    for (SimPartition& p : t.partitions) p.leader = true;
+    t.metadata_fails_until = 0;
+    t.view_catches_up_ms = 0;
+  }
+  kafka_.queue_full_until = 0;
+  kafka_.transient_rate = kafka_.permanent_rate = 0;
+  global_fault_ms_ = Mono();
+  for (int i = 0; i < kHealPasses && violation_.empty(); ++i) {
+    Pass(/*faults=*/false);
+    bool done = true;
+    for (const auto& [id, e] : entries_) {
+      if (e.acked && !Done(e)) {
+        done = false;
+        break;
+      }
+    }
+    if (done) break;
+  }
+  for (const auto& [id, e] : entries_) {
+    if (e.acked && !Done(e)) {
+      Fail("lost: acknowledged seq " + std::to_string(e.seq) + " (topic " + e.topic +
+           ") neither landed nor was discarded after the faults healed");
+      break;
+    }
+  }
+}
+
+SimResult Simulation::Run() {
+  start_mono_ = Mono();
+  Configure();
+  Open();
+  for (int i = 0; i < cfg_.steps && violation_.empty(); ++i) Pass(/*faults=*/true);
+  if (violation_.empty()) Heal();
+  SimResult r;
+  r.ok = violation_.empty();
+  r.violation = violation_;
+  r.steps = step_;
+  r.faults = faults_;
+  r.landed = kafka_.landed();
+  r.discarded = discarded_;
+  for (const auto& [id, e] : entries_) r.appended += e.acked ? 1 : 0;
+  Trace("reads failed or corrupted: " + std::to_string(fs_->injected_read_faults()));
+  Mix(r.appended);
+  Mix(r.landed);
+  r.digest = digest_;
+  drain_.reset();  // before the model it reports to
+  return r;
+}
+
+SimResult RunSimulation(const SimConfig& config) {
+  Simulation sim(config);
+  return sim.Run();
+}
+
+}  // namespace kspool::sim

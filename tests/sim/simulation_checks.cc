@@ -1,0 +1,142 @@
+// The simulation's invariants, checked after every step (the first broken one ends the
+// run):
+//  1. the drain's own recount of its window (DrainLoop::CheckInvariants);
+//  2. what lands in Kafka is the value that was appended (no freed or reused buffers);
+//  3. per-key order per partition: a key's entry never lands after a later entry of the
+//     same key landed there, unless it landed there before (a duplicate after a crash
+//     or a lost report is allowed, a reorder is not);
+//  4. nothing acknowledged leaves the WAL before it landed in Kafka or was discarded
+//     with a reason;
+//  5. the commit points never decrease (also across restarts) and never reach the
+//     receive time of an entry still in the WAL;
+//  6. with --max-message-age, no entry older than it by more than kAgeSlackMs waits
+//     undelivered and undiscarded, whatever its partition's state (an entry that only a
+//     step of the wall clock made that old gets kAgeSlackMs from the step);
+//  7. isolation and liveness: an entry of a topic whose partitions all have leaders (no
+//     metadata failure, no injected error, no producer lagging behind a partition
+//     change) lands or is discarded within kLiveBoundMs of when it was appended or of
+//     the last fault that concerned its topic or the whole agent, while other topics
+//     may be stuck;
+//  8. at the end, after the faults are healed: every acknowledged entry landed or was
+//     discarded with a reason (nothing acknowledged is lost).
+#include "tests/sim/simulation_internal.h"
+
+namespace kspool::sim {
+
+void Simulation::OnLand(const std::string& topic, int32_t partition, const Landed& l) {
+  Mix(l.seq);
+  Mix(static_cast<uint64_t>(partition));
+  uint64_t id = 0;
+  if (l.value.size() < 2 || l.value[0] != 'v' || !(std::istringstream(l.value.substr(1)) >> id) ||
+      !entries_.count(id)) {
+    Fail("corrupt data in Kafka: seq " + std::to_string(l.seq) + " landed with an unknown value");
+    return;
+  }
+  ModelEntry& e = entries_[id];
+  if (e.value != l.value || e.topic != topic) {
+    Fail("corrupt data in Kafka: seq " + std::to_string(l.seq) + " landed with another value");
+  }
+  if (e.acked && e.seq != l.seq) {
+    Fail("seq " + std::to_string(l.seq) + " landed with the value of seq " + std::to_string(e.seq));
+  }
+  e.landed = true;
+  if (!l.key) return;
+  KeyOrder& k = order_[{topic, partition, *l.key}];
+  if (k.seen.count(l.seq)) return;  // a duplicate
+  if (l.seq < k.max_seq) {
+    Fail("per-key order: key " + *l.key + " of " + topic + "/" + std::to_string(partition) +
+         " received seq " + std::to_string(l.seq) + " after seq " + std::to_string(k.max_seq));
+  }
+  k.seen.insert(l.seq);
+  k.max_seq = std::max(k.max_seq, l.seq);
+}
+
+void Simulation::Learn(const std::vector<wal::Outcome>& outcomes) {
+  for (const wal::Outcome& o : outcomes) {
+    if (!o.discarded()) continue;
+    auto s = by_seq_.find(o.seq);
+    if (s == by_seq_.end()) continue;  // not acknowledged to its writer
+    ModelEntry& e = entries_[s->second];
+    if (!e.discarded) {
+      e.discarded = true;
+      ++discarded_;
+      Mix(o.seq);
+      MixStr(o.discard_reason);
+    }
+  }
+}
+
+void Simulation::CheckWal() {
+  std::vector<wal::Entry> live;
+  if (!wal_ || !wal_->health().ok() || !wal_->Scan(0, 1u << 30, 1u << 30, &live).ok()) return;
+  std::map<uint64_t, const wal::Entry*> by_seq;
+  for (const wal::Entry& e : live) by_seq[e.seq] = &e;
+  for (const auto& [id, e] : entries_) {
+    if (e.acked && !Done(e) && !by_seq.count(e.seq)) {
+      Fail("seq " + std::to_string(e.seq) + " (topic " + e.topic +
+           ") left the WAL before Kafka acknowledged it or it was discarded");
+      return;
+    }
+  }
+  const wal::CommitPoints cp = tracker_->Current();
+  if (cp.global_ms < last_points_.global_ms) {
+    Fail("the global commit point went back from " + std::to_string(last_points_.global_ms) +
+         " to " + std::to_string(cp.global_ms));
+  }
+  for (const auto& [topic, ms] : cp.topics_ms) {
+    auto old = last_points_.topics_ms.find(topic);
+    if (old != last_points_.topics_ms.end() && ms < old->second) {
+      Fail("the commit point of " + topic + " went back from " + std::to_string(old->second) +
+           " to " + std::to_string(ms));
+    }
+  }
+  for (const wal::Entry& e : live) {
+    if (!e.status.ok()) continue;
+    const int64_t rt = e.record.receive_time_ms;
+    auto t = cp.topics_ms.find(e.record.topic);
+    if (cp.global_ms >= rt || (t != cp.topics_ms.end() && t->second >= rt)) {
+      Fail("a commit point reached the receive time " + std::to_string(rt) + " of seq " +
+           std::to_string(e.seq) + ", still in the WAL");
+      break;
+    }
+  }
+  if (cp.global_ms != 0) last_points_.global_ms = cp.global_ms;
+  for (const auto& [topic, ms] : cp.topics_ms) last_points_.topics_ms[topic] = ms;
+}
+
+void Simulation::Check() {
+  const int64_t now = Mono();
+  for (const std::string& t : topics_) {
+    auto f = kafka_.last_fault_ms.find(t);
+    if (!kafka_.TopicHealthy(t, now) || (f != kafka_.last_fault_ms.end() && f->second > topic_fault_ms_[t])) {
+      topic_fault_ms_[t] = now;
+    }
+  }
+  if (now < kafka_.queue_full_until || (wal_ && !wal_->health().ok()) || !drain_) {
+    global_fault_ms_ = now;
+  }
+  if (drain_) {
+    if (absl::Status s = drain_->CheckInvariants(); !s.ok()) Fail("drain invariant: " + s.ToString());
+  }
+  CheckWal();
+  const int64_t wall = clock_.NowMillis();
+  for (const auto& [id, e] : entries_) {
+    if (!e.acked || Done(e)) continue;
+    const int64_t age_bound = static_cast<int64_t>(opts_.max_message_age_ms) + kAgeSlackMs;
+    const bool aged_by_step = now - clock_step_mono_ <= kAgeSlackMs &&
+                              wall - e.receive_ms - clock_step_ms_ <= age_bound;
+    if (opts_.max_message_age_ms > 0 && !aged_by_step && wall - e.receive_ms > age_bound) {
+      Fail("max-message-age: seq " + std::to_string(e.seq) + " (topic " + e.topic + ") is " +
+           std::to_string(wall - e.receive_ms) + " ms old, neither delivered nor discarded");
+      break;
+    }
+    const int64_t since = std::max({e.append_mono, topic_fault_ms_[e.topic], global_fault_ms_});
+    if (now - since > kLiveBoundMs) {
+      Fail("liveness: seq " + std::to_string(e.seq) + " of healthy topic " + e.topic +
+           " undelivered " + std::to_string(now - since) + " ms after its topic's last fault");
+      break;
+    }
+  }
+}
+
+}  // namespace kspool::sim

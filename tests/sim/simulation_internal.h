@@ -1,0 +1,147 @@
+// The simulation's state and steps, shared by simulation.cc (setup, faults, steps,
+// crashes, healing) and simulation_checks.cc (the model's invariants). Internal to
+// tests/sim. Thread safety: none; one simulation per thread.
+#pragma once
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "agent/drain/commit_tracker.h"
+#include "agent/drain/drain_loop.h"
+#include "agent/drain/partition_cache.h"
+#include "tests/sim/scan_fault_log.h"
+#include "tests/sim/simulation.h"
+#include "tests/sim/sim_kafka.h"
+#include "tests/support/fault_fs.h"
+#include "tests/support/temp_dir.h"
+#include "wal/wal.h"
+
+namespace kspool::sim {
+
+inline constexpr int64_t kAgeSlackMs = 10'000;
+inline constexpr int64_t kLiveBoundMs = 30'000;
+inline constexpr int kHealPasses = 6000;  // of 50 ms: 300 s of simulated time at most
+
+struct ModelEntry {
+  std::string topic;
+  std::optional<std::string> key;
+  std::string value;
+  bool acked = false;
+  uint64_t seq = 0;
+  int64_t receive_ms = 0;  // wall
+  int64_t append_mono = 0;
+  bool landed = false;
+  bool discarded = false;
+};
+
+struct KeyOrder {
+  uint64_t max_seq = 0;
+  std::set<uint64_t> seen;
+};
+
+class Simulation : public agent::OutcomeListener {
+ public:
+  explicit Simulation(const SimConfig& c)
+      : cfg_(c),
+        rng_(c.seed),
+        clock_(1'700'000'000'000),
+        fs_(std::make_shared<testing::FaultInjectionFileSystem>()),
+        env_(testing::EnvFor(fs_)),
+        kafka_(&rng_, &clock_, [this](const std::string& t, int32_t p, const Landed& l,
+                                      const char*, size_t) { OnLand(t, p, l); }) {}
+
+  SimResult Run();
+
+  // OutcomeListener: the discards the drain decided.
+  void Settled(const std::vector<wal::Outcome>& outcomes) override { Learn(outcomes); }
+  void NotSettled(const std::vector<wal::Outcome>& outcomes, const absl::Status&) override {
+    Learn(outcomes);
+  }
+
+ private:
+  bool On(Fault f) const { return cfg_.faults.Has(f); }
+  bool Chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+  uint64_t Below(uint64_t n) { return n == 0 ? 0 : rng_() % n; }
+  int64_t Mono() { return clock_.MonotonicMillis(); }
+  void Mix(uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      digest_ ^= (v >> (8 * i)) & 0xff;
+      digest_ *= 1099511628211ull;
+    }
+  }
+  void MixStr(const std::string& s) {
+    for (char ch : s) Mix(static_cast<unsigned char>(ch));
+  }
+  void Fail(const std::string& what) {
+    if (!violation_.empty()) return;
+    std::ostringstream o;
+    o << "step " << step_ << " (simulated " << Mono() - start_mono_ << " ms): " << what;
+    violation_ = o.str();
+    if (cfg_.verbose && drain_) {
+      std::fprintf(stderr, "drain state: %ssimulated Kafka at %lld: %s", drain_->DebugString().c_str(),
+                   static_cast<long long>(Mono()), kafka_.DebugString().c_str());
+    }
+  }
+  void Trace(const std::string& what) {
+    if (cfg_.verbose) std::fprintf(stderr, "[step %llu] %s\n", static_cast<unsigned long long>(step_), what.c_str());
+  }
+  void Injected(const std::string& what) {
+    ++faults_;
+    MixStr(what);
+    Trace(what);
+  }
+
+  void Configure();
+  void Open();
+  void Crash(bool power);
+  void Append();
+  void InjectFaults();
+  void Schedule(int64_t at, std::function<void()> fn) { events_.emplace(std::make_pair(at, next_event_++), std::move(fn)); }
+  void RunEvents();
+  void Pass(bool faults);
+  void Heal();
+  void Check();
+  void CheckWal();
+  void OnLand(const std::string& topic, int32_t partition, const Landed& l);
+  void Learn(const std::vector<wal::Outcome>& outcomes);
+  bool Done(const ModelEntry& e) const { return e.landed || e.discarded; }
+
+  const SimConfig cfg_;
+  std::mt19937_64 rng_;
+  ManualClock clock_;
+  testing::TempDir dir_;
+  std::shared_ptr<testing::FaultInjectionFileSystem> fs_;
+  std::shared_ptr<rocksdb::Env> env_;
+  SimKafka kafka_;
+  agent::DrainOptions opts_;
+  std::vector<std::string> topics_;
+  std::unique_ptr<wal::Wal> wal_;
+  std::unique_ptr<ScanFaultLog> log_;  // the drain's view of wal_
+  std::unique_ptr<agent::PartitionCache> cache_;
+  std::unique_ptr<agent::CommitTracker> tracker_;
+  std::unique_ptr<agent::DrainLoop> drain_;
+
+  std::map<uint64_t, ModelEntry> entries_;  // by writer id (in the value)
+  std::map<uint64_t, uint64_t> by_seq_;     // acknowledged seq -> writer id
+  uint64_t next_id_ = 1;
+  std::map<std::tuple<std::string, int32_t, std::string>, KeyOrder> order_;
+  std::map<std::pair<int64_t, uint64_t>, std::function<void()>> events_;
+  uint64_t next_event_ = 0;
+  std::map<std::string, int64_t> topic_fault_ms_;  // monotonic: last fault of the topic
+  int64_t global_fault_ms_ = 0;
+  int64_t clock_step_mono_ = 0;
+  int64_t clock_step_ms_ = 0;  // how far the recent steps moved the wall clock forward
+  wal::CommitPoints last_points_;
+  std::string violation_;
+  uint64_t digest_ = 1469598103934665603ull;
+  uint64_t step_ = 0, faults_ = 0, discarded_ = 0;
+  int64_t start_mono_ = 0;
+};
+
+}  // namespace kspool::sim

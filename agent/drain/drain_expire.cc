@@ -22,12 +22,6 @@
 namespace kspool::agent {
 namespace {
 
-// Unread expired entries taken in one look at a topic: what the window has room for, and
-// at least this many (and bytes) even when it is full: they are discarded at once and
-// leave the window at the next settle, so memory stays bounded.
-constexpr uint64_t kMinExpireBatch = 256;
-constexpr uint64_t kMinExpireBatchBytes = 4 << 20;
-
 constexpr char kNeverProduced[] =
     "older than --max-message-age; never produced (its partition had no leader, or its "
     "topic no metadata)";
@@ -67,9 +61,14 @@ void DrainLoop::ExpireLane(Lane& lane, int64_t cutoff) {
 }
 
 void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t cutoff) {
-  const Room room = WindowRoom();
-  const uint64_t limit = std::max(room.messages, kMinExpireBatch);
-  const uint64_t byte_limit = std::max(room.bytes, kMinExpireBatchBytes);
+  // The window's room plus the overshoot not yet used (entries expired earlier may still
+  // wait for their settle, e.g. while the WAL fails).
+  auto headroom = [](uint64_t limit, uint64_t held) { return held < limit ? limit - held : 0; };
+  const uint64_t limit =
+      headroom(options_.max_inflight_messages + kExpireOvershootMessages, window_.size());
+  const uint64_t byte_limit =
+      headroom(options_.max_inflight_bytes + kExpireOvershootBytes, window_bytes_);
+  if (limit == 0 || byte_limit == 0) return;
   uint64_t taken = 0, taken_bytes = 0;
   int64_t last_ms = 0;  // receive time of the last entry offered, of any topic
   std::optional<int64_t> stopped_at_ms;

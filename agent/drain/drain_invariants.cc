@@ -125,13 +125,14 @@ absl::Status DrainLoop::CheckInvariants() const {
       return fail("seq ", seq, " (topic '", slot.entry.record.topic, "') is ready in no lane");
     }
   }
-  if (window_.size() > options_.max_inflight_messages + undecodable) {
+  // Expiry may take the window past its limits by a stated overshoot (ExpireUnread).
+  if (window_.size() > options_.max_inflight_messages + kExpireOvershootMessages + undecodable) {
     return fail("the window holds ", window_.size(), " entries; the limit is ",
-                options_.max_inflight_messages);
+                options_.max_inflight_messages, " + ", kExpireOvershootMessages);
   }
-  if (window_bytes_ > options_.max_inflight_bytes + largest) {
+  if (window_bytes_ > options_.max_inflight_bytes + kExpireOvershootBytes + largest) {
     return fail("the window holds ", window_bytes_, " bytes; the limit is ",
-                options_.max_inflight_bytes);
+                options_.max_inflight_bytes, " + ", kExpireOvershootBytes);
   }
   return absl::OkStatus();
 }

@@ -136,6 +136,11 @@ class DrainLoop {
   void ExpireOld(int64_t now);
   void ExpireLane(Lane& lane, int64_t cutoff);
   void ExpireUnread(const std::string& topic, TopicState& ts, int64_t cutoff);
+  // How far ExpireUnread() may take the window past its limits: expired entries are
+  // discarded at once and leave at the next settle, so a full window still lets a stuck
+  // topic's old entries go, and memory stays within the limits plus this.
+  static constexpr uint64_t kExpireOvershootMessages = 256;
+  static constexpr uint64_t kExpireOvershootBytes = 4 << 20;
   void ProduceDue(int64_t now);
   void ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const TopicLayout& layout,
                    int64_t now, bool* queue_full);

@@ -149,12 +149,12 @@ int main(int argc, char** argv) {
     while (std::getline(in, line)) {
       if (line.empty() || line[0] == '#') continue;
       std::istringstream ls(line);
-      int defect = 0;
+      std::string defect;
       SimConfig c = base;
       std::string spec;
       ls >> defect >> c.seed >> spec;
       if (!FaultSet::Parse(spec, FaultSet::All(), &c.faults, &error)) return Usage(error);
-      std::printf("defect %d: ", defect);
+      std::printf("defect %s: ", defect.c_str());
       std::fflush(stdout);
       // In a child: a KSPOOL_DCHECK aborts the process, and the other seeds must run.
       const pid_t pid = fork();

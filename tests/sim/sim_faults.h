@@ -68,15 +68,21 @@ struct Waiting {
 };
 inline const std::vector<Waiting>& WaitingForFixes() {
   static const std::vector<Waiting> waiting = {
-      {Fault::kWalReadError, 1},      // entries re-admitted after a WAL read error
-      {Fault::kMetadataFailure, 2},   // per-key order breaks when a metadata lookup fails
-      {Fault::kLongLeaderLoss, 3},    // max-message-age ignores leaderless/parked entries
-      {Fault::kPartitionGrowth, 4},   // keyed messages stall after a partition change
+      // Defect 5's fix (a share of at least one entry, topics taking turns) makes 150
+      // topics over a window of 100 deliver (unit and end-to-end tests), but with a
+      // window of 4 entries and producer faults seed 2 still stalls a topic.
+      {Fault::kCrowdedWindow, 5},
+      // Defect 1's seed passes and WAL read errors alone pass, but with metadata failures
+      // a seed in about 40 still finds a key's entries retried out of order (2b in
+      // known_defects.txt): left out of the random run so that CI is not flaky.
+      {Fault::kWalReadError, 2},
+      // Defect 4's seeds pass and each of these alone passes, but together, or with
+      // metadata failures, some seeds (2, 3, 8) still find a key's older entry landing
+      // after a newer one across a topic recreation and a restart (not triaged).
+      {Fault::kPartitionGrowth, 4},
       {Fault::kTopicRecreate, 4},
-      {Fault::kCrowdedWindow, 5},     // more topics with work than the window stops all
-      // Found by this simulator, not in the list ("defect 7"): when a topic's
-      // share of max_inflight_bytes is below one entry, Evict() throws every topic's
-      // entries out of the window on each pass, which reads them again: nothing moves.
+      // Defect 7's seed passes, but seed 2 still stalls a healthy topic when the byte
+      // window is tight.
       {Fault::kTightByteWindow, 7},
       // Found by this simulator ("defect 8"): Evict() forgets a lane's entries waiting for
       // their retry while newer entries of the same lane are in Kafka; read again, they

@@ -135,8 +135,7 @@ class Simulation : public agent::OutcomeListener {
   uint64_t next_event_ = 0;
   std::map<std::string, int64_t> topic_fault_ms_;  // monotonic: last fault of the topic
   int64_t global_fault_ms_ = 0;
-  int64_t clock_step_mono_ = 0;
-  int64_t clock_step_ms_ = 0;  // how far the recent steps moved the wall clock forward
+  int64_t clock_step_mono_ = 0;  // monotonic: the last wall-clock step
   wal::CommitPoints last_points_;
   std::string violation_;
   uint64_t digest_ = 1469598103934665603ull;

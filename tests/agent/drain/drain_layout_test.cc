@@ -44,7 +44,9 @@ TEST_F(DrainLayout, TopicRecreatedWithFewerPartitionsDeliversKeyedEntriesToTheNe
   EXPECT_EQ(Live("t"), 0u);
   for (const auto& [key, delivered] : DeliveredByKey()) {
     for (size_t i = 0; i < delivered.size(); ++i) {
-      if (i > 0) EXPECT_LT(delivered[i - 1].second, delivered[i].second) << key;  // key order
+      if (i > 0) {
+        EXPECT_LT(delivered[i - 1].second, delivered[i].second) << key;  // key order
+      }
       if (delivered[i].second >= first_after) {
         EXPECT_EQ(delivered[i].first, KeyPartition(key, 3))
             << key << " seq " << delivered[i].second;

@@ -51,7 +51,7 @@ void Simulation::Open() {
     return;
   }
   wal_ = std::move(w).value();
-  log_ = std::make_unique<ScanFaultLog>(wal_.get());
+  log_ = std::make_unique<testing::PartialScanLog>(wal_.get());
   agent::PartitionCacheOptions pco;
   pco.background = false;
   pco.clock = &clock_;

@@ -15,7 +15,7 @@
 #include "agent/drain/commit_tracker.h"
 #include "agent/drain/drain_loop.h"
 #include "agent/drain/partition_cache.h"
-#include "tests/sim/scan_fault_log.h"
+#include "tests/support/partial_scan_log.h"
 #include "tests/sim/simulation.h"
 #include "tests/sim/sim_kafka.h"
 #include "tests/support/fault_fs.h"
@@ -122,7 +122,7 @@ class Simulation : public agent::OutcomeListener {
   agent::DrainOptions opts_;
   std::vector<std::string> topics_;
   std::unique_ptr<wal::Wal> wal_;
-  std::unique_ptr<ScanFaultLog> log_;  // the drain's view of wal_
+  std::unique_ptr<testing::PartialScanLog> log_;  // the drain's view of wal_
   std::unique_ptr<agent::PartitionCache> cache_;
   std::unique_ptr<agent::CommitTracker> tracker_;
   std::unique_ptr<agent::DrainLoop> drain_;

@@ -27,7 +27,7 @@ TEST_F(DrainFaults, ReadErrorPartWayNeverProducesAnEntryTwice) {
   ASSERT_EQ(kafka_.DeliveredSeqs("t").size(), 1u);
   kafka_.leaders["t"] = {false};  // gone; the messages wait in the client
   Append("t", 10);
-  log_->FailNextScanAfter(5);  // five entries taken, then the read fails
+  log_->FailNextScan(5);  // five entries taken, then the read fails
   Run(3);
   ASSERT_EQ(log_->failed_scans(), 1);
   kafka_.leaders["t"] = {true};
@@ -51,7 +51,7 @@ TEST_F(DrainFaults, ReadErrorWhileEntriesWaitForALeaderKeepsThemOnce) {
     StartDrain(o);
   }
   Append("t", 6, {}, /*partition=*/0);
-  log_->FailNextScanAfter(3);
+  log_->FailNextScan(3);
   Run(20);
   ASSERT_EQ(log_->failed_scans(), 1);
   EXPECT_EQ(drain_->inflight(), 6u);

@@ -1,7 +1,7 @@
 // The drain on a real WAL in a temp dir, a scripted Kafka (fake_producer.h) and a manual
 // clock, driven one pass at a time (RunOnce): deterministic; metadata lookups can be
-// made to fail. Also ScriptedLog, a
-// wal::DrainLog that passes through to the WAL and can fail a chosen scan part way.
+// made to fail; the drain reads through a PartialScanLog (tests/support), which can fail
+// a chosen scan part way.
 // Thread safety: none; a test and its drain run on one thread.
 #pragma once
 
@@ -14,54 +14,11 @@
 
 #include "agent/drain/drain_loop.h"
 #include "tests/agent/drain/fake_producer.h"
+#include "tests/support/partial_scan_log.h"
 #include "tests/support/temp_dir.h"
 #include "wal/wal.h"
 
 namespace kspool::testing {
-
-// A read error part way through a scan, as the WAL returned it before partial scans had
-// a contract: the entries taken before the error, *next left where the scan began.
-class ScriptedLog final : public wal::DrainLog {
- public:
-  explicit ScriptedLog(wal::Wal* wal) : wal_(wal) {}
-  // The next scan fails after offering `n` entries.
-  void FailNextScanAfter(size_t n) { fail_after_ = static_cast<int64_t>(n); }
-  int failed_scans() const { return failed_scans_; }
-
-  absl::Status ScanChoosing(const wal::ScanRange& range,
-                            const std::function<wal::ScanChoice(const wal::ScanCandidate&)>& choose,
-                            std::vector<wal::Entry>* out, uint64_t* next) override {
-    if (fail_after_ < 0) return wal_->ScanChoosing(range, choose, out, next);
-    const size_t limit = static_cast<size_t>(fail_after_);
-    fail_after_ = -1;
-    size_t offered = 0;
-    auto stop_at_limit = [&](const wal::ScanCandidate& c) {
-      if (offered == limit) return wal::ScanChoice::kStop;
-      ++offered;
-      return choose(c);
-    };
-    absl::Status s = wal_->ScanChoosing(range, stop_at_limit, out, next);
-    if (!s.ok()) return s;
-    ++failed_scans_;
-    *next = range.from_seq;
-    return absl::DataLossError("injected WAL read error");
-  }
-  absl::Status Settle(const std::vector<wal::Outcome>& outcomes) override {
-    return wal_->Settle(outcomes);
-  }
-  absl::Status Reopen() override { return wal_->Reopen(); }
-  uint64_t reopens() const override { return wal_->reopens(); }
-  absl::Status health() const override { return wal_->health(); }
-  std::string agent_id() const override { return wal_->agent_id(); }
-  wal::Stats GetStats() const override { return wal_->GetStats(); }
-  wal::CommitPoints SavedCommitPoints() const override { return wal_->SavedCommitPoints(); }
-  std::vector<std::string> TrackedTopics() const override { return wal_->TrackedTopics(); }
-
- private:
-  wal::Wal* const wal_;
-  int64_t fail_after_ = -1;
-  int failed_scans_ = 0;
-};
 
 class DrainFixture : public ::testing::Test {
  protected:
@@ -72,7 +29,7 @@ class DrainFixture : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<wal::Wal>> w = wal::Wal::Open(o);
     ASSERT_TRUE(w.ok()) << w.status();
     wal_ = std::move(w).value();
-    log_ = std::make_unique<ScriptedLog>(wal_.get());
+    log_ = std::make_unique<PartialScanLog>(wal_.get());
     tracker_ = std::make_unique<agent::CommitTracker>(wal_.get());
     agent::PartitionCacheOptions pco;
     pco.background = false;
@@ -84,6 +41,15 @@ class DrainFixture : public ::testing::Test {
           return layouts(topic);
         },
         pco);
+  }
+
+  // Puts `w` in place of the fixture's WAL, with a new commit tracker (before StartDrain).
+  void ReplaceWal(std::unique_ptr<wal::Wal> w) {
+    tracker_.reset();
+    log_.reset();
+    wal_ = std::move(w);
+    log_ = std::make_unique<PartialScanLog>(wal_.get());
+    tracker_ = std::make_unique<agent::CommitTracker>(wal_.get());
   }
 
   void StartDrain(agent::DrainOptions o = {}) {
@@ -141,7 +107,7 @@ class DrainFixture : public ::testing::Test {
   ManualClock clock_{1'800'000'000'000};
   FakeKafka kafka_;
   std::unique_ptr<wal::Wal> wal_;
-  std::unique_ptr<ScriptedLog> log_;
+  std::unique_ptr<PartialScanLog> log_;
   std::unique_ptr<agent::CommitTracker> tracker_;
   std::unique_ptr<agent::PartitionCache> cache_;
   std::unique_ptr<agent::DrainLoop> drain_;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <set>
 
+#include "tests/agent/drain/drain_fixture.h"
 #include "tests/agent/drain/fake_producer.h"
 #include "tests/support/fault_fs.h"
 #include "tests/support/temp_dir.h"
@@ -17,79 +18,7 @@ namespace {
 
 using testing::FakeKafka;
 
-class Drain : public ::testing::Test {
- protected:
-  void SetUp() override {
-    wal::Options o;
-    o.dir = dir_.sub("wal");
-    o.clock = &clock_;
-    absl::StatusOr<std::unique_ptr<wal::Wal>> w = wal::Wal::Open(o);
-    ASSERT_TRUE(w.ok()) << w.status();
-    wal_ = std::move(w).value();
-    tracker_ = std::make_unique<CommitTracker>(wal_.get());
-    PartitionCacheOptions pco;
-    pco.background = false;
-    pco.clock = &clock_;
-    cache_ = std::make_unique<PartitionCache>(kafka_.Layouts(), pco);
-  }
-
-  void StartDrain(DrainOptions o = {}) {
-    o.clock = &clock_;
-    o.partitions = cache_.get();
-    drain_ = std::make_unique<DrainLoop>(wal_.get(), tracker_.get(), kafka_.Factory(), o);
-    ASSERT_TRUE(drain_->Start(/*background=*/false).ok());
-  }
-
-  // Appends n messages; keys[i % keys.size()] when keys are given. Returns the receive time.
-  int64_t Append(const std::string& topic, int n, std::vector<std::string> keys = {},
-                 int32_t partition = -1) {
-    wal::AppendBatch b;
-    std::vector<std::string> values(static_cast<size_t>(n));
-    for (int i = 0; i < n; ++i) {
-      values[i] = topic + "-" + std::to_string(i);
-      wal::RecordView v;
-      v.topic = topic;
-      v.value = values[i];
-      v.partition = partition;
-      if (!keys.empty()) v.key = keys[static_cast<size_t>(i) % keys.size()];
-      b.Add(v);
-    }
-    absl::StatusOr<wal::AppendResult> r = wal_->Append(std::move(b));
-    EXPECT_TRUE(r.ok()) << r.status();
-    return r.ok() ? r->receive_time_ms : 0;
-  }
-
-  // `passes` passes of the loop, `step_ms` of time passing after each.
-  void Run(int passes, int64_t step_ms = 10) {
-    for (int i = 0; i < passes; ++i) {
-      drain_->RunOnce(0);
-      clock_.Advance(step_ms);
-    }
-  }
-
-  uint64_t Live(const std::string& topic) {
-    std::map<std::string, wal::Counts> live;
-    EXPECT_TRUE(wal_->CountLive(&live).ok());
-    return live[topic].count;
-  }
-
-  static std::vector<std::string> KeysFor(int partition, int partitions, int n) {
-    std::vector<std::string> keys;
-    for (int i = 0; static_cast<int>(keys.size()) < n; ++i) {
-      std::string k = "key-" + std::to_string(i);
-      if (KeyPartition(k, partitions) == partition) keys.push_back(k);
-    }
-    return keys;
-  }
-
-  kspool::testing::TempDir dir_;
-  ManualClock clock_{1'800'000'000'000};
-  FakeKafka kafka_;
-  std::unique_ptr<wal::Wal> wal_;
-  std::unique_ptr<CommitTracker> tracker_;
-  std::unique_ptr<PartitionCache> cache_;
-  std::unique_ptr<DrainLoop> drain_;
-};
+class Drain : public testing::DrainFixture {};
 
 TEST_F(Drain, StuckTopicHoldsBackOnlyItselfAndItsCommitPoint) {
   kafka_.leaders["stuck"] = {false, false};
@@ -406,8 +335,6 @@ TEST_F(Drain, ListenerHearsEachOutcomeOnceWhenItIsInTheDeliveryIndex) {
 // waiting for its outcomes: they are told once as not settled, then once settled.
 TEST_F(Drain, ListenerHearsOnceOfOutcomesWhoseSettleFailedAndAgainOnceSettled) {
   auto fs = std::make_shared<kspool::testing::FaultInjectionFileSystem>();
-  tracker_.reset();
-  wal_.reset();
   {
     wal::Options o;
     o.dir = dir_.sub("faulty-wal");
@@ -415,8 +342,7 @@ TEST_F(Drain, ListenerHearsOnceOfOutcomesWhoseSettleFailedAndAgainOnceSettled) {
     o.env = kspool::testing::EnvFor(fs);
     absl::StatusOr<std::unique_ptr<wal::Wal>> w = wal::Wal::Open(o);
     ASSERT_TRUE(w.ok()) << w.status();
-    wal_ = std::move(w).value();
-    tracker_ = std::make_unique<CommitTracker>(wal_.get());
+    ReplaceWal(std::move(w).value());
   }
   kafka_.leaders["t"] = {true};
   RecordingListener listener;

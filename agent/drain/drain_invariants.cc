@@ -51,7 +51,10 @@ absl::Status DrainLoop::CheckInvariants() const {
   }
   // Which lane each seq waits in, from the lanes' side.
   std::map<uint64_t, std::pair<const std::string*, int32_t>> queued;
-  for (const auto& [topic, ts] : topics_) {
+  for (const auto& named : topics_) {
+    // Not a structured binding: the lambdas below capture the name (C++17 forbids that).
+    const std::string& topic = named.first;
+    const TopicState& ts = named.second;
     auto c = counts.find(topic);
     const Count none;
     const Count& want = c == counts.end() ? none : c->second;

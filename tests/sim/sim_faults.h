@@ -72,6 +72,11 @@ inline const std::vector<Waiting>& WaitingForFixes() {
       // topics over a window of 100 deliver (unit and end-to-end tests), but with a
       // window of 4 entries and producer faults seed 2 still stalls a topic.
       {Fault::kCrowdedWindow, 5},
+      // Defects 2 and 3's seeds pass, and so do most random seeds with these, but a
+      // random run with both still fails about one seed in ten (liveness and the age
+      // bound; seeds 3a and 3c in known_defects.txt, not triaged).
+      {Fault::kMetadataFailure, 2},
+      {Fault::kLongLeaderLoss, 3},
       // Defect 1's seed passes and WAL read errors alone pass, but with metadata failures
       // a seed in about 40 still finds a key's entries retried out of order (2b in
       // known_defects.txt): left out of the random run so that CI is not flaky.

@@ -92,7 +92,28 @@ TEST(WalFaultE2E, AWaitForKafkaSendIsAnsweredWhenTheSettleOfItsOutcomeFails) {
   EXPECT_EQ(resp.deliveries(0).state(), kspool::v1::DeliveryStatus::DELIVERED);
   EXPECT_GE(resp.deliveries(0).offset(), 0);
   EXPECT_FALSE(h.agent().wal()->health().ok()) << "the outcome was never settled";
+  // GetDeliveryStatus reads only the delivery index, in the WAL: while the WAL is closed
+  // after the error it answers UNAVAILABLE, and once the WAL reopens and the settle
+  // succeeds it says DELIVERED (README, "The delivery index").
+  auto status_of = [&](kspool::v1::DeliveryStatus* out) {
+    kspool::v1::GetDeliveryStatusRequest q;
+    q.add_sequences(resp.deliveries(0).sequence());
+    kspool::v1::GetDeliveryStatusResponse r;
+    grpc::ClientContext ctx;
+    grpc::Status st = h.spool().GetDeliveryStatus(&ctx, q, &r);
+    if (st.ok() && r.statuses_size() == 1) *out = r.statuses(0);
+    return st;
+  };
+  kspool::v1::DeliveryStatus seen;
+  EXPECT_EQ(status_of(&seen).error_code(), grpc::StatusCode::UNAVAILABLE);
   h.fs().FailNextSyncs(0);
+  EXPECT_TRUE(h.WaitUntil(
+      [&] {
+        return status_of(&seen).ok() && seen.state() == kspool::v1::DeliveryStatus::DELIVERED;
+      },
+      10s))
+      << "the outcome reaches the index once the WAL reopens";
+  EXPECT_EQ(seen.offset(), resp.deliveries(0).offset());
 }
 
 // RocksDB may keep a batch whose sync failed: the bytes reached the file, only the fsync

@@ -33,8 +33,10 @@ configure() {  # dir, extra cmake args...
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
 }
 
+summary=()
 for pass in "${passes[@]}"; do
   echo "=== $pass ==="
+  started=$SECONDS
   case $pass in
     plain)
       configure build
@@ -60,4 +62,8 @@ for pass in "${passes[@]}"; do
     fuzz) tests/fuzz/run.sh ;;
     *) echo "unknown pass $pass (plain, package, asan, tsan, fuzz)"; exit 2 ;;
   esac
+  summary+=("$pass $((SECONDS - started)) s")
+  echo "=== $pass passed in $((SECONDS - started)) s ==="
 done
+# Per-pass wall times, so a slow CI run shows where its time went.
+echo "=== all passed: ${summary[*]}; total ${SECONDS} s ==="

@@ -118,6 +118,7 @@ class RefusedWatch final : public grpc::ServerWriteReactor<DeliveryStatus> {
 grpc::ServerUnaryReactor* SpoolService::GetDeliveryStatus(
     grpc::CallbackServerContext* context, const kspool::v1::GetDeliveryStatusRequest* request,
     kspool::v1::GetDeliveryStatusResponse* response) {
+  if (on_received_) on_received_(context->peer(), request->ByteSizeLong());
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (request->sequences_size() > kMaxStatusQuery) {
     reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -159,6 +160,7 @@ grpc::ServerUnaryReactor* SpoolService::GetDeliveryStatus(
 
 grpc::ServerWriteReactor<DeliveryStatus>* SpoolService::WatchDeliveries(
     grpc::CallbackServerContext* context, const kspool::v1::WatchDeliveriesRequest* request) {
+  if (on_received_) on_received_(context->peer(), request->ByteSizeLong());
   if (access_ != nullptr) {  // every topic's outcomes: the admin right
     if (absl::Status s = access_->CheckAdmin(access_->For(PeerIdentities(*context)),
                                              "WatchDeliveries");

@@ -110,8 +110,9 @@ class SpoolService final : public SpoolServiceBase {
   // serving; must outlive this.
   void set_access_control(AccessControl* access) { access_ = access; }
 
-  // Told of every request received in full: its gRPC peer and serialized size (the
-  // front door's ReceptionMeter). Set before serving.
+  // Told of every request received in full, by every method (Send, each SendStream
+  // request, Broadcast, GetDeliveryStatus, WatchDeliveries): its gRPC peer and serialized
+  // size (the front door's ReceptionMeter). Set before serving.
   void set_on_received(std::function<void(const std::string& peer, size_t bytes)> f) {
     on_received_ = std::move(f);
   }

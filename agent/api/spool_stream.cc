@@ -3,20 +3,31 @@
 // request order as they complete. At most kMaxStreamInflight requests are worked on at
 // once: beyond that the stream is not read, so HTTP/2 flow control holds the client
 // back and memory does not grow with a fast writer.
+// Lifetime: the call owns itself (self_, released at OnDone) and every request in
+// flight holds it too. A request completes on the WAL's committer, the drain or the
+// waiters' expiry thread, outside any gRPC reaction, and its Finish() lets gRPC run
+// OnDone on another thread at once: the request's hold keeps the call (and the mutex
+// it is still holding) alive until it has returned.
 #include <deque>
+#include <memory>
 
 #include "agent/api/spool_service.h"
 
 namespace kspool::agent {
 namespace {
 
-class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+                             public std::enable_shared_from_this<SendStreamCall> {
  public:
   SendStreamCall(SpoolService* service, grpc::CallbackServerContext* context, Metrics* metrics)
       : service_(service),
         context_(context),
         metrics_(metrics),
-        identities_(service->Identities(*context)) {
+        identities_(service->Identities(*context)) {}
+
+  // Starts reading; `self` (this call) is released at OnDone.
+  void Begin(std::shared_ptr<SendStreamCall> self) {
+    self_ = std::move(self);
     MutexLock l(&mu_);
     reading_ = true;
     StartRead(&request_);
@@ -39,7 +50,9 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
     const auto start = std::chrono::steady_clock::now();
     const DeliveryWaiters::Id waiter = service_->StartSend(
         context_, request_, identities_,
-        [this, index, start](SpoolService::SendResult r) { Complete(index, std::move(r), start); });
+        [self = shared_from_this(), index, start](SpoolService::SendResult r) {
+          self->Complete(index, std::move(r), start);
+        });
     request_.Clear();  // parsed: StartSend keeps nothing of it
     bool cancel = false;
     {
@@ -78,7 +91,7 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
     for (DeliveryWaiters::Id id : waiting) service_->waiters()->Cancel(id);
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override { self_.reset(); }  // may destroy this
 
  private:
   struct Slot {
@@ -149,6 +162,7 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
     Finish(cancelled_ ? grpc::Status::CANCELLED : grpc::Status::OK);
   }
 
+  std::shared_ptr<SendStreamCall> self_;  // set by Begin, released at OnDone
   SpoolService* const service_;
   grpc::CallbackServerContext* const context_;
   Metrics* const metrics_;
@@ -170,7 +184,10 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* SpoolService::SendStream(
     grpc::CallbackServerContext* context) {
-  return new SendStreamCall(this, context, metrics_);
+  auto call = std::make_shared<SendStreamCall>(this, context, metrics_);
+  SendStreamCall* raw = call.get();
+  raw->Begin(std::move(call));
+  return raw;
 }
 
 }  // namespace kspool::agent

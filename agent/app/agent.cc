@@ -204,7 +204,8 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
                        "last warning)",
                        debt, suppressed);
         }
-      });
+      },
+      clock);
   auto credit = [m = meter_.get()](const std::string& peer, size_t bytes) {
     m->Completed(peer, bytes);
   };

@@ -1,6 +1,5 @@
 #include "agent/net/reception_meter.h"
 
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <linux/tcp.h>  // tcp_info with tcpi_bytes_received (glibc's lacks it)
 #include <sys/socket.h>
@@ -11,76 +10,49 @@
 #include <vector>
 
 namespace kspool::agent {
-namespace {
 
-// The peer as gRPC names it in ServerContext::peer().
-std::string PeerName(int fd) {
-  sockaddr_storage sa{};
-  socklen_t len = sizeof sa;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return "";
-  char host[INET6_ADDRSTRLEN] = {};
-  if (sa.ss_family == AF_INET) {
-    auto* in = reinterpret_cast<sockaddr_in*>(&sa);
-    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-    return std::string("ipv4:") + host + ":" + std::to_string(ntohs(in->sin_port));
-  }
-  if (sa.ss_family == AF_INET6) {
-    auto* in6 = reinterpret_cast<sockaddr_in6*>(&sa);
-    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-    return std::string("ipv6:[") + host + "]:" + std::to_string(ntohs(in6->sin6_port));
-  }
-  return "";
-}
-
-uint64_t Inode(int fd) {
+bool ReceptionMeter::KernelProbe(int fd, SocketReading* out) {
   struct stat st {};
-  return fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode) ? st.st_ino : 0;
-}
-
-bool ReceivedBytes(int fd, uint64_t* out) {
+  if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return false;
   tcp_info info{};
   socklen_t len = sizeof info;
-  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
-  *out = info.tcpi_bytes_received;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;  // not TCP
+  out->inode = st.st_ino;
+  out->received = info.tcpi_bytes_received;
+  out->sent = info.tcpi_bytes_acked;
   return true;
 }
 
-}  // namespace
-
-ReceptionMeter::ReceptionMeter(uint64_t limit, std::function<void(uint64_t)> on_shutdown)
-    : limit_(limit), on_shutdown_(std::move(on_shutdown)) {}
-
-std::string ReceptionMeter::Normalize(std::string_view peer) {
-  // gRPC may give an IPv6 peer URI-escaped: "ipv6:%5B::1%5D:5000".
-  std::string out;
-  out.reserve(peer.size());
-  for (size_t i = 0; i < peer.size(); ++i) {
-    if (peer.compare(i, 3, "%5B") == 0 || peer.compare(i, 3, "%5b") == 0) {
-      out.push_back('['), i += 2;
-    } else if (peer.compare(i, 3, "%5D") == 0 || peer.compare(i, 3, "%5d") == 0) {
-      out.push_back(']'), i += 2;
-    } else {
-      out.push_back(peer[i]);
-    }
-  }
-  return out;
-}
+ReceptionMeter::ReceptionMeter(uint64_t limit, std::function<void(uint64_t)> on_shutdown,
+                               Clock* clock, Probe probe,
+                               std::function<std::optional<ConnectionKey>(int)> key_of)
+    : limit_(limit),
+      on_shutdown_(std::move(on_shutdown)),
+      clock_(clock),
+      probe_(std::move(probe)),
+      key_of_(std::move(key_of)) {}
 
 void ReceptionMeter::Completed(std::string_view peer, uint64_t bytes) {
-  const std::string key = Normalize(peer);
+  const std::optional<ConnectionKey> key = ConnectionKeyOfPeer(peer);
+  if (!key) return;  // a unix socket: not metered
   MutexLock l(&mu_);
-  auto it = credit_.find(key);
-  if (it != credit_.end()) it->second += bytes + kFramingPerRequest;
+  auto it = credit_.find(*key);
+  if (it != credit_.end()) it->second.bytes += Credit(bytes);
 }
 
 void ReceptionMeter::Track(int fd) {
   Conn c;
-  c.peer = PeerName(fd);
-  c.ino = Inode(fd);
-  if (c.peer.empty() || c.ino == 0 || !ReceivedBytes(fd, &c.received)) return;
+  SocketReading r;
+  const std::optional<ConnectionKey> key = key_of_(fd);
+  if (!key || !probe_(fd, &r)) return;
+  c.key = *key;
+  c.inode = r.inode;
+  c.received = r.received;
+  c.sent = r.sent;
+  Untrack(fd);  // a descriptor gRPC closed, now reused
   {
     MutexLock l(&mu_);
-    credit_[c.peer] = 0;
+    ++credit_[c.key].conns;
   }
   conns_[fd] = std::move(c);
 }
@@ -90,27 +62,47 @@ void ReceptionMeter::Untrack(int fd) {
   if (it == conns_.end()) return;
   {
     MutexLock l(&mu_);
-    credit_.erase(it->second.peer);
+    auto k = credit_.find(it->second.key);
+    if (k != credit_.end() && --k->second.conns <= 0) credit_.erase(k);
   }
   conns_.erase(it);
 }
 
 void ReceptionMeter::Sweep() {
-  std::unordered_map<std::string, uint64_t> credit;
+  const int64_t now = clock_->MonotonicMillis();
+  if (last_sweep_ms_ >= 0 && now > last_sweep_ms_) unforgiven_ms_ += now - last_sweep_ms_;
+  last_sweep_ms_ = now;
+  const uint64_t forgiven = unforgiven_ms_ * kForgivenBytesPerSecond / 1000;
+  unforgiven_ms_ -= forgiven * 1000 / kForgivenBytesPerSecond;
+
+  // Credits are taken before the sockets are read: every byte credited has been
+  // received by then, so it is counted in this sweep's reading or an earlier one.
+  std::unordered_map<ConnectionKey, uint64_t> credit;
   {
     MutexLock l(&mu_);
-    for (auto& [peer, c] : credit_) credit[peer] = std::exchange(c, 0);
+    for (auto& [key, c] : credit_) {
+      if (c.bytes > 0) credit[key] = std::exchange(c.bytes, 0);
+    }
   }
   uint64_t total = 0;
   std::vector<std::pair<uint64_t, int>> by_debt;
   for (auto& [fd, c] : conns_) {
-    uint64_t received = c.received;
+    SocketReading r;
     // Closed by gRPC (and perhaps reused by another socket): Untrack follows.
-    if (Inode(fd) != c.ino || !ReceivedBytes(fd, &received)) continue;
-    const uint64_t grown = c.debt + (received - c.received);
-    const uint64_t paid = credit[c.peer];
-    c.debt = grown > paid ? grown - paid : 0;
-    c.received = received;
+    if (!probe_(fd, &r) || r.inode != c.inode) continue;
+    uint64_t debt = c.debt + (r.received - c.received);
+    c.received = r.received;
+    // Connections sharing a key take from one credit: the sum of their debts stays
+    // exact, only its split between them is not.
+    if (auto it = credit.find(c.key); it != credit.end()) {
+      const uint64_t paid = std::min(debt, it->second);
+      debt -= paid;
+      it->second -= paid;
+    }
+    // Cumulative counts divided: the remainders carry over from sweep to sweep.
+    const uint64_t for_sent = r.sent / kSentShare - c.sent / kSentShare;
+    c.sent = r.sent;
+    c.debt = debt - std::min(debt, forgiven + for_sent);
     total += c.debt;
     if (c.debt > 0) by_debt.emplace_back(c.debt, fd);
   }

@@ -284,6 +284,61 @@ TEST_F(FrontDoor, AdminCallsAreCreditedToTheirConnection) {
       << kspool::testing::ScrapeMetrics(agent->http_address())["kspool_receive_memory_bytes"];
 }
 
+// True if this machine has IPv6 loopback (an agent on [::] then takes IPv4 clients too).
+bool HasIpv6Loopback() {
+  int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in6 sa{};
+  sa.sin6_family = AF_INET6;
+  sa.sin6_addr = in6addr_loopback;
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0;
+  close(fd);
+  return ok;
+}
+
+// The reported defect: on --listen [::]:P the meter named an IPv4 client's socket
+// ipv6:[::ffff:127.0.0.1]:N while gRPC named its calls ipv4:127.0.0.1:N, so nothing was
+// credited and a healthy client was shut down after ~64 MiB (2 of 200 Sends failed).
+TEST_F(FrontDoor, AnIpv4ClientOfADualStackListenerIsCreditedAndNeverShutDown) {
+  if (!HasIpv6Loopback()) GTEST_SKIP() << "no IPv6 loopback here";
+  // The default bound, 256 MiB: the meter's limit is 64 MiB, the Sends total 198 MB.
+  auto agent = StartAgent("agent", {"--listen", "[::]:0"});
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string(PortOf(agent->address())),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = kspool::v1::Spool::NewStub(channel);
+  const kspool::v1::SendRequest req = OneMessage("demo", std::string(990'000, 'v'));
+  for (int i = 0; i < 200; ++i) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    kspool::v1::SendResponse resp;
+    grpc::Status s = stub->Send(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << i << ": " << s.error_message();
+  }
+  auto metrics = kspool::testing::ScrapeMetrics(agent->http_address());
+  EXPECT_EQ(metrics["kspool_grpc_connections_refused_total{reason=\"receive_memory\"}"], 0);
+  EXPECT_LT(metrics["kspool_receive_memory_bytes"], 2 << 20);
+}
+
+TEST_F(FrontDoor, DeliveryStatusCallsAreCreditedToTheirConnection) {
+  auto agent = StartAgent("agent");
+  kspool::v1::GetDeliveryStatusRequest req;
+  for (int i = 1; i <= 100; ++i) req.add_sequences(1'000'000'000 + i);
+  // 2,000 calls of ~500 bytes each on one channel: uncredited, ~1.5 MB of debt.
+  for (int i = 0; i < 2000; ++i) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    kspool::v1::GetDeliveryStatusResponse resp;
+    ASSERT_TRUE(agent->spool().GetDeliveryStatus(&ctx, req, &resp).ok()) << i;
+  }
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return kspool::testing::ScrapeMetrics(agent->http_address())["kspool_receive_memory_bytes"] <
+               16 << 10;
+      },
+      2s, 100ms))
+      << kspool::testing::ScrapeMetrics(agent->http_address())["kspool_receive_memory_bytes"];
+}
+
 TEST_F(FrontDoor, UnixSocketInUseIsRefusedAndAStaleOneIsTakenOver) {
   const std::string sock = "unix:" + dir_.path() + "/agent.sock";
   auto first = StartAgent("first", {"--listen", sock});

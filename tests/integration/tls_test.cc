@@ -75,10 +75,10 @@ class Tls : public ::testing::Test {
                                                          std::vector<std::string>{"events:1"});
   }
   // The agent serves copies of the server files, which tests replace.
-  void StartAgent(bool mtls) {
+  void StartAgent(bool mtls, std::vector<std::string> args = {}) {
     ReplaceFile(server_.cert, cert_);
     ReplaceFile(server_.key, key_);
-    std::vector<std::string> args = {"--tls-cert", cert_, "--tls-key", key_};
+    args.insert(args.end(), {"--tls-cert", cert_, "--tls-key", key_});
     if (mtls) args.insert(args.end(), {"--tls-client-ca", ca_.ca_cert()});
     agent_ = std::make_unique<AgentProcess>(dir_.sub("wal"), dir_.sub("agent.log"),
                                             kafka_->bootstrap(), args);
@@ -129,6 +129,28 @@ TEST_F(Tls, ClientWithCertificateFromTheClientCaSends) {
   StartAgent(/*mtls=*/true);
   grpc::Status s = SendOne(TlsChannel(agent_->address(), ca_.ca_cert(), &client_));
   EXPECT_TRUE(s.ok()) << s.error_code() << " " << s.error_message();
+}
+
+// The reception meter credits a TLS connection like a plaintext one: what the kernel
+// received (TLS records) is paid by the requests completed.
+TEST_F(Tls, AClientThatCompletesItsRequestsIsNeverShutDownByTheReceptionMeter) {
+  // The meter's limit is a quarter of the bound: 16 MiB. One channel sends 99 MB.
+  StartAgent(/*mtls=*/true, {"--max-receive-memory", "64MiB"});
+  auto stub = kspool::v1::Spool::NewStub(TlsChannel(agent_->address(), ca_.ca_cert(), &client_));
+  kspool::v1::SendRequest req;
+  auto* m = req.add_messages();
+  m->set_topic("events");
+  m->set_value(std::string(990'000, 'v'));
+  for (int i = 0; i < 100; ++i) {
+    kspool::v1::SendResponse resp;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    grpc::Status s = stub->Send(&ctx, req, &resp);
+    ASSERT_TRUE(s.ok()) << i << ": " << s.error_message();
+  }
+  auto metrics = kspool::testing::ScrapeMetrics(agent_->http_address());
+  EXPECT_EQ(metrics["kspool_grpc_connections_refused_total{reason=\"receive_memory\"}"], 0);
+  EXPECT_LT(metrics["kspool_receive_memory_bytes"], 2 << 20);
 }
 
 TEST_F(Tls, ReplacedCertificateIsServedToNewConnectionsWithinTwoSeconds) {

@@ -10,7 +10,9 @@
 //
 // TrimDeliveries() forgets whole runs from the lowest key up and raises the floor past
 // them, in one unsynced batch: a crash may bring them back, with the totals and floor as
-// they were, which is as consistent as before.
+// they were, which is as consistent as before. Age forgets only below the oldest live
+// entry, counted from a run's release (PlanTrim): the feed stops at a live entry, so
+// what lies above one has not been read by a follower waiting there.
 #include <algorithm>
 
 #include "wal/delivery_index.h"
@@ -99,7 +101,7 @@ Counts DeliveryIndex::Index(const std::vector<Outcome>& outcomes, int64_t now_ms
   return total;
 }
 
-absl::StatusOr<DeliveryIndex::Trim> DeliveryIndex::PlanTrim(const OpenDb& db,
+absl::StatusOr<DeliveryIndex::Trim> DeliveryIndex::PlanTrim(const OpenDb& db, uint64_t head,
                                                             rocksdb::WriteBatch* wb) {
   Trim trim;
   const uint64_t max_bytes = retention_bytes_;
@@ -115,12 +117,21 @@ absl::StatusOr<DeliveryIndex::Trim> DeliveryIndex::PlanTrim(const OpenDb& db,
   const int64_t now_ms = clock_->NowMillis();
 
   DeliveryTrim& removed_runs = trim.removed;
+  // When the feed could first return the run being looked at: once it and every outcome
+  // below it were known (the largest time so far, runs being offered in key order).
+  // Retention counts from then, so that a follower held back by a stuck entry below
+  // finds, once that entry settles, everything above it still kept for as long.
+  int64_t released_ms = 0;
   auto take = [&](uint64_t seq, std::string_view value) {
     absl::StatusOr<DeliveryRun> run = DecodeDeliveryRun(keys::Seq(seq), value);
-    // An unreadable run has no time: it goes as the oldest. Its messages are not known;
-    // the totals lose only its bytes.
-    const bool remove = (max_bytes > 0 && index.bytes > max_bytes) ||
-                        (max_age > 0 && (!run.ok() || now_ms - run->time_ms >= max_age));
+    if (run.ok()) released_ms = std::max(released_ms, run->time_ms);
+    // At or above the head, an entry below is still live: no follower has had the run,
+    // so age does not remove it (only the byte bound does). An unreadable run below the
+    // head has no time: it goes as the oldest. Its messages are not known; the totals
+    // lose only its bytes.
+    const bool aged =
+        max_age > 0 && seq < head && (!run.ok() || now_ms - released_ms >= max_age);
+    const bool remove = (max_bytes > 0 && index.bytes > max_bytes) || aged;
     if (!remove) return TakeKey::kStop;
     const uint64_t messages = run.ok() ? run->count : 0;
     const uint64_t bytes = 8 + value.size();  // key and value

@@ -31,8 +31,8 @@ namespace kspool::wal {
 
 class DeliveryIndex {
  public:
-  // Outcomes known at least `retention_ms` ago, and the oldest beyond `retention_bytes`
-  // stored bytes, are trimmed (0: no limit of this kind).
+  // Outcomes released at least `retention_ms` ago (PlanTrim), and the oldest beyond
+  // `retention_bytes` stored bytes, are trimmed (0: no limit of this kind).
   DeliveryIndex(Clock* clock, int64_t retention_ms, uint64_t retention_bytes)
       : clock_(clock), retention_ms_(retention_ms), retention_bytes_(retention_bytes) {}
 
@@ -57,12 +57,17 @@ class DeliveryIndex {
     Counts totals;
   };
   // Plans the removal of the oldest runs (whole runs, from the lowest key up) while the
-  // index's bytes exceed the byte limit, then of those known at least retention_ms ago,
-  // stopping at the first younger one; at most 65,536 runs (removed.more: call again).
-  // Puts the removal, the new totals and the new floor into `wb` (left empty when
-  // nothing is to go). The floor in memory is raised before this returns, so that a
-  // reader that misses a run once the batch is written sees the new floor.
-  absl::StatusOr<Trim> PlanTrim(const OpenDb& db, rocksdb::WriteBatch* wb)
+  // index's bytes exceed the byte limit, then of those released at least retention_ms
+  // ago, stopping at the first younger one; at most 65,536 runs (removed.more: call
+  // again). A run is released once it and every run below it are known (the largest
+  // time of the runs up to it) and only below `head`, the oldest live entry (read with
+  // settling held off): a stuck entry holds back the feed, so age never takes a run a
+  // follower from the head could not yet have read, and the floor passes the head only
+  // by the byte bound. Puts the removal, the new totals and the new floor into `wb`
+  // (left empty when nothing is to go). The floor in memory is raised before this
+  // returns, so that a reader that misses a run once the batch is written sees the new
+  // floor.
+  absl::StatusOr<Trim> PlanTrim(const OpenDb& db, uint64_t head, rocksdb::WriteBatch* wb)
       ABSL_LOCKS_EXCLUDED(mu_);
   bool has_limits() const { return retention_bytes_ > 0 || retention_ms_ > 0; }
 

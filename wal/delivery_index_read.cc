@@ -115,9 +115,11 @@ absl::Status DeliveryIndex::Scan(const OpenDb& db, uint64_t head, uint64_t from_
   if (db.delivery) it.reset(db.db->NewIterator(ro, db.delivery));
   const uint64_t floor = this->floor();
   if (from_seq < floor) {
-    return absl::OutOfRangeError("the outcomes from sequence number " + std::to_string(from_seq) +
-                                 " are no longer kept: the delivery index starts at " +
-                                 std::to_string(floor));
+    *next = floor;  // where the caller may go on from, having missed [from_seq, floor)
+    return absl::OutOfRangeError("the outcomes of sequence numbers " + std::to_string(from_seq) +
+                                 ".." + std::to_string(floor - 1) +
+                                 " are no longer kept (the delivery index starts at " +
+                                 std::to_string(floor) + ")");
   }
   *next = from_seq;
   if (max_entries == 0) return absl::OkStatus();

@@ -36,7 +36,12 @@ class DeliveryQueries {
   // appended to *out. *next is where to continue: every outcome in [from_seq, *next)
   // was returned; max(from_seq, head) once caught up. Sequence numbers that never held
   // an entry are skipped. OUT_OF_RANGE when from_seq is below the floor
-  // (forgotten outcomes), also when a trim raised it while the call ran.
+  // (forgotten outcomes), also when a trim raised it while the call ran: its message
+  // names the range missed, "the outcomes of sequence numbers F..L are no longer kept
+  // (the delivery index starts at L+1)", and *next is the floor, where to go on from.
+  // Age never raises the floor past the oldest live entry (DeliveryIndex::PlanTrim),
+  // so a caller at or above the head, or at the floor, is refused only when the byte
+  // bound forced a trim past it.
   [[nodiscard]] virtual absl::Status ScanDeliveries(uint64_t from_seq, size_t max_entries,
                                                     std::vector<Outcome>* out,
                                                     uint64_t* next) = 0;

@@ -43,9 +43,10 @@ class Maintenance : public virtual LogStatus {
   // bring them back, counted as before). Removes at most a bounded amount per call.
   [[nodiscard]] virtual absl::StatusOr<DeadLetterTrim> TrimDeadLetters() = 0;
   // Forgets the oldest outcomes of the delivery index (whole runs, in sequence order)
-  // while the index's bytes exceed Options::delivery_retention_bytes, then those known
-  // at least Options::delivery_retention_ms ago (by the Clock), stopping at the first
-  // younger one; raises the floor past them in the same batch, not synced: a crash may
+  // while the index's bytes exceed Options::delivery_retention_bytes, then those below
+  // the oldest live entry released at least Options::delivery_retention_ms ago (by the
+  // Clock; released: it and every outcome below it known), stopping at the first other
+  // one; raises the floor past them in the same batch, not synced: a crash may
   // bring them back, with the totals and floor as before. At most 65,536 runs per call
   // (DeliveryTrim::more: call again). Waits for a Settle() in progress.
   [[nodiscard]] virtual absl::StatusOr<DeliveryTrim> TrimDeliveries() = 0;

@@ -66,8 +66,9 @@ struct Options {
   // a crash receive times may start up to this far ahead of the clock. 0: every change
   // of a commit point is written.
   int64_t commit_lease_ms = 10'000;
-  // The delivery index (Settle, TrimDeliveries): outcomes older than this (by the time
-  // they were settled), and the oldest beyond this many stored bytes, are forgotten
+  // The delivery index (Settle, TrimDeliveries): outcomes released longer ago than this
+  // (settled, and every entry below them too: never those above a live entry), and the
+  // oldest beyond this many stored bytes (also above a live entry), are forgotten
   // (0 = no limit of this kind).
   int64_t delivery_retention_ms = 3'600'000;
   uint64_t delivery_retention_bytes = 256ull << 20;

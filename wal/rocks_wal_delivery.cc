@@ -34,7 +34,10 @@ absl::StatusOr<DeliveryTrim> RocksWal::TrimDeliveries() {
     if (!write_error_.ok()) return write_error_;
   }
   rocksdb::WriteBatch wb;
-  ASSIGN_OR_RETURN(DeliveryIndex::Trim trim, delivery_index_.PlanTrim(*db_, &wb));
+  // settle_mu_ holds off the settles, so the head stays where it is read until the trim
+  // is written.
+  const uint64_t head = live_range().head;
+  ASSIGN_OR_RETURN(DeliveryIndex::Trim trim, delivery_index_.PlanTrim(*db_, head, &wb));
   if (wb.Count() == 0) return trim.removed;
   // Not synced: if the write is lost, the runs are back with the totals and floor as before.
   rocksdb::Status s = db_->db->Write(rocksdb::WriteOptions(), &wb);

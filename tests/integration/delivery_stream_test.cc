@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <map>
+#include <regex>
 
 #include "tests/support/agent_process.h"
 #include "tests/support/dev_kafka.h"
@@ -133,6 +134,27 @@ TEST_F(DeliveryStreams, WatchBelowWhatIsKeptIsOutOfRange) {
       10s))
       << s.error_message();
   EXPECT_NE(s.error_message().find("no longer"), std::string::npos) << s.error_message();
+  // It names exactly the range missed, and a watch from after it goes on.
+  static const std::regex kMissed(
+      R"(the outcomes of sequence numbers (\d+)\.\.(\d+) are no longer kept \(the delivery index starts at (\d+)\))");
+  std::smatch m;
+  const std::string text = s.error_message();
+  ASSERT_TRUE(std::regex_search(text, m, kMissed)) << text;
+  EXPECT_EQ(std::stoull(m[1]), seqs.front());
+  EXPECT_GE(std::stoull(m[2]), seqs.back()) << "all ten were forgotten";
+  const uint64_t start = std::stoull(m[3]);
+  EXPECT_EQ(start, std::stoull(m[2]) + 1);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 1500ms);
+  kspool::v1::WatchDeliveriesRequest req;
+  req.set_from_sequence(start);
+  auto reader = agent_->spool().WatchDeliveries(&ctx, req);
+  DeliveryStatus d;
+  while (reader->Read(&d)) {
+  }
+  grpc::Status from_start = reader->Finish();
+  EXPECT_EQ(from_start.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+      << "waits for new outcomes, not refused: " << from_start.error_message();
 }
 
 TEST_F(DeliveryStreams, SendStreamAnswersEachRequestInOrderAndABadOneInvalidArgument) {

@@ -383,13 +383,14 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
   add_parsed("delivery-retention", &c.wal.delivery_retention_ms,
              FormatDurationMs(static_cast<uint64_t>(c.wal.delivery_retention_ms)),
              "Keep each message's outcome (partition and offset, or discard reason) for "
-             "GetDeliveryStatus and WatchDeliveries this long after it is settled, e.g. 1h; "
-             "0 = no time limit",
+             "GetDeliveryStatus and WatchDeliveries this long after it and every message "
+             "below it are settled (those above a waiting message are kept while it waits), "
+             "e.g. 1h; 0 = no time limit",
              ParseDurationMs);
   add_parsed("delivery-retention-bytes", &c.wal.delivery_retention_bytes,
              FormatByteSize({c.wal.delivery_retention_bytes}),
-             "Most disk the kept outcomes may take (e.g. 256MiB); beyond it the oldest are "
-             "forgotten; 0 = no size limit",
+             "Most disk the kept outcomes may take (e.g. 256MiB), also while a message "
+             "waits; beyond it the oldest are forgotten; 0 = no size limit",
              ParseAbsoluteByteSize);
   add_parsed("topic-idle-forget", &c.wal.topic_idle_forget_ms,
              FormatDurationMs(static_cast<uint64_t>(c.wal.topic_idle_forget_ms)),

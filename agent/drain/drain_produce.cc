@@ -179,6 +179,16 @@ void DrainLoop::ProduceDue(int64_t now) {
       if (n > 0 && p >= 0 && layout->status.ok() && !layout->HasLeader(p)) {
         to_purge_.insert({name, p});
       }
+      // Entries the client partitioned itself before the layout was known: those it
+      // holds for a partition without a leader come back too, or the routing by the
+      // layout (Reroute waits for them) would hold the whole topic until it gives up.
+      if (n > 0 && p == kAnyPartition && layout->status.ok()) {
+        for (int32_t q = 0; q < layout->partition_count(); ++q) {
+          if (layout->HasLeader(q)) continue;
+          to_purge_.insert({name, q});
+          to_purge_.insert({name, kAnyPartition});  // not yet partitioned
+        }
+      }
     }
     if (layout->status.ok() && layout->partition_count() > 0 &&
         layout->partition_count() != ts.routed_partitions && !Reroute(name, ts, *layout)) {

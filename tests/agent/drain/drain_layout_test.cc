@@ -88,6 +88,32 @@ TEST_F(DrainLayout, KeyedEntriesWaitingUnroutedTakeTheRecreatedTopicsLayoutBefor
   }
 }
 
+TEST_F(DrainLayout, EntriesTheClientHoldsForALeaderlessPartitionBeforeTheLayoutIsKnownComeBack) {
+  // Partition 0 has no leader. Before the agent knows the layout (its lookups fail), its
+  // entries go out unrouted and the client holds them there (the fake's own choice).
+  kafka_.leaders["t"] = {false, true};
+  metadata_fails_ = true;
+  StartDrain();
+  const std::vector<std::string> keys = KeysFor(1, 2, 4);
+  Append("t", 8, keys);
+  Run(5);
+  ASSERT_TRUE(kafka_.delivered.empty());
+  // The layout becomes known: the client gives those back, and they and the newer
+  // entries of their keys go to partition 1, which has a leader, each key in order.
+  metadata_fails_ = false;
+  clock_.Advance(1000);
+  Append("t", 8, keys);
+  Run(500);
+  ASSERT_EQ(kafka_.delivered.size(), 16u);
+  for (const auto& [key, delivered] : DeliveredByKey()) {
+    for (size_t i = 0; i < delivered.size(); ++i) {
+      EXPECT_EQ(delivered[i].first, 1) << key << " seq " << delivered[i].second;
+      if (i > 0) EXPECT_LT(delivered[i - 1].second, delivered[i].second) << key;
+    }
+  }
+  EXPECT_EQ(Live("t"), 0u);
+}
+
 TEST_F(DrainLayout, KeysForAddedPartitionsWaitForTheClientInOrderWhileOthersFlow) {
   kafka_.leaders["t"] = std::vector<bool>(3, true);
   StartDrain();

@@ -83,7 +83,7 @@ inline const std::vector<Waiting>& WaitingForFixes() {
       {Fault::kWalReadError, 2},
       // Defect 4's seeds pass, and so do 4b's and 4c's (a key's older entry landing
       // after a newer one across a topic recreation and a restart), but with both
-      // kinds about one random seed in 30 still fails: the liveness bound after the
+      // kinds about one random seed in 65 still fails: the liveness bound after the
       // heal (4d), or a key's order after a failed settle (4e); known_defects.txt. Both
       // failed the same before the 4b/4c fix.
       {Fault::kPartitionGrowth, 4},

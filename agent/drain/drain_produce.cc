@@ -111,10 +111,12 @@ void DrainLoop::Unqueue(uint64_t seq, const Slot& slot) {
 }
 
 bool DrainLoop::Reroute(const std::string& topic, TopicState& ts, const TopicLayout& layout) {
-  if (ts.routed_partitions != 0) {
-    for (const auto& [p, n] : ts.in_kafka) {
-      if (n > 0) return false;
-    }
+  // Entries handed to the producer under another layout (the old partition count, or
+  // the client's own while the topic's partitions were unknown: its metadata may lag, as
+  // after a topic was recreated) are answered first, or a newer entry of their key,
+  // routed by the new layout, could overtake them.
+  for (const auto& [p, n] : ts.in_kafka) {
+    if (n > 0) return false;
   }
   std::vector<uint64_t> keyed;
   for (auto& [p, lane] : ts.partitions) {
@@ -125,6 +127,9 @@ bool DrainLoop::Reroute(const std::string& topic, TopicState& ts, const TopicLay
     std::for_each(lane.ready.begin(), lane.ready.end(), collect);
     std::for_each(lane.waiting.begin(), lane.waiting.end(), collect);
   }
+  // What waited unrouted (also for a retry) takes its lane now, before anything newer.
+  keyed.insert(keyed.end(), ts.unrouted.ready.begin(), ts.unrouted.ready.end());
+  keyed.insert(keyed.end(), ts.unrouted.waiting.begin(), ts.unrouted.waiting.end());
   // Lanes keep sequence order (Lane::Insert), so each key's entries stay in order.
   for (uint64_t seq : keyed) {
     Slot& slot = window_.at(seq);
@@ -173,6 +178,16 @@ void DrainLoop::ProduceDue(int64_t now) {
       // so that those without a key go elsewhere and the rest wait here, not there.
       if (n > 0 && p >= 0 && layout->status.ok() && !layout->HasLeader(p)) {
         to_purge_.insert({name, p});
+      }
+      // Entries the client partitioned itself before the layout was known: those it
+      // holds for a partition without a leader come back too, or the routing by the
+      // layout (Reroute waits for them) would hold the whole topic until it gives up.
+      if (n > 0 && p == kAnyPartition && layout->status.ok()) {
+        for (int32_t q = 0; q < layout->partition_count(); ++q) {
+          if (layout->HasLeader(q)) continue;
+          to_purge_.insert({name, q});
+          to_purge_.insert({name, kAnyPartition});  // not yet partitioned
+        }
       }
     }
     if (layout->status.ok() && layout->partition_count() > 0 &&

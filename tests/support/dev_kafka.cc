@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -9,12 +10,14 @@
 
 namespace kspool::testing {
 
-DevKafka::DevKafka(const std::string& log_dir, int brokers, const std::vector<std::string>& topics) {
+DevKafka::DevKafka(const std::string& log_dir, int brokers, const std::vector<std::string>& topics,
+                   const std::vector<std::string>& extra_args) {
   std::vector<std::string> argv = {KSPOOL_DEVKAFKA_BIN, "--brokers", std::to_string(brokers)};
   for (const auto& t : topics) {
     argv.push_back("--topic");
     argv.push_back(t);
   }
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   proc_ = std::make_unique<ChildProcess>(argv, log_dir + "/devkafka.log");
   auto b = proc_->WaitForLine("BOOTSTRAP ", std::chrono::seconds(20));
   auto c = proc_->WaitForLine("CONTROL ", std::chrono::seconds(20));
@@ -24,6 +27,27 @@ DevKafka::DevKafka(const std::string& log_dir, int brokers, const std::vector<st
   size_t colon = c->rfind(':');
   control_host_ = c->substr(0, colon);
   control_port_ = std::stoi(c->substr(colon + 1));
+}
+
+std::string DevKafka::broker_ports() const {
+  std::string ports;
+  for (size_t start = 0; start < bootstrap_.size();) {
+    size_t end = bootstrap_.find(',', start);
+    if (end == std::string::npos) end = bootstrap_.size();
+    const std::string broker = bootstrap_.substr(start, end - start);
+    if (!ports.empty()) ports += ",";
+    ports += broker.substr(broker.rfind(':') + 1);
+    start = end + 1;
+  }
+  return ports;
+}
+
+void DevKafka::Stop() {
+  proc_->Signal(SIGTERM);
+  if (!proc_->Wait(std::chrono::seconds(10))) {
+    proc_->Signal(SIGKILL);
+    (void)proc_->Wait(std::chrono::seconds(10));
+  }
 }
 
 std::string DevKafka::Command(const std::string& line) {

@@ -11,9 +11,15 @@ namespace kspool::testing {
 
 class DevKafka {
  public:
-  // `topics`: "name:partitions" each. Fails the test (and throws) if it does not start.
-  DevKafka(const std::string& log_dir, int brokers, const std::vector<std::string>& topics);
+  // `topics`: "name:partitions" each; `extra_args` go to kspool-devkafka as they are
+  // (e.g. {"--broker-ports", "P1,P2"}). Fails the test (and throws) if it does not start.
+  DevKafka(const std::string& log_dir, int brokers, const std::vector<std::string>& topics,
+           const std::vector<std::string>& extra_args = {});
   const std::string& bootstrap() const { return bootstrap_; }
+  // The brokers' ports, "P1,P2,..." (for --broker-ports of a cluster started after it).
+  std::string broker_ports() const;
+  // SIGTERM, then waits for the exit (SIGKILL after 10 s); its ports are free after.
+  void Stop();
   // Sends one fault command ("broker down all", ...); returns the reply line.
   std::string Command(const std::string& line);
 

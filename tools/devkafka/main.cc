@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "broker_ports.h"
 #include "fault_commands.h"
 
 namespace {
@@ -31,12 +32,13 @@ struct Options {
   int brokers = 3;
   std::vector<std::pair<std::string, int>> topics;
   int control_port = 0;
+  std::vector<int> broker_ports;  // empty: any free ones
 };
 
 void PrintUsage(FILE* out) {
   std::fprintf(out,
                "usage: kspool-devkafka [--brokers N] [--topic NAME:PARTITIONS]... "
-               "[--control-port P]\n\n"
+               "[--control-port P] [--broker-ports P1,P2,...]\n\n"
                "Runs librdkafka's mock Kafka cluster on 127.0.0.1 until SIGTERM, SIGINT or the\n"
                "shutdown command. Prints 'BOOTSTRAP <brokers>', 'CONTROL 127.0.0.1:<port>' and\n"
                "'READY' on stdout, then reads commands, one per line, from the control socket\n"
@@ -45,6 +47,9 @@ void PrintUsage(FILE* out) {
                "  --brokers N             brokers, ids 1..N (default 3)\n"
                "  --topic NAME:PARTITIONS create a topic at startup (repeatable)\n"
                "  --control-port P        control port on 127.0.0.1 (default 0: any free one)\n"
+               "  --broker-ports P1,...   the brokers' ports on 127.0.0.1, one per broker (default:\n"
+               "                          any free ones); a cluster started again on the ports\n"
+               "                          of the one before is the same bootstrap to clients\n"
                "  --help                  this text\n",
                FaultCommands::Usage());
 }
@@ -79,7 +84,8 @@ Options ParseFlags(int argc, char** argv) {
       PrintUsage(stdout);
       std::exit(0);
     }
-    if (flag != "--brokers" && flag != "--topic" && flag != "--control-port") {
+    if (flag != "--brokers" && flag != "--topic" && flag != "--control-port" &&
+        flag != "--broker-ports") {
       BadFlag("unknown flag " + flag);
     }
     if (!inline_value) {
@@ -88,6 +94,10 @@ Options ParseFlags(int argc, char** argv) {
     }
     if (flag == "--brokers") {
       options.brokers = ParseIntFlag(flag, value, 1, 100);
+    } else if (flag == "--broker-ports") {
+      if (!kspool::devkafka::ParseBrokerPorts(value, &options.broker_ports)) {
+        BadFlag("--broker-ports: expected P1,P2,... (1..65535), got " + value);
+      }
     } else if (flag == "--control-port") {
       options.control_port = ParseIntFlag(flag, value, 0, 65535);
     } else {
@@ -98,6 +108,11 @@ Options ParseFlags(int argc, char** argv) {
       if (!topic_names.insert(name).second) BadFlag("--topic: duplicate topic " + name);
       options.topics.emplace_back(name, ParseIntFlag(flag, value.substr(colon + 1), 1, 10000));
     }
+  }
+  if (!options.broker_ports.empty() &&
+      options.broker_ports.size() != static_cast<size_t>(options.brokers)) {
+    BadFlag("--broker-ports: " + std::to_string(options.broker_ports.size()) + " ports for " +
+            std::to_string(options.brokers) + " brokers");
   }
   return options;
 }
@@ -207,7 +222,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kspool-devkafka: rd_kafka_new: %s\n", errstr);
     return 1;
   }
+  kspool::devkafka::ArmBrokerPorts(options.broker_ports);
   rd_kafka_mock_cluster_t* mcluster = rd_kafka_mock_cluster_new(rk, options.brokers);
+  const size_t ports_taken = kspool::devkafka::DisarmBrokerPorts();
+  if (mcluster != nullptr && ports_taken != options.broker_ports.size()) {
+    std::fprintf(stderr, "kspool-devkafka: --broker-ports: the mock cluster bound %zu of %zu\n",
+                 ports_taken, options.broker_ports.size());
+    std::_Exit(1);
+  }
   if (mcluster == nullptr) {
     std::fprintf(stderr, "kspool-devkafka: rd_kafka_mock_cluster_new failed\n");
     rd_kafka_destroy(rk);

@@ -56,6 +56,64 @@ TEST_F(DrainLayout, TopicRecreatedWithFewerPartitionsDeliversKeyedEntriesToTheNe
   EXPECT_EQ(wal_->GetStats().topics["t"].delivered.count, 48u);
 }
 
+TEST_F(DrainLayout, KeyedEntriesWaitingUnroutedTakeTheRecreatedTopicsLayoutBeforeNewerOnes) {
+  // Started while the topic is deleted: its partitions were never known, so its entries
+  // are produced unrouted, fail as an unknown topic and wait for their retry.
+  {
+    DrainOptions o;
+    o.unknown_topic_checks = 1000;  // not discarded while the topic is away
+    StartDrain(o);
+  }
+  std::vector<std::string> keys;
+  for (int i = 0; i < 12; ++i) keys.push_back("key-" + std::to_string(i));
+  Append("t", 12, keys);
+  Run(2);
+  ASSERT_NE(drain_->DebugString().find("unrouted 0+12"), std::string::npos)
+      << drain_->DebugString();
+  // Recreated with 2 partitions; by the time the agent's metadata learns it, the retry
+  // is due too. What waited unrouted and what comes after it go to their key's
+  // partition of the new layout, each key in sequence order.
+  kafka_.leaders["t"] = std::vector<bool>(2, true);
+  Append("t", 12, keys);
+  clock_.Advance(1000);
+  Run(300);
+  ASSERT_EQ(kafka_.delivered.size(), 24u);
+  EXPECT_EQ(Live("t"), 0u);
+  for (const auto& [key, delivered] : DeliveredByKey()) {
+    ASSERT_EQ(delivered.size(), 2u) << key;
+    EXPECT_LT(delivered[0].second, delivered[1].second) << key;
+    for (const auto& [partition, seq] : delivered) {
+      EXPECT_EQ(partition, KeyPartition(key, 2)) << key << " seq " << seq;
+    }
+  }
+}
+
+TEST_F(DrainLayout, EntriesTheClientHoldsForALeaderlessPartitionBeforeTheLayoutIsKnownComeBack) {
+  // Partition 0 has no leader. Before the agent knows the layout (its lookups fail), its
+  // entries go out unrouted and the client holds them there (the fake's own choice).
+  kafka_.leaders["t"] = {false, true};
+  metadata_fails_ = true;
+  StartDrain();
+  const std::vector<std::string> keys = KeysFor(1, 2, 4);
+  Append("t", 8, keys);
+  Run(5);
+  ASSERT_TRUE(kafka_.delivered.empty());
+  // The layout becomes known: the client gives those back, and they and the newer
+  // entries of their keys go to partition 1, which has a leader, each key in order.
+  metadata_fails_ = false;
+  clock_.Advance(1000);
+  Append("t", 8, keys);
+  Run(500);
+  ASSERT_EQ(kafka_.delivered.size(), 16u);
+  for (const auto& [key, delivered] : DeliveredByKey()) {
+    for (size_t i = 0; i < delivered.size(); ++i) {
+      EXPECT_EQ(delivered[i].first, 1) << key << " seq " << delivered[i].second;
+      if (i > 0) EXPECT_LT(delivered[i - 1].second, delivered[i].second) << key;
+    }
+  }
+  EXPECT_EQ(Live("t"), 0u);
+}
+
 TEST_F(DrainLayout, KeysForAddedPartitionsWaitForTheClientInOrderWhileOthersFlow) {
   kafka_.leaders["t"] = std::vector<bool>(3, true);
   StartDrain();

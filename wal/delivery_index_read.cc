@@ -20,6 +20,7 @@
 #include "wal/delivery_index.h"
 #include "wal/delivery_record.h"
 #include "wal/keys.h"
+#include "wal/record.h"
 #include "wal/rocks_status.h"
 
 namespace kspool::wal {
@@ -85,6 +86,8 @@ absl::Status DeliveryIndex::Lookup(const OpenDb& db, uint64_t head, uint64_t nex
       if (log->Valid() && keys::ParseSeq(View(log->key())) == seq) {
         d.seq = seq;
         d.state = Outcome::State::kPending;
+        // Its topic, so that a caller may be told only of topics it may send to.
+        d.topic = std::string(PeekTopic(View(log->value())));
         continue;
       }
     }

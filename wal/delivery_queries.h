@@ -22,12 +22,13 @@ class DeliveryQueries {
 
   // One Outcome per element of `seqs`, in the order given (repeats allowed), appended
   // to *out: the settled outcome if the index holds it (also below the floor: an entry
-  // stuck there and settled late), else PENDING if the entry is live, else UNKNOWN with
-  // `error` saying why: "older than the delivery index keeps (oldest kept: F)", "not
-  // assigned yet (next: N)", "no message was accepted with this sequence number", or
-  // "sequence numbers start at 1". The index and the log are read in one snapshot, so
-  // an entry settled meanwhile is never reported as neither. Meant for up to about
-  // 10,000 numbers per call (they are sorted; one seek serves a whole run).
+  // stuck there and settled late), else PENDING if the entry is live (with its record's
+  // topic, "" if unreadable), else UNKNOWN with `error` saying why: "older than the
+  // delivery index keeps (oldest kept: F)", "not assigned yet (next: N)", "no message
+  // was accepted with this sequence number", or "sequence numbers start at 1".
+  // The index and the log are read in one snapshot, so an entry settled meanwhile is
+  // never reported as neither. Meant for up to about 10,000 numbers per call (they are
+  // sorted; one seek serves a whole run).
   [[nodiscard]] virtual absl::Status LookupDeliveries(const std::vector<uint64_t>& seqs,
                                                       std::vector<Outcome>* out) = 0;
   // The feed: the outcomes of sequence numbers in [from_seq, head), in order, where

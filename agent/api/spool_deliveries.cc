@@ -10,6 +10,10 @@ namespace {
 
 using kspool::v1::DeliveryStatus;
 
+constexpr char kUnknownToCaller[] =
+    "not known to this caller: older than the delivery index keeps, not assigned yet, never "
+    "a message, or on a topic it may not send to";
+
 // One WatchDeliveries call. The feed hands it batches; it writes them one message at a
 // time (gRPC's flow control: the next write starts when the last one is taken) and asks
 // the feed for more when the batch is written. It is also the feed's sink: the sink side
@@ -19,6 +23,8 @@ class WatchCall final : public grpc::ServerWriteReactor<DeliveryStatus>,
                         public std::enable_shared_from_this<WatchCall> {
  public:
   WatchCall(DeliveryFeed* feed) : feed_(feed) {}
+  // With --acl: re-checks the caller at each reload (SpoolService::WatchDeliveries).
+  void set_acl_check(AccessControl::Subscription s) { acl_check_ = std::move(s); }
 
   void Begin(uint64_t from, std::shared_ptr<WatchCall> self) {
     self_ = std::move(self);                                   // released at OnDone
@@ -94,6 +100,7 @@ class WatchCall final : public grpc::ServerWriteReactor<DeliveryStatus>,
   }
 
   DeliveryFeed* const feed_;
+  AccessControl::Subscription acl_check_;  // set before Begin
   std::shared_ptr<WatchCall> self_;
   Mutex mu_;
   uint64_t id_ ABSL_GUARDED_BY(mu_) = 0;
@@ -112,6 +119,19 @@ class RefusedWatch final : public grpc::ServerWriteReactor<DeliveryStatus> {
   explicit RefusedWatch(grpc::Status status) { Finish(std::move(status)); }
   void OnDone() override { delete this; }
 };
+
+// What a caller without the admin right is told of `d`: nothing of a topic it may not
+// send to, PENDING included (a live entry whose topic cannot be read counts as such),
+// and no unknown's reason, whose numbers (the next sequence number, the index's floor)
+// tell the agent's traffic and would tell a hidden outcome from a forgotten one.
+wal::Outcome SeenBy(const AccessControl::Caller& caller, const wal::Outcome& d) {
+  const bool unknown = d.state == wal::Outcome::State::kUnknown;
+  if (!unknown && caller.Allows(d.topic)) return d;
+  wal::Outcome hidden;
+  hidden.seq = d.seq;
+  hidden.error = d.seq == 0 ? d.error : kUnknownToCaller;
+  return hidden;
+}
 
 }  // namespace
 
@@ -146,10 +166,8 @@ grpc::ServerUnaryReactor* SpoolService::GetDeliveryStatus(
   }
   response->mutable_statuses()->Reserve(static_cast<int>(found.size()));
   for (const wal::Outcome& d : found) {
-    if (caller && !d.topic.empty() && !caller->Allows(d.topic)) {
-      wal::Outcome hidden;
-      hidden.seq = d.seq;
-      ToProto(hidden, response->add_statuses());
+    if (caller) {
+      ToProto(SeenBy(*caller, d), response->add_statuses());
       continue;
     }
     ToProto(d, response->add_statuses());
@@ -161,15 +179,28 @@ grpc::ServerUnaryReactor* SpoolService::GetDeliveryStatus(
 grpc::ServerWriteReactor<DeliveryStatus>* SpoolService::WatchDeliveries(
     grpc::CallbackServerContext* context, const kspool::v1::WatchDeliveriesRequest* request) {
   if (on_received_) on_received_(context->peer(), request->ByteSizeLong());
-  if (access_ != nullptr) {  // every topic's outcomes: the admin right
-    if (absl::Status s = access_->CheckAdmin(access_->For(PeerIdentities(*context)),
+  auto call = std::make_shared<WatchCall>(feed_);
+  WatchCall* raw = call.get();
+  if (access_ != nullptr) {  // every topic's outcomes: the admin right, while it lasts
+    std::vector<std::string> identities = PeerIdentities(*context);
+    // Subscribed before the check, so that no reload falls between them unseen. A
+    // reload that takes the right away ends the stream (a write under way completes).
+    raw->set_acl_check(access_->OnReload(
+        [access = access_, identities, weak = std::weak_ptr<WatchCall>(call)] {
+          std::shared_ptr<WatchCall> c = weak.lock();
+          if (c == nullptr) return;
+          absl::Status s = access->CheckAdmin(access->For(identities), "WatchDeliveries");
+          if (!s.ok()) {
+            c->End(absl::PermissionDeniedError(std::string(s.message()) +
+                                               ": the rules changed while the stream was open"));
+          }
+        }));
+    if (absl::Status s = access_->CheckAdmin(access_->For(std::move(identities)),
                                              "WatchDeliveries");
         !s.ok()) {
       return new RefusedWatch(ToGrpc(s));
     }
   }
-  auto call = std::make_shared<WatchCall>(feed_);
-  WatchCall* raw = call.get();
   raw->Begin(request->from_sequence(), std::move(call));
   return raw;
 }

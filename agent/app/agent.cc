@@ -280,6 +280,8 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   handlers.status_json = [this, clock] { return StatusJson(clock); };
   handlers.health = [w = wal_.get()] { return w->health(); };
   handlers.on_drop = [m = metrics_.get()](std::string_view reason) { m->HttpDropped(reason); };
+  handlers.detail_loopback_only =
+      config.http_detail_from == "loopback" || !config.acl_file.empty();
   std::unique_ptr<HttpTls> http_tls;
   if (!config.metrics_tls_cert.empty()) {
     absl::StatusOr<std::unique_ptr<HttpTls>> t =

@@ -35,6 +35,8 @@ class HttpConnection {
   bool wants_write() const { return wants_write_; }
   // The epoll events the server registered for it (the server's bookkeeping).
   uint32_t watched = 0;
+  // Its peer's address is a loopback one (IsLoopbackPeer), set by the server at accept.
+  bool loopback_peer = false;
   State state() const { return state_; }
   // When the current state began and when it must be over.
   Clock::time_point since() const { return since_; }

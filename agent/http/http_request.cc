@@ -1,6 +1,11 @@
 #include "agent/http/http_request.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <cstring>
 
 namespace kspool::agent {
 namespace {
@@ -9,6 +14,7 @@ const char* Reason(int status) {
   switch (status) {
     case 200: return "OK";
     case 400: return "Bad Request";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 431: return "Request Header Fields Too Large";
@@ -65,7 +71,24 @@ std::string RenderResponse(int status, std::string_view content_type, std::strin
   return out;
 }
 
-std::string Respond(const HttpHandlers& h, std::string_view head) {
+bool IsLoopbackPeer(const sockaddr* addr) {
+  if (addr == nullptr) return false;
+  switch (addr->sa_family) {
+    case AF_UNIX:
+      return true;
+    case AF_INET:
+      return (ntohl(reinterpret_cast<const sockaddr_in*>(addr)->sin_addr.s_addr) >> 24) == 127;
+    case AF_INET6: {
+      const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(addr)->sin6_addr;
+      if (IN6_IS_ADDR_LOOPBACK(&a)) return true;
+      return IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127;
+    }
+    default:
+      return false;
+  }
+}
+
+std::string Respond(const HttpHandlers& h, std::string_view head, bool loopback_peer) {
   std::optional<RequestLine> req = ParseRequestLine(head);
   if (!req) return RenderResponse(400, "text/plain", "malformed request line\n");
   const std::function<std::string()>* body = nullptr;
@@ -84,6 +107,12 @@ std::string Respond(const HttpHandlers& h, std::string_view head) {
   const bool head_only = req->method == "HEAD";
   if (req->method != "GET" && !head_only) {
     return RenderResponse(405, "text/plain", "only GET and HEAD\n");
+  }
+  if (body && body != &h.metrics && h.detail_loopback_only && !loopback_peer) {
+    return RenderResponse(403, "text/plain",
+                          std::string(req->path) +
+                              " is served to loopback peers only (--acl, --http-detail-from)\n",
+                          head_only);
   }
   if (body) return RenderResponse(200, type, (*body)(), head_only);
   absl::Status s = h.health();

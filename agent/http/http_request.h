@@ -2,6 +2,8 @@
 // it to the handlers and rendering the response bytes.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,7 +28,12 @@ std::optional<RequestLine> ParseRequestLine(std::string_view head);
 std::string RenderResponse(int status, std::string_view content_type, std::string_view body,
                            bool head_only = false);
 
-// The response to a complete request head: the endpoint's answer, or 400, 404 or 405.
-std::string Respond(const HttpHandlers& handlers, std::string_view head);
+// The response to a complete request head from a peer (`loopback_peer`: its address is a
+// loopback one): the endpoint's answer, or 400, 403, 404 or 405.
+std::string Respond(const HttpHandlers& handlers, std::string_view head,
+                    bool loopback_peer = true);
+
+// True if `addr` is 127.0.0.0/8, ::1 or an IPv4-mapped 127.0.0.0/8 (a unix socket too).
+bool IsLoopbackPeer(const sockaddr* addr);
 
 }  // namespace kspool::agent

@@ -131,7 +131,9 @@ struct HttpServer::Impl {
       case R::kNeedMore: return Rewatch(id, c);
       case R::kClosed: conns.erase(it); return;
       case R::kHead:
-        return Finish(id, c, c.Respond(Respond(handlers, c.head()), now, limits.write_timeout));
+        return Finish(id, c,
+                      c.Respond(Respond(handlers, c.head(), c.loopback_peer), now,
+                                limits.write_timeout));
       case R::kTooLarge: {
         auto w = c.Respond(RenderResponse(431, "text/plain", "request head too large\n"), now,
                            limits.write_timeout);
@@ -143,7 +145,10 @@ struct HttpServer::Impl {
 
   void Accept(Clock::time_point now) {
     for (int i = 0; i < 64; ++i) {
-      int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      sockaddr_storage peer{};
+      socklen_t peer_len = sizeof(peer);
+      int fd = accept4(listen_fd, reinterpret_cast<sockaddr*>(&peer), &peer_len,
+                       SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) return;
@@ -170,6 +175,7 @@ struct HttpServer::Impl {
       const uint64_t id = next_id++;
       auto c = std::make_unique<HttpConnection>(fd, ssl, now, limits.head_timeout);
       c->watched = EPOLLIN | EPOLLRDHUP;
+      c->loopback_peer = IsLoopbackPeer(reinterpret_cast<const sockaddr*>(&peer));
       Watch(EPOLL_CTL_ADD, fd, c->watched, id);
       conns.emplace(id, std::move(c));
     }

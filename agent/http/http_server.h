@@ -3,6 +3,10 @@
 //   GET /discards  the discard report as JSON
 //   GET /status    version, agent id, uptime, WAL, Kafka and commit point as JSON
 //   GET /healthz   200 "ok" while the WAL accepts writes, else 503 with the reason
+// /status and /discards show per-topic data and payload bytes: with
+// `HttpHandlers::detail_loopback_only` (the agent sets it with --acl or
+// --http-detail-from loopback) they answer 403 to a peer whose address is not a loopback
+// one (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104); /metrics and /healthz answer anyone.
 // HEAD is answered like GET without the body; other methods get 405, other paths 404,
 // a malformed request line 400. Every response closes its connection (Connection: close),
 // so there are no idle keep-alive connections to hold.
@@ -45,6 +49,7 @@ struct HttpHandlers {
   std::function<std::string()> status_json;
   std::function<absl::Status()> health;
   std::function<void(std::string_view reason)> on_drop;  // optional
+  bool detail_loopback_only = false;  // /status and /discards: loopback peers only
 };
 
 struct HttpLimits {

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <utility>
+
 namespace kspool::agent {
 namespace {
 
@@ -22,7 +24,8 @@ AccessControl::AccessControl(AclRules rules, std::string path, Metrics* metrics,
     : path_(std::move(path)),
       metrics_(metrics),
       clock_(clock),
-      rules_(std::make_shared<const AclRules>(std::move(rules))) {
+      rules_(std::make_shared<const AclRules>(std::move(rules))),
+      registry_(std::make_shared<Subscription::Registry>()) {
   if (metrics_) metrics_->AclRulesLoaded(rules_->rules().size());
 }
 
@@ -48,7 +51,45 @@ absl::Status AccessControl::Reload() {
   }
   if (metrics_) metrics_->AclRulesLoaded(n);
   spdlog::info("--acl {} reloaded: {} rule{} in force", path_, n, n == 1 ? "" : "s");
+  // Called outside the registry's lock: a callback may end the last holder of its own
+  // Subscription, whose destructor takes that lock.
+  std::vector<std::function<void()>> callbacks;
+  {
+    MutexLock lock(&registry_->mu);
+    for (const auto& [id, f] : registry_->callbacks) callbacks.push_back(f);
+  }
+  for (const std::function<void()>& f : callbacks) f();
   return absl::OkStatus();
+}
+
+AccessControl::Subscription AccessControl::OnReload(std::function<void()> on_reload) {
+  Subscription sub;
+  MutexLock lock(&registry_->mu);
+  sub.registry_ = registry_;
+  sub.id_ = registry_->next_id++;
+  registry_->callbacks.emplace(sub.id_, std::move(on_reload));
+  return sub;
+}
+
+AccessControl::Subscription::~Subscription() { Reset(); }
+
+void AccessControl::Subscription::Reset() {
+  if (std::shared_ptr<Registry> r = registry_.lock()) {
+    MutexLock lock(&r->mu);
+    r->callbacks.erase(id_);
+  }
+  registry_.reset();
+  id_ = 0;
+}
+
+AccessControl::Subscription& AccessControl::Subscription::operator=(
+    Subscription&& other) noexcept {
+  if (this != &other) {
+    Reset();
+    registry_ = std::move(other.registry_);
+    id_ = std::exchange(other.id_, 0);
+  }
+  return *this;
 }
 
 AccessControl::Caller AccessControl::For(std::vector<std::string> identities) const {
@@ -61,7 +102,7 @@ AccessControl::Caller AccessControl::For(std::vector<std::string> identities) co
 
 std::string AccessControl::Label(const Caller& caller) {
   for (const std::string& id : caller.identities_) {
-    if (caller.rules_->Names(id)) return id;
+    if (const std::string* written = caller.rules_->Written(id)) return *written;
   }
   return "other";
 }

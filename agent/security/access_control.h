@@ -12,12 +12,18 @@
 // i.e. idle, ones are evicted; beyond that, the callers share one bucket). Bursts: one
 // second of the rate. Buckets survive a reload when their rule keeps its rates.
 // Metric labels (kspool_acl_denied_total, kspool_quota_refused_total): the caller's
-// first identity that the file names, else "other", so that the label set is bounded
-// by the file.
+// first identity that the file names, as the file writes it, else "other", so that the
+// label set is bounded by the file.
+// Rules that change under a long call (a WatchDeliveries stream): OnReload() registers
+// a callback that each successful Reload() calls once the new rules are in force, so
+// the call can check its caller again and end itself.
 // Thread safety: every method may be called from any thread; a call's checks see one
 // version of the rules (the one For() took).
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -62,6 +68,27 @@ class AccessControl {
   };
   Caller For(std::vector<std::string> identities) const;
 
+  // Stops its callback from being called by reloads that start after it is gone; one
+  // already calling it finishes, so the callback holds only what may outlive this
+  // (weak pointers, values). May outlive the AccessControl.
+  class Subscription {
+   public:
+    Subscription() = default;
+    ~Subscription();
+    Subscription(Subscription&& other) noexcept { *this = std::move(other); }
+    Subscription& operator=(Subscription&& other) noexcept;
+
+   private:
+    friend class AccessControl;
+    struct Registry;
+    void Reset();
+    std::weak_ptr<Registry> registry_;
+    uint64_t id_ = 0;
+  };
+  // `on_reload` is called after each successful Reload(), on the reloading thread (the
+  // file watcher's or SIGHUP's), with no lock of this class held; it must be quick.
+  [[nodiscard]] Subscription OnReload(std::function<void()> on_reload);
+
   // OK if `caller` may send to every topic_at(i), i < n; else PERMISSION_DENIED naming
   // the identities and the first forbidden topic ("<what> <i>" says where it was),
   // counted. Repeated topics are checked once.
@@ -93,6 +120,13 @@ class AccessControl {
   Mutex quota_mu_;
   absl::flat_hash_map<std::string, Buckets> buckets_ ABSL_GUARDED_BY(quota_mu_);
   size_t caller_buckets_ ABSL_GUARDED_BY(quota_mu_) = 0;  // of "*" rules
+  const std::shared_ptr<Subscription::Registry> registry_;
+};
+
+struct AccessControl::Subscription::Registry {
+  Mutex mu;
+  uint64_t next_id ABSL_GUARDED_BY(mu) = 1;
+  std::map<uint64_t, std::function<void()>> callbacks ABSL_GUARDED_BY(mu);
 };
 
 // The identities as a message names them: "cn:a, spiffe://x".

@@ -126,6 +126,16 @@ absl::StatusOr<AclRule> ParseRule(size_t index, const toml::node& node) {
 
 }  // namespace
 
+std::string CanonicalIdentity(std::string_view written) {
+  if (written == "*" || written == "anonymous") return std::string(written);
+  for (const char* kind : kIdentityKinds) {
+    if (written.substr(0, std::char_traits<char>::length(kind)) == kind) {
+      return std::string(written);
+    }
+  }
+  return "uri:" + std::string(written);
+}
+
 bool AclRule::Allows(std::string_view topic) const {
   if (!topics.empty() && topics.contains(absl::string_view(topic.data(), topic.size()))) {
     return true;
@@ -179,7 +189,7 @@ absl::StatusOr<AclRules> AclRules::Parse(std::string_view text, const std::strin
     if (id == "*") {
       out.any_.push_back(i);
     } else {
-      out.by_identity_[id].push_back(i);
+      out.by_identity_[CanonicalIdentity(id)].push_back(i);
     }
   }
   return out;
@@ -198,6 +208,13 @@ AclRuleSet AclRules::Applicable(const std::vector<std::string>& identities) cons
     if (i == 0 || indexes[i] != indexes[i - 1]) out.push_back(&rules_[indexes[i]]);
   }
   return out;
+}
+
+const std::string* AclRules::Written(std::string_view identity) const {
+  // absl's own string_view: Debian's absl does not alias std::string_view.
+  auto it = by_identity_.find(absl::string_view(identity.data(), identity.size()));
+  if (it == by_identity_.end()) return nullptr;
+  return &rules_[it->second.front()].identity;
 }
 
 bool AclRules::Allows(const AclRuleSet& rules, std::string_view topic) {

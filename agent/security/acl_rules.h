@@ -3,8 +3,11 @@
 //
 // File format (TOML, ASCII: other characters as \uXXXX escapes in strings): any number
 // of [[allow]] tables with the keys
-//   identity             string, required: "cn:…", "dns:…", a SAN URI, "uid:N", "gid:N",
-//                        "anonymous", or "*" (every caller)
+//   identity             string, required: "cn:…", "dns:…", "uri:<SAN URI>", "uid:N",
+//                        "gid:N", "anonymous", or "*" (every caller). Anything else is
+//                        an older file's bare SAN URI ("spiffe://…"): it means "uri:" + it
+//                        (CanonicalIdentity), so such files keep working; a certificate
+//                        can no longer name "cn:…" with a URI.
 //   send                 array of topic patterns: a topic name, or a prefix ending in "*"
 //                        ("orders.*"; "*" alone is every topic); default none
 //   admin                bool: the Admin service and WatchDeliveries; default false
@@ -33,8 +36,15 @@
 
 namespace kspool::agent {
 
+// The prefixes of identities, one per kind (agent/security/peer_identity.h).
+inline constexpr const char* kIdentityKinds[] = {"cn:", "dns:", "uri:", "uid:", "gid:"};
+
+// The identity a rule's `identity` names: as written if it is "*", "anonymous" or starts
+// with one of kIdentityKinds; else "uri:" + it (an older file's bare SAN URI).
+std::string CanonicalIdentity(std::string_view written);
+
 struct AclRule {
-  std::string identity;                     // "*": every caller
+  std::string identity;                     // as the file writes it; "*": every caller
   int line = 0;                             // in the file, for messages
   absl::flat_hash_set<std::string> topics;  // exact names
   std::vector<std::string> prefixes;        // "orders." of "orders.*"; "" of "*"
@@ -61,11 +71,11 @@ class AclRules {
   static bool AllowsAdmin(const AclRuleSet& rules);
   // The rule whose quota a call with `rules` is charged to (see above), or null.
   static const AclRule* QuotaRule(const AclRuleSet& rules);
-  // True if the file names `identity` in a rule ("*" is no name): metric labels.
-  bool Names(std::string_view identity) const {
-    // absl's own string_view: Debian's absl does not alias std::string_view.
-    return by_identity_.contains(absl::string_view(identity.data(), identity.size()));
-  }
+  // True if the file names `identity` (a caller's, canonical) in a rule ("*" is no name).
+  bool Names(std::string_view identity) const { return Written(identity) != nullptr; }
+  // The caller's `identity` as the first rule naming it writes it (metric labels keep
+  // an older file's "spiffe://…" spelling), or null if no rule names it.
+  const std::string* Written(std::string_view identity) const;
 
  private:
   std::vector<AclRule> rules_;

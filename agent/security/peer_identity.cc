@@ -20,11 +20,12 @@ void AddAll(const grpc::AuthContext& auth, const char* property, const std::stri
 std::vector<std::string> PeerIdentities(const grpc::AuthContext* auth) {
   std::vector<std::string> out;
   // gRPC sets these properties only from a client certificate that passed verification
-  // (it fails the handshake otherwise), so they can be trusted as they are.
+  // (it fails the handshake otherwise), so they can be trusted as they are. A URI gets
+  // its prefix too: a certificate's URI SAN may read "cn:admin" or "uid:0".
   if (auth != nullptr) {
     AddAll(*auth, GRPC_X509_CN_PROPERTY_NAME, "cn:", &out);
     AddAll(*auth, GRPC_PEER_DNS_PROPERTY_NAME, "dns:", &out);
-    AddAll(*auth, GRPC_PEER_URI_PROPERTY_NAME, "", &out);
+    AddAll(*auth, GRPC_PEER_URI_PROPERTY_NAME, "uri:", &out);
     AddAll(*auth, kUnixPeerProperty, "", &out);  // set by the server only (unix_peer_acceptors.h)
   }
   if (out.empty()) out.emplace_back(kAnonymousIdentity);

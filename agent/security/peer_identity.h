@@ -1,10 +1,12 @@
 // PeerIdentity: who is calling, as the strings the access rules will name (issue 14):
 //  - from a verified client certificate (mTLS): "cn:<subject CN>", "dns:<SAN DNS name>"
-//    for each, and each SAN URI as it is (e.g. "spiffe://prod/ns/orders/sa/api");
+//    for each, and "uri:<SAN URI>" for each (e.g. "uri:spiffe://prod/ns/orders/sa/api");
 //  - from a plaintext unix-socket peer (SO_PEERCRED at accept): "uid:N", "gid:N" of
 //    the connecting process (agent/net/unix_peer_acceptors.h);
 //  - "anonymous" for a caller with neither (plaintext TCP, or TLS without
 //    --tls-client-ca).
+// Every identity starts with its kind (kIdentityKinds, acl_rules.h), so no certificate can name
+// another kind's identity: a SAN URI "cn:admin" is "uri:cn:admin", never "cn:admin".
 // Thread safety: stateless functions; the context must outlive the call.
 #pragma once
 

@@ -7,7 +7,8 @@ container that runs the agent: the image is the one deploy/Dockerfile builds; ev
 the container's env and its args (in that precedence), the ports are the ones
 --listen / --metrics-listen listen on, on a non-loopback address; probes hit existing
 HTTP endpoints on the metrics port; the WAL dir and a unix socket's directory are on
-mounted volumes that outlive the pod (no emptyDir); terminationGracePeriodSeconds is
+mounted volumes that outlive the pod (no emptyDir); /status and /discards answer loopback
+peers only (--http-detail-from loopback, or --acl); terminationGracePeriodSeconds is
 above --shutdown-grace-ms; the agent does not run as root; Services point at named
 ports that exist. Fails listing every problem.
 
@@ -105,6 +106,10 @@ def check_pod(where, spec, claim_names, http_paths, flags, image_env, tag, annot
         listen, metrics = values["listen"], values["metrics-listen"]
         expected = {"metrics": surface.port_of(metrics)}
         check_address(cw, "--metrics-listen", metrics, expected["metrics"])
+        if values.get("http-detail-from") != "loopback" and not values.get("acl"):
+            problem(cw, f"--metrics-listen {metrics} is published, and /status and /discards "
+                        "(every topic's data, refused payloads) answer anyone: set "
+                        "--http-detail-from=loopback (or --acl)")
         if surface.port_of(listen) is not None:
             expected["grpc"] = surface.port_of(listen)
             check_address(cw, "--listen", listen, expected["grpc"])

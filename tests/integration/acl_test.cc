@@ -1,8 +1,12 @@
 // Access control (--acl) end to end: a real kspool-agent process with mTLS, client
 // certificates of several identities made by a throwaway CA, gRPC calls over loopback,
 // and the ACL file replaced while the agent runs.
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <sys/wait.h>
 
 #include <chrono>
@@ -234,6 +238,101 @@ TEST_F(Acl, DeliveryStatusOfATopicTheCallerMayNotSendToReadsAsUnknown) {
   EXPECT_EQ(hidden.sequence(), sent.sequence(0));
 }
 
+// A certificate whose URI SAN spells a built-in identity ("cn:admin", "uid:0") gets
+// "uri:cn:admin" and "uri:uid:0", which no rule naming those identities matches.
+TEST_F(Acl, UriThatSpellsABuiltInIdentityGetsNoneOfItsRights) {
+  const CertAndKey admin = ca_.Issue("admin", "admin", {});
+  const CertAndKey eve = ca_.Issue("eve", "eve", {"URI:cn:admin", "URI:uid:0"});
+  WriteAcl(std::string(kRules) +
+           "[[allow]]\nidentity = \"cn:admin\"\nadmin = true\n"
+           "[[allow]]\nidentity = \"uid:0\"\nadmin = true\nsend = [\"*\"]\n");
+  kspool::v1::GetWalStatsResponse st;
+  ASSERT_TRUE(kspool::testing::WaitUntil([&] { return As(admin).Stats(&st).ok(); }, 3s, 50ms))
+      << "the real cn:admin is admin once the rules are in force";
+  Client c = As(eve);
+  grpc::Status s = c.Stats(&st);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+  EXPECT_NE(s.error_message().find("identity cn:eve, uri:cn:admin, uri:uid:0 may not call"),
+            std::string::npos)
+      << s.error_message();
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    kspool::v1::GetCommitPointResponse cp;
+    EXPECT_EQ(c.admin->GetCommitPoint(&ctx, {}, &cp).error_code(),
+              grpc::StatusCode::PERMISSION_DENIED);
+  }
+  EXPECT_EQ(c.Send({"orders"}).error_code(), grpc::StatusCode::PERMISSION_DENIED)
+      << "uid:0 may send anywhere, a URI \"uid:0\" nowhere";
+}
+
+// A stream open when the admin right is taken away is ended, not left streaming.
+TEST_F(Acl, WatchDeliveriesEndsWithPermissionDeniedWhenAReloadTakesTheAdminRight) {
+  Client ops = As(ops_);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  kspool::v1::WatchDeliveriesRequest from;
+  from.set_from_sequence(1);
+  auto watch = ops.spool->WatchDeliveries(&ctx, from);
+  ASSERT_TRUE(As(orders_).Send({"orders"}).ok());
+  kspool::v1::DeliveryStatus d;
+  ASSERT_TRUE(watch->Read(&d)) << "an admin watches every topic";
+  EXPECT_EQ(d.topic(), "orders");
+  const auto changed = std::chrono::steady_clock::now();
+  WriteAcl("[[allow]]\nidentity = \"cn:orders-api\"\nsend = [\"orders\"]\n");
+  // No more outcomes are needed to end it; any that come are not written after the end.
+  EXPECT_FALSE(watch->Read(&d)) << "streamed " << d.sequence() << " after the reload";
+  const grpc::Status end = watch->Finish();
+  EXPECT_EQ(end.error_code(), grpc::StatusCode::PERMISSION_DENIED) << end.error_message();
+  EXPECT_NE(end.error_message().find("identity cn:ops may not call WatchDeliveries"),
+            std::string::npos)
+      << end.error_message();
+  EXPECT_LT(std::chrono::steady_clock::now() - changed, 3s);
+}
+
+// Without the admin right, GetDeliveryStatus tells nothing of another topic's messages,
+// PENDING ones included, nor the next sequence number.
+TEST_F(Acl, DeliveryStatusTellsANonAdminNothingOfAnotherTopicsPendingMessages) {
+  ASSERT_EQ(kafka_->Command("broker down all"), "OK");  // so the message stays PENDING
+  kspool::v1::SendRequest req;
+  auto* m = req.add_messages();
+  m->set_topic("orders.eu");
+  m->set_value("v");
+  kspool::v1::SendResponse sent;
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    ASSERT_TRUE(As(orders_).spool->Send(&ctx, req, &sent).ok());
+  }
+  const uint64_t seq = sent.sequence(0);
+  auto status_as = [&](const CertAndKey& who, uint64_t n) {
+    kspool::v1::GetDeliveryStatusRequest q;
+    q.add_sequences(n);
+    kspool::v1::GetDeliveryStatusResponse r;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+    EXPECT_TRUE(As(who).spool->GetDeliveryStatus(&ctx, q, &r).ok());
+    return r.statuses_size() == 1 ? r.statuses(0) : kspool::v1::DeliveryStatus();
+  };
+  const kspool::v1::DeliveryStatus own = status_as(orders_, seq);
+  EXPECT_EQ(own.state(), kspool::v1::DeliveryStatus::PENDING) << "its own topic";
+  EXPECT_EQ(own.topic(), "orders.eu");
+  EXPECT_EQ(status_as(ops_, seq).state(), kspool::v1::DeliveryStatus::PENDING) << "admin";
+  // The loader may send to "orders" only.
+  const kspool::v1::DeliveryStatus hidden = status_as(loader_, seq);
+  const kspool::v1::DeliveryStatus unassigned = status_as(loader_, seq + 1000);
+  EXPECT_EQ(hidden.state(), kspool::v1::DeliveryStatus::STATE_UNKNOWN);
+  EXPECT_EQ(hidden.sequence(), seq);
+  EXPECT_EQ(hidden.topic(), "");
+  EXPECT_EQ(unassigned.state(), kspool::v1::DeliveryStatus::STATE_UNKNOWN);
+  EXPECT_EQ(hidden.error(), unassigned.error()) << "a hidden message reads as an unknown one";
+  EXPECT_EQ(unassigned.error().find("next"), std::string::npos) << unassigned.error();
+  EXPECT_NE(status_as(ops_, seq + 1000).error().find("not assigned yet (next: "),
+            std::string::npos)
+      << "admins are told the next sequence number";
+  ASSERT_EQ(kafka_->Command("broker up all"), "OK");
+}
+
 TEST_F(Acl, QuotaRefusesAFastSenderWithARetryHintWhileAnotherIdentityIsUnaffected) {
   Client loader = As(loader_), orders = As(orders_);
   const std::vector<std::string> batch(100, "orders");
@@ -301,6 +400,52 @@ TEST_F(Acl, SighupRereadsTheFileAndTheAgentKeepsServing) {
       kspool::testing::WaitUntil([&] { return LogHas("reloaded: 3 rules in force"); }, 3s, 50ms));
   EXPECT_TRUE(agent_->process().running());
   EXPECT_TRUE(As(orders_).Send({"orders"}).ok());
+}
+
+// The first address of this host that is not a loopback one ("" if it has none): a
+// peer the agent sees as remote.
+std::string NonLoopbackAddress() {
+  ifaddrs* all = nullptr;
+  if (getifaddrs(&all) != 0) return "";
+  std::string found;
+  for (ifaddrs* i = all; i != nullptr && found.empty(); i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    if ((i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0) continue;
+    char text[INET_ADDRSTRLEN];
+    const auto* a = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
+    if (inet_ntop(AF_INET, &a->sin_addr, text, sizeof(text))) found = text;
+  }
+  freeifaddrs(all);
+  return found;
+}
+
+// /status and /discards show every topic's data and refused payloads: with --acl (or
+// --http-detail-from loopback) only loopback peers get them; /metrics and /healthz stay
+// open to Prometheus and the probes.
+TEST(AclHttp, StatusAndDiscardsAreRefusedToPeersBeyondLoopback) {
+  const std::string remote = NonLoopbackAddress();
+  if (remote.empty()) GTEST_SKIP() << "this host has no address but loopback";
+  kspool::testing::TempDir dir;
+  kspool::testing::DevKafka kafka(dir.path(), 1, {"t:1"});
+  std::ofstream(dir.sub("acl.toml")) << "[[allow]]\nidentity = \"anonymous\"\nsend = [\"t\"]\n";
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"--acl", dir.sub("acl.toml")},
+        std::vector<std::string>{"--http-detail-from", "loopback"}}) {
+    std::vector<std::string> args = {"--metrics-listen", "0.0.0.0:0"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const std::string name = flags[0].substr(2);
+    AgentProcess agent(dir.sub("wal-" + name), dir.sub(name + ".log"), kafka.bootstrap(), args);
+    const std::string port = agent.http_address().substr(agent.http_address().rfind(':'));
+    for (const char* path : {"/status", "/discards"}) {
+      const auto refused = kspool::testing::HttpGet(remote + port, path);
+      EXPECT_EQ(refused.status, 403) << flags[0] << " " << path << " from " << remote;
+      EXPECT_EQ(refused.body.find("{"), std::string::npos) << refused.body;
+      EXPECT_EQ(kspool::testing::HttpGet("127.0.0.1" + port, path).status, 200)
+          << flags[0] << " " << path << " from loopback";
+    }
+    EXPECT_EQ(kspool::testing::HttpGet(remote + port, "/healthz").status, 200) << flags[0];
+    EXPECT_FALSE(kspool::testing::ScrapeMetrics(remote + port).empty()) << flags[0];
+  }
 }
 
 // Without TLS every caller is "anonymous", which rules can name.

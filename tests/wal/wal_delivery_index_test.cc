@@ -38,6 +38,7 @@ TEST_F(WalDelivery, LiveEntryIsPending) {
   Outcome d = Lookup(wal.get(), e[0].seq);
   EXPECT_EQ(d.state, State::kPending);
   EXPECT_EQ(d.seq, e[0].seq);
+  EXPECT_EQ(d.topic, "t") << "its record's topic, for the caller's access check";
   EXPECT_EQ(Lookup(wal.get(), e[1].seq).state, State::kDelivered) << "settled above the head";
 }
 

@@ -287,6 +287,10 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
         return v.empty() ? std::string() : std::string(LookupGroup(v).status().message());
       });
   add("metrics-listen", &c.metrics_listen, "Prometheus /metrics address HOST:PORT");
+  add("http-detail-from", &c.http_detail_from,
+      "Who may GET /status and /discards on --metrics-listen (per-topic data, payload "
+      "bytes): anywhere, or loopback peers only; --acl implies loopback")
+      ->check(CLI::IsMember({"anywhere", "loopback"}));
   add("kafka-brokers", &c.kafka_brokers, "Kafka bootstrap servers, comma-separated");
   // No delimiter: a value may hold commas (debug=conf,msg). Several options are several
   // flags, lines of KSPOOL_KAFKA_OPTION, or a list in the config file.

@@ -66,6 +66,9 @@ struct Config {
   std::string listen = "127.0.0.1:7411";  // host:port or unix:PATH
   SocketFileOptions listen_socket;         // unix:PATH: the socket file's mode and group
   std::string metrics_listen = "127.0.0.1:9411";  // host:port
+  // Who may GET /status and /discards: "anywhere" or "loopback" (peers on a loopback
+  // address). --acl makes it "loopback" whatever this says (docs/SECURITY.md).
+  std::string http_detail_from = "anywhere";
   std::string kafka_brokers = "127.0.0.1:9092";
   std::vector<std::string> kafka_options;          // librdkafka KEY=VALUE pass-through
   // --kafka-option-file KEY=PATH as given; parsing appends KEY=<content> to kafka_options.

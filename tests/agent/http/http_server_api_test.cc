@@ -1,10 +1,12 @@
 // HttpServer's contract on a real loopback socket: addresses and exclusive ports, routing,
 // response headers, and shutdown with clients connected.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "agent/http/http_request.h"
 #include "agent/http/http_server.h"
 #include "tests/agent/http/http_stub.h"
 #include "tests/support/http_get.h"
@@ -70,6 +72,47 @@ TEST(HttpServerApi, UnknownPathIs404OtherMethods405AndAMalformedRequestLine400) 
     EXPECT_EQ(Request(address, bad).status, 400) << bad;
   }
   EXPECT_EQ(Request(address, "GET /healthz HTTP/1.0\n\n").status, 200) << "bare LF";
+}
+
+bool Loopback(const char* text) {
+  sockaddr_storage a{};
+  if (inet_pton(AF_INET, text, &reinterpret_cast<sockaddr_in*>(&a)->sin_addr) == 1) {
+    a.ss_family = AF_INET;
+  } else {
+    EXPECT_EQ(inet_pton(AF_INET6, text, &reinterpret_cast<sockaddr_in6*>(&a)->sin6_addr), 1);
+    a.ss_family = AF_INET6;
+  }
+  return IsLoopbackPeer(reinterpret_cast<const sockaddr*>(&a));
+}
+
+TEST(HttpServerApi, LoopbackPeersAreThoseOf127Slash8AndColonColon1) {
+  for (const char* yes : {"127.0.0.1", "127.1.2.3", "::1", "::ffff:127.0.0.1"}) {
+    EXPECT_TRUE(Loopback(yes)) << yes;
+  }
+  for (const char* no : {"10.0.0.1", "192.0.2.2", "0.0.0.0", "fd00::2", "::ffff:10.0.0.1", "::"}) {
+    EXPECT_FALSE(Loopback(no)) << no;
+  }
+}
+
+TEST(HttpServerApi, DetailEndpointsAre403ToAPeerBeyondLoopbackWhenRestricted) {
+  HttpStub stub;
+  HttpHandlers h = stub.Handlers();
+  h.detail_loopback_only = true;
+  for (const char* path : {"/status", "/discards"}) {
+    const std::string get = std::string("GET ") + path + " HTTP/1.1\r\n\r\n";
+    HttpResponse refused = ParseHttpResponse(Respond(h, get, /*loopback_peer=*/false));
+    EXPECT_EQ(refused.status, 403) << path;
+    EXPECT_EQ(refused.body.find('{'), std::string::npos) << refused.body;
+    EXPECT_EQ(ParseHttpResponse(Respond(h, get, true)).status, 200) << path;
+    EXPECT_EQ(ParseHttpResponse(Respond(stub.Handlers(), get, false)).status, 200)
+        << path << ": unrestricted";
+  }
+  EXPECT_EQ(ParseHttpResponse(Respond(h, "GET /metrics HTTP/1.1\r\n\r\n", false)).status, 200);
+  EXPECT_EQ(ParseHttpResponse(Respond(h, "GET /healthz HTTP/1.1\r\n\r\n", false)).status, 200);
+  // Over a real connection from 127.0.0.1: served.
+  auto server = HttpServer::Start("127.0.0.1:0", h);
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_EQ(HttpGet((*server)->address(), "/status").status, 200);
 }
 
 TEST(HttpServerApi, SecondServerOnTheSamePortIsUnavailableNamingIt) {

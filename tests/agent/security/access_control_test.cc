@@ -152,6 +152,30 @@ TEST_F(AccessControlTest, InvalidReplacementKeepsTheRulesInForceAndIsCounted) {
   EXPECT_TRUE(MetricsHave("kspool_acl_rules 4"));
 }
 
+TEST_F(AccessControlTest, ReloadCallsItsSubscribersWithTheNewRulesInForceUntilUnsubscribed) {
+  int calls = 0;
+  bool ops_admin = true;
+  AccessControl::Subscription sub = access_->OnReload([&] {
+    ++calls;
+    ops_admin = access_->For({"cn:ops"}).admin();
+  });
+  Write("[[allow]]\nidentity = \"cn:ops\"\nsend = [\"orders\"]\n");
+  ASSERT_TRUE(access_->Reload().ok());
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(ops_admin) << "the callback sees the new rules";
+  Write("[[allow]]\nidentity = \"cn:fast\"\nsend = [\"pay*ments\"]\n");
+  EXPECT_FALSE(access_->Reload().ok());
+  EXPECT_EQ(calls, 1) << "an unusable file changes nothing";
+  AccessControl::Subscription moved = std::move(sub);
+  Write(kRules);
+  ASSERT_TRUE(access_->Reload().ok());
+  EXPECT_EQ(calls, 2) << "a moved subscription stays";
+  EXPECT_TRUE(ops_admin);
+  moved = AccessControl::Subscription();
+  ASSERT_TRUE(access_->Reload().ok());
+  EXPECT_EQ(calls, 2) << "not called once it is gone";
+}
+
 TEST_F(AccessControlTest, QuotaBucketsSurviveAReloadThatKeepsTheirRates) {
   ASSERT_TRUE(Charge({"cn:slow"}, 1000).ok());
   ASSERT_TRUE(access_->Reload().ok());  // the same file

@@ -59,7 +59,7 @@ TEST(AclRules, ParsesTheDocumentedExample) {
 
 TEST(AclRules, ExactNamesAndTrailingStarPrefixes) {
   AclRules rules = ParseOk(kExample);
-  const std::vector<std::string> api = {"cn:orders-api", "spiffe://prod/ns/orders/sa/api"};
+  const std::vector<std::string> api = {"cn:orders-api", "uri:spiffe://prod/ns/orders/sa/api"};
   EXPECT_TRUE(Allows(rules, api, "orders"));
   EXPECT_TRUE(Allows(rules, api, "orders.eu"));
   EXPECT_FALSE(Allows(rules, api, "orders-eu")) << "\"orders\" is exact, \"orders.*\" a prefix";
@@ -76,6 +76,36 @@ TEST(AclRules, AnIdentityNotNamedGetsOnlyTheStarRules) {
   EXPECT_TRUE(rules.Names("cn:ops"));
   EXPECT_FALSE(rules.Names("*"));
   EXPECT_FALSE(rules.Names("anonymous"));
+}
+
+TEST(AclRules, ABareUriInTheFileNamesTheCertificatesUriIdentity) {
+  AclRules rules = ParseOk(kExample);  // "spiffe://prod/ns/orders/sa/api", an older spelling
+  EXPECT_TRUE(Allows(rules, {"uri:spiffe://prod/ns/orders/sa/api"}, "orders"));
+  EXPECT_FALSE(Allows(rules, {"spiffe://prod/ns/orders/sa/api"}, "orders"))
+      << "no caller has an identity without its kind";
+  EXPECT_TRUE(rules.Names("uri:spiffe://prod/ns/orders/sa/api"));
+  ASSERT_NE(rules.Written("uri:spiffe://prod/ns/orders/sa/api"), nullptr);
+  EXPECT_EQ(*rules.Written("uri:spiffe://prod/ns/orders/sa/api"),
+            "spiffe://prod/ns/orders/sa/api")
+      << "metric labels keep the file's spelling";
+  AclRules uri = ParseOk("[[allow]]\nidentity = \"uri:spiffe://prod/x\"\nsend = [\"t\"]\n");
+  EXPECT_TRUE(Allows(uri, {"cn:x", "uri:spiffe://prod/x"}, "t"));
+}
+
+TEST(AclRules, AUriThatLooksLikeAnotherKindNamesNoBuiltInIdentity) {
+  AclRules rules = ParseOk(
+      "[[allow]]\nidentity = \"cn:admin\"\nadmin = true\n"
+      "[[allow]]\nidentity = \"uid:0\"\nadmin = true\n");
+  // A certificate with the URI SAN "cn:admin" or "uid:0" (PeerIdentities prefixes them).
+  EXPECT_FALSE(AclRules::AllowsAdmin(rules.Applicable({"cn:eve", "uri:cn:admin"})));
+  EXPECT_FALSE(AclRules::AllowsAdmin(rules.Applicable({"cn:eve", "uri:uid:0"})));
+  EXPECT_TRUE(AclRules::AllowsAdmin(rules.Applicable({"cn:admin"})));
+  EXPECT_TRUE(AclRules::AllowsAdmin(rules.Applicable({"uid:0", "gid:0"})));
+  for (const char* kept : {"cn:a", "dns:a", "uri:a:b", "uid:1", "gid:1", "anonymous", "*"}) {
+    EXPECT_EQ(CanonicalIdentity(kept), kept);
+  }
+  EXPECT_EQ(CanonicalIdentity("spiffe://x/y"), "uri:spiffe://x/y");
+  EXPECT_EQ(CanonicalIdentity("urn:uuid:1"), "uri:urn:uuid:1");
 }
 
 TEST(AclRules, StarAloneIsEveryTopic) {

@@ -88,7 +88,14 @@ TEST_F(PeerIdentity, ClientCertificateGivesCommonNameDnsNamesAndUris) {
       pki_.Issue("client", "orders-api",
                  {"URI:spiffe://test/ns/a/sa/b", "DNS:orders.test", "DNS:orders-2.test"});
   EXPECT_THAT(Call(Tls(&client)), ElementsAre("cn:orders-api", "dns:orders.test",
-                                              "dns:orders-2.test", "spiffe://test/ns/a/sa/b"));
+                                              "dns:orders-2.test",
+                                              "uri:spiffe://test/ns/a/sa/b"));
+}
+
+TEST_F(PeerIdentity, UriThatSpellsABuiltInIdentityKeepsItsUriPrefix) {
+  ServeTls(/*mtls=*/true);
+  const CertAndKey eve = pki_.Issue("eve", "eve", {"URI:cn:admin", "URI:uid:0"});
+  EXPECT_THAT(Call(Tls(&eve)), ElementsAre("cn:eve", "uri:cn:admin", "uri:uid:0"));
 }
 
 TEST_F(PeerIdentity, CertificateWithOnlyACommonNameGivesJustIt) {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include "tests/support/agent_process.h"
@@ -210,7 +211,7 @@ TEST_F(FullDisk, AVolumeFilledByAnotherFileKeepsTheAgentUpAndEverythingAckedIsDe
   ExpectCleanExit(*agent);
 }
 
-TEST_F(FullDisk, AVolumeWithNoByteLeftRefusesSendsUntilSpaceFreesThenDeliversEverything) {
+TEST_F(FullDisk, AVolumeWithNoByteLeftRefusesSendsThenARestartDrainsIt) {
   DevKafka kafka(logs_.path(), 1, {"t:16"});
   ASSERT_EQ(kafka.Command("broker down all"), "OK");
   const std::string wal = volume_.sub("wal"), log = logs_.sub("agent.log");
@@ -237,11 +238,29 @@ TEST_F(FullDisk, AVolumeWithNoByteLeftRefusesSendsUntilSpaceFreesThenDeliversEve
   ASSERT_TRUE(agent->process().running()) << LogTail(log);
   EXPECT_EQ(InfoLogFiles(wal), 0);
   ExpectCleanExit(*agent);
-  volume_.Remove("filler");
+
+  // Closing gave back the space RocksDB had set aside for its log file: a restart with
+  // the other file still there starts, drains and deletes what it delivered.
   agent = std::make_unique<AgentProcess>(wal, log, kafka.bootstrap(), args);
   EXPECT_TRUE(agent->WaitUntilDrained(30s)) << agent->WalStats().entries() << " entries left";
   ExpectAllDelivered(kafka.bootstrap(), "t", sender.acked());
+  ExpectCleanExit(*agent);
+
+  // With no byte free at all RocksDB cannot open the WAL (it writes a new manifest): the
+  // agent says so and exits, without aborting; it starts once space returns.
+  ASSERT_GT(volume_.Fill("filler2"), 0u);
+  EXPECT_THROW(AgentProcess(wal, log, kafka.bootstrap(), args), std::runtime_error);
+  const std::string tail = LogTail(log);
+  EXPECT_NE(tail.find("cannot start"), std::string::npos) << tail;
+  EXPECT_NE(tail.find("No space left on device"), std::string::npos) << tail;
+  EXPECT_EQ(tail.find("Assertion"), std::string::npos) << tail;
+  volume_.Remove("filler");
+  volume_.Remove("filler2");
+  agent = std::make_unique<AgentProcess>(wal, log, kafka.bootstrap(), args);
   EXPECT_TRUE(WaitUntil([&] { return sender.Send(*agent, 1, 1024).ok(); }, 20s));
+  EXPECT_TRUE(agent->WaitUntilDrained(30s));
+  ExpectAllDelivered(kafka.bootstrap(), "t", sender.acked());
+  EXPECT_EQ(InfoLogFiles(wal), 0);
   ExpectCleanExit(*agent);
 }
 

@@ -23,8 +23,10 @@ struct OpenDb {
   // The delivery index; null only in a read-only open of a WAL written before it existed.
   rocksdb::ColumnFamilyHandle* delivery = nullptr;
   // Opens (creating what is missing) the database in `dir` for writing; `env`: RocksDB's
-  // file system, or null for the default (tests inject faults through it).
-  static absl::StatusOr<std::unique_ptr<OpenDb>> Open(const std::string& dir, rocksdb::Env* env);
+  // file system, or null for the default (tests inject faults through it); `info_log`:
+  // where RocksDB logs (info_log.h), never a file in `dir`.
+  static absl::StatusOr<std::unique_ptr<OpenDb>> Open(const std::string& dir, rocksdb::Env* env,
+                                                      std::shared_ptr<rocksdb::Logger> info_log);
   // Destroys the handles and closes the database.
   ~OpenDb();
 };

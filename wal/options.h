@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "base/clock.h"
 
@@ -20,6 +21,12 @@ namespace kspool::wal {
 // Most files RocksDB keeps open at once (its table cache), so that the WAL's file
 // descriptors are bounded whatever the backlog; agents reserve descriptors for it.
 inline constexpr int kMaxOpenFiles = 256;
+
+// The levels of RocksDB's own log lines (its "info log"; info_log.h).
+enum class InfoLogLevel { kDebug, kInfo, kWarning, kError };
+// Receives RocksDB's log lines (without a trailing newline); called from RocksDB's
+// threads, possibly at once, so it must be thread-safe and must not call into the WAL.
+using InfoLogSink = std::function<void(InfoLogLevel, std::string_view message)>;
 
 struct Options {
   std::string dir;
@@ -52,6 +59,10 @@ struct Options {
   // Called after each synced group commit with its message count and duration (for
   // metrics); from the committing thread, so it must be cheap and thread-safe.
   std::function<void(size_t messages, double seconds)> on_group_commit;
+  // RocksDB's info log: its lines of level info and above go here, and no LOG file is
+  // written into `dir` (info_log.h says why). Unset: its warnings and errors go to
+  // stderr, the rest is dropped.
+  InfoLogSink info_log;
   // Upper bounds of one group commit.
   size_t max_group_bytes = 8 << 20;
   size_t max_group_requests = 4096;

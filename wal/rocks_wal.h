@@ -48,6 +48,7 @@
 #include "wal/dead_letter_store.h"
 #include "wal/delivery_index.h"
 #include "wal/group_committer.h"
+#include "wal/info_log.h"
 #include "wal/known_gaps.h"
 #include "wal/ledger.h"
 #include "wal/log_tail.h"
@@ -110,6 +111,7 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
  private:
   explicit RocksWal(Options options)
       : options_(std::move(options)),
+        info_log_(NewInfoLog(options_.info_log)),
         committer_({options_.max_group_requests, options_.max_group_bytes,
                     options_.max_queue_bytes, options_.group_commit_delay_us}),
         ledger_({options_.max_bytes, options_.max_topic_bytes, options_.topic_idle_forget_ms,
@@ -193,6 +195,8 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
+  // One logger for every open and reopen (info_log.h).
+  const std::shared_ptr<rocksdb::Logger> info_log_;
 
   mutable SharedMutex db_mu_;
   std::unique_ptr<OpenDb> db_ ABSL_GUARDED_BY(db_mu_);  // null while reopening failed

@@ -60,7 +60,7 @@ absl::StatusOr<std::unique_ptr<Wal>> RocksWal::Open(Options options) {
 
 absl::StatusOr<std::unique_ptr<OpenDb>> RocksWal::OpenDatabase() {
   if (options_.read_only) return OpenDatabaseReadOnly();
-  return OpenDb::Open(options_.dir, options_.env.get());
+  return OpenDb::Open(options_.dir, options_.env.get(), info_log_);
 }
 
 absl::Status RocksWal::LoadState(bool reopen) {

@@ -11,6 +11,7 @@
 #include "agent/delivery/delivery_waiters.h"
 #include "agent/drain/outcome_listener.h"
 #include "agent/net/fd_limits.h"
+#include "base/log_rate_limiter.h"
 #include "agent/security/tls_credentials.h"
 
 namespace kspool::agent {
@@ -52,6 +53,28 @@ uint64_t DefaultWalCapacity(const std::string& dir) {
   return static_cast<uint64_t>(st.f_blocks) * st.f_frsize / 2;
 }
 
+// RocksDB's own log lines, into the agent's log rather than files on the WAL's volume
+// (wal/info_log.h). Its info lines (an options dump at every open, flushes, compactions)
+// are debug here; warnings and errors, which a full disk repeats at every reopen, are
+// rate-limited.
+void LogRocksDb(wal::InfoLogLevel level, std::string_view message) {
+  if (level < wal::InfoLogLevel::kWarning) {
+    spdlog::debug("rocksdb: {}", message);
+    return;
+  }
+  static LogRateLimiter* limiter = new LogRateLimiter(/*burst=*/20, /*window_ms=*/10'000);
+  uint64_t suppressed = 0;
+  if (!limiter->Admit(SystemClock::Default()->MonotonicMillis(), &suppressed)) return;
+  const spdlog::level::level_enum l =
+      level == wal::InfoLogLevel::kWarning ? spdlog::level::warn : spdlog::level::err;
+  if (suppressed > 0) {
+    spdlog::log(l, "rocksdb: {} ({} more RocksDB warnings and errors suppressed)", message,
+                suppressed);
+  } else {
+    spdlog::log(l, "rocksdb: {}", message);
+  }
+}
+
 // The WAL's options as configured, with the seams filled in and what depends on the
 // capacity resolved: a capacity of 0 is half of the file system, and the per-topic and
 // dead-letter sizes may be a share of the capacity.
@@ -63,6 +86,7 @@ wal::Options WalOptionsFrom(const Config& c, const AgentDeps& deps, Metrics* met
   wo.max_topic_bytes = c.topic_max_bytes.Of(wo.max_bytes);
   wo.max_dead_letter_bytes = c.dead_letter_max_bytes.Of(wo.max_bytes);
   wo.on_group_commit = [metrics](size_t n, double s) { metrics->ObserveGroupCommit(n, s); };
+  wo.info_log = LogRocksDb;
   return wo;
 }
 

@@ -1,0 +1,268 @@
+// The agent on a real full file system: a small tmpfs mounted by the test holds the WAL,
+// filled either by the agent's own WAL (Kafka down, a capacity larger than the volume)
+// or by another file. The agent never aborts, refuses Sends with UNAVAILABLE or
+// RESOURCE_EXHAUSTED while nothing fits, keeps RocksDB's logs off the volume, starts
+// again on the full volume, exits 0 on SIGTERM, and delivers every acknowledged message
+// once Kafka returns and space frees. Mounting needs root: CI runs as root; elsewhere
+// the tests skip, saying so.
+#include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
+#include <sys/wait.h>
+
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <set>
+#include <stdexcept>
+#include <thread>
+
+#include "tests/support/agent_process.h"
+#include "tests/support/dev_kafka.h"
+#include "tests/support/kafka_reader.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/tmpfs_volume.h"
+#include "tests/support/wait.h"
+
+namespace kspool {
+namespace {
+
+using kspool::testing::AgentProcess;
+using kspool::testing::DevKafka;
+using kspool::testing::TmpfsVolume;
+using kspool::testing::WaitUntil;
+using namespace std::chrono_literals;
+
+constexpr int kVolumeMiB = 48;
+
+// Sends messages with unique ids and incompressible values, keeping the ids acknowledged.
+class Sender {
+ public:
+  explicit Sender(std::string topic) : topic_(std::move(topic)) {}
+  // One request of `count` messages of `bytes` each; returns its status.
+  grpc::Status Send(AgentProcess& agent, int count, size_t bytes) {
+    kspool::v1::SendRequest req;
+    std::vector<std::string> ids;
+    for (int i = 0; i < count; ++i) {
+      ids.push_back("id-" + std::to_string(next_id_++));
+      std::string value = ids.back() + ":";
+      value.reserve(bytes);
+      while (value.size() < bytes) value.push_back(static_cast<char>(rng_()));
+      auto* m = req.add_messages();
+      m->set_topic(topic_);
+      m->set_key(ids.back());  // spread over the partitions: the test cluster keeps ~5 MB each
+      m->set_value(std::move(value));
+    }
+    kspool::v1::SendResponse resp;
+    grpc::Status s = agent.Send(req, &resp, 5000);
+    if (s.ok()) acked_.insert(ids.begin(), ids.end());
+    return s;
+  }
+  const std::set<std::string>& acked() const { return acked_; }
+
+ private:
+  const std::string topic_;
+  std::mt19937 rng_{42};
+  uint64_t next_id_ = 0;
+  std::set<std::string> acked_;
+};
+
+// The last lines of the agent's log, for a failure message (the log goes with the test).
+std::string LogTail(const std::string& path) {
+  std::ifstream in(path);
+  std::deque<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(line);
+    if (lines.size() > 15) lines.pop_front();
+  }
+  std::string out;
+  for (const auto& l : lines) out += "\n  " + l;
+  return out;
+}
+
+bool RefusedForSpace(const grpc::Status& s) {
+  return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
+}
+
+// RocksDB's info log files (LOG, LOG.old.*) in the WAL directory.
+int InfoLogFiles(const std::string& wal) {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(wal, ec)) {
+    if (e.path().filename().string().rfind("LOG", 0) == 0) ++n;
+  }
+  return n;
+}
+
+// SIGTERM, then the agent must exit by itself with status 0.
+void ExpectCleanExit(AgentProcess& agent) {
+  agent.process().Signal(SIGTERM);
+  std::optional<int> status = agent.process().Wait(20s);
+  ASSERT_TRUE(status.has_value()) << "the agent did not exit within 20 s of SIGTERM";
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+      << "exit status " << *status
+      << (WIFSIGNALED(*status) ? " (killed by signal " + std::to_string(WTERMSIG(*status)) + ")"
+                               : std::string());
+}
+
+void ExpectAllDelivered(const std::string& brokers, const std::string& topic,
+                        const std::set<std::string>& acked) {
+  auto records = kspool::testing::ReadTopic(brokers, topic, acked.size(), 30s);
+  std::set<std::string> delivered;
+  for (const auto& r : records) delivered.insert(r.value.substr(0, r.value.find(':')));
+  size_t missing = 0;
+  for (const auto& id : acked) missing += delivered.count(id) == 0;
+  EXPECT_EQ(missing, 0u) << "of " << acked.size() << " acknowledged messages";
+}
+
+class FullDisk : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!volume_.error().empty()) GTEST_SKIP() << volume_.error();
+  }
+  TmpfsVolume volume_{kVolumeMiB};
+  kspool::testing::TempDir logs_;
+};
+
+TEST_F(FullDisk, AWalLargerThanTheVolumeFillsItRefusesSendsRestartsAndDeliversEverything) {
+  DevKafka kafka(logs_.path(), 1, {"t:16"});
+  ASSERT_EQ(kafka.Command("broker down all"), "OK");
+  const std::string wal = volume_.sub("wal"), log = logs_.sub("agent.log");
+  const std::vector<std::string> args = {"--wal-max-bytes", "1073741824",
+                                         "--wal-reopen-interval-ms", "100"};
+  auto agent = std::make_unique<AgentProcess>(wal, log, kafka.bootstrap(), args);
+  Sender sender("t");
+  grpc::Status refused;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    grpc::Status s = sender.Send(*agent, 8, 32 << 10);
+    if (!s.ok()) {
+      refused = s;
+      break;
+    }
+  }
+  ASSERT_TRUE(RefusedForSpace(refused))
+      << refused.error_code() << " " << refused.error_message() << "; "
+      << sender.acked().size() << " acknowledged, " << volume_.free_bytes() << " bytes free";
+  EXPECT_GT(sender.acked().size(), 100u);
+  // Full: every Send is refused for space, the agent retries its WAL, and stays up.
+  for (int i = 0; i < 20; ++i) {
+    grpc::Status s = sender.Send(*agent, 4, 32 << 10);
+    EXPECT_TRUE(s.ok() || RefusedForSpace(s)) << s.error_code() << " " << s.error_message();
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(agent->process().running()) << LogTail(log);
+  EXPECT_EQ(InfoLogFiles(wal), 0) << "RocksDB's info log stays off the full volume";
+  ExpectCleanExit(*agent);
+
+  // A restart on the full volume starts, and drains once Kafka is back.
+  agent = std::make_unique<AgentProcess>(wal, log, kafka.bootstrap(), args);
+  ASSERT_EQ(kafka.Command("broker up all"), "OK");
+  EXPECT_TRUE(agent->WaitUntilDrained(40s)) << agent->WalStats().entries() << " entries left";
+  ExpectAllDelivered(kafka.bootstrap(), "t", sender.acked());
+  // Delivered entries were deleted: Sends are accepted again.
+  EXPECT_TRUE(WaitUntil([&] { return sender.Send(*agent, 1, 1024).ok(); }, 20s));
+  EXPECT_EQ(InfoLogFiles(wal), 0);
+  ExpectCleanExit(*agent);
+}
+
+TEST_F(FullDisk, AVolumeFilledByAnotherFileKeepsTheAgentUpAndEverythingAckedIsDelivered) {
+  DevKafka kafka(logs_.path(), 1, {"t:16"});
+  ASSERT_EQ(kafka.Command("broker down all"), "OK");
+  const std::string wal = volume_.sub("wal"), log = logs_.sub("agent.log");
+  const std::vector<std::string> args = {"--wal-reopen-interval-ms", "100"};
+  auto agent = std::make_unique<AgentProcess>(wal, log, kafka.bootstrap(), args);
+  Sender sender("t");
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(sender.Send(*agent, 10, 1024).ok());
+  ASSERT_GT(volume_.Fill("filler"), 0u);
+  // The volume is full: Sends go into space RocksDB set aside for its log file until
+  // that is used up or the capacity is reached, then they are refused.
+  grpc::Status refused;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (refused.ok() && std::chrono::steady_clock::now() < deadline) {
+    refused = sender.Send(*agent, 8, 32 << 10);
+  }
+  ASSERT_TRUE(RefusedForSpace(refused))
+      << refused.error_code() << " " << refused.error_message() << "; "
+      << sender.acked().size() << " acknowledged, " << volume_.free_bytes() << " bytes free";
+  for (int i = 0; i < 20; ++i) {
+    grpc::Status s = sender.Send(*agent, 4, 16 << 10);
+    EXPECT_TRUE(s.ok() || RefusedForSpace(s)) << s.error_code() << " " << s.error_message();
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(agent->process().running()) << LogTail(log);
+  EXPECT_EQ(InfoLogFiles(wal), 0);
+  ASSERT_EQ(kafka.Command("broker up all"), "OK");
+  EXPECT_TRUE(agent->WaitUntilDrained(30s)) << agent->WalStats().entries() << " entries left";
+  ExpectAllDelivered(kafka.bootstrap(), "t", sender.acked());
+  ExpectCleanExit(*agent);
+
+  // Still full: a restart starts, answers, and exits cleanly again.
+  agent = std::make_unique<AgentProcess>(wal, log, kafka.bootstrap(), args);
+  grpc::Status s = sender.Send(*agent, 1, 1024);
+  EXPECT_TRUE(s.ok() || RefusedForSpace(s)) << s.error_code() << " " << s.error_message();
+  volume_.Remove("filler");
+  EXPECT_TRUE(WaitUntil([&] { return sender.Send(*agent, 1, 1024).ok(); }, 20s));
+  EXPECT_TRUE(agent->WaitUntilDrained(30s));
+  ExpectAllDelivered(kafka.bootstrap(), "t", sender.acked());
+  EXPECT_EQ(InfoLogFiles(wal), 0);
+  ExpectCleanExit(*agent);
+}
+
+TEST_F(FullDisk, AVolumeWithNoByteLeftRefusesSendsThenARestartDrainsIt) {
+  DevKafka kafka(logs_.path(), 1, {"t:16"});
+  ASSERT_EQ(kafka.Command("broker down all"), "OK");
+  const std::string wal = volume_.sub("wal"), log = logs_.sub("agent.log");
+  const std::vector<std::string> args = {"--wal-max-bytes", "1073741824",
+                                         "--wal-reopen-interval-ms", "100"};
+  auto agent = std::make_unique<AgentProcess>(wal, log, kafka.bootstrap(), args);
+  Sender sender("t");
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(sender.Send(*agent, 10, 1024).ok());
+  ASSERT_GT(volume_.Fill("filler"), 0u);
+  // The capacity is not what stops Sends here: the disk is.
+  grpc::Status refused;
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (refused.ok() && std::chrono::steady_clock::now() < deadline) {
+    refused = sender.Send(*agent, 8, 32 << 10);
+  }
+  ASSERT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << refused.error_message() << "; " << sender.acked().size() << " acknowledged";
+  ASSERT_EQ(kafka.Command("broker up all"), "OK");
+  for (int i = 0; i < 20; ++i) {
+    grpc::Status s = sender.Send(*agent, 4, 16 << 10);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << s.error_message();
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(agent->process().running()) << LogTail(log);
+  EXPECT_EQ(InfoLogFiles(wal), 0);
+  ExpectCleanExit(*agent);
+
+  // Closing gave back the space RocksDB had set aside for its log file: a restart with
+  // the other file still there starts, drains and deletes what it delivered.
+  agent = std::make_unique<AgentProcess>(wal, log, kafka.bootstrap(), args);
+  EXPECT_TRUE(agent->WaitUntilDrained(30s)) << agent->WalStats().entries() << " entries left";
+  ExpectAllDelivered(kafka.bootstrap(), "t", sender.acked());
+  ExpectCleanExit(*agent);
+
+  // With no byte free at all RocksDB cannot open the WAL (it writes a new manifest): the
+  // agent says so and exits, without aborting; it starts once space returns.
+  ASSERT_GT(volume_.Fill("filler2"), 0u);
+  EXPECT_THROW(AgentProcess(wal, log, kafka.bootstrap(), args), std::runtime_error);
+  const std::string tail = LogTail(log);
+  EXPECT_NE(tail.find("cannot start"), std::string::npos) << tail;
+  EXPECT_NE(tail.find("No space left on device"), std::string::npos) << tail;
+  EXPECT_EQ(tail.find("Assertion"), std::string::npos) << tail;
+  volume_.Remove("filler");
+  volume_.Remove("filler2");
+  agent = std::make_unique<AgentProcess>(wal, log, kafka.bootstrap(), args);
+  EXPECT_TRUE(WaitUntil([&] { return sender.Send(*agent, 1, 1024).ok(); }, 20s));
+  EXPECT_TRUE(agent->WaitUntilDrained(30s));
+  ExpectAllDelivered(kafka.bootstrap(), "t", sender.acked());
+  EXPECT_EQ(InfoLogFiles(wal), 0);
+  ExpectCleanExit(*agent);
+}
+
+}  // namespace
+}  // namespace kspool

@@ -105,9 +105,12 @@ TEST_F(MemoryBounds, ABroadcastWhoseCopiesExceedTheBoundIsRefusedBeforeTheyAreMa
         << got[i].error_message();
     EXPECT_TRUE(trailer[i].empty()) << "it can never fit: no retry hint";
   }
-  // Each refused call held its request (0.9 MB, in gRPC's buffer and parsed) and one
-  // encoded copy: 16 x 3 MB, plus gRPC's own buffers: 64 MB of margin.
-  EXPECT_LT(peak - base, 64 * kMiB) << "RSS " << base / kMiB << " MB before, peak " << peak / kMiB;
+  // Each refused call held its request (0.9 MB: gRPC's read buffers, up to twice that,
+  // and the parsed copy) and one encoded copy, about 4 MB: 16 x 4 MB, plus gRPC's own
+  // state, within 96 MiB (measured: 62 MB). Before, one such Broadcast alone took 2.7 GB.
+#ifndef KSPOOL_SANITIZED
+  EXPECT_LT(peak - base, 96 * kMiB) << "RSS " << base / kMiB << " MB before, peak " << peak / kMiB;
+#endif
 
   std::cout << "[ info ] RSS " << base / kMiB << " MB before 16 refused Broadcasts, peak "
             << peak / kMiB << " MB\n";
@@ -127,9 +130,11 @@ TEST_F(MemoryBounds, ABroadcastWhoseCopiesExceedTheBoundIsRefusedBeforeTheyAreMa
   }
   for (const auto& t : resp.targets()) EXPECT_EQ(seqs.count(t.sequence()), 1u) << t.sequence();
   // After it: the batch (36 MB), its write and the 64 MiB budget's use are given back.
+#ifndef KSPOOL_SANITIZED
   EXPECT_TRUE(kspool::testing::WaitUntil([&] { return RssBytes(pid) < base + 48 * kMiB; }, 10s,
                                          100ms))
       << "RSS " << RssBytes(pid) / kMiB << " MB, " << base / kMiB << " MB before";
+#endif
 }
 
 // A waiting WAIT_FOR_KAFKA Send holds 24 bytes per message (CompactOutcomes) plus its

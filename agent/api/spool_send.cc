@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <unordered_set>
 
 #include "agent/security/peer_identity.h"
 #include "base/memory_trim.h"
@@ -246,13 +247,13 @@ DeliveryWaiters::Id SpoolService::StartSend(grpc::CallbackServerContext* context
 
 absl::StatusOr<RequestMemoryBudget::Lease> SpoolService::ChargeWait(
     const kspool::v1::wire::SendRequest& parsed, bool* retry) {
-  std::vector<std::string_view> topics;  // distinct; a request names few
+  std::unordered_set<std::string_view> topics;  // distinct
   size_t topic_bytes = 0;
+  std::string_view last;
   for (const kspool::v1::wire::Message& m : parsed.messages()) {
-    if (!topics.empty() && topics.back() == m.topic()) continue;
-    if (std::find(topics.begin(), topics.end(), m.topic()) != topics.end()) continue;
-    topics.push_back(m.topic());
-    topic_bytes += m.topic().size();
+    if (!topics.empty() && last == m.topic()) continue;
+    last = m.topic();
+    if (topics.insert(last).second) topic_bytes += last.size();
   }
   const size_t n = static_cast<size_t>(parsed.messages_size());
   const uint64_t need = DeliveryWaiters::HeldBytes(n, topics.size(), topic_bytes);

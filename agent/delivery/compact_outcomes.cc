@@ -7,6 +7,7 @@ namespace kspool::agent {
 void CompactOutcomes::Reset(size_t n) {
   slots_.assign(n, Slot{});
   slots_.shrink_to_fit();
+  topic_index_.clear();
   topics_.clear();
   details_.clear();
   last_topic_ = 0;
@@ -14,13 +15,26 @@ void CompactOutcomes::Reset(size_t n) {
 }
 
 uint32_t CompactOutcomes::TopicIndex(const std::string& topic) {
+  constexpr size_t kScanned = 8;  // beyond this many topics, a hash map finds them
   if (last_topic_ < topics_.size() && topics_[last_topic_] == topic) return last_topic_;
-  for (size_t i = 0; i < topics_.size(); ++i) {
-    if (topics_[i] == topic) return static_cast<uint32_t>(last_topic_ = i);
+  if (topics_.size() <= kScanned) {
+    for (size_t i = 0; i < topics_.size(); ++i) {
+      if (topics_[i] == topic) return static_cast<uint32_t>(last_topic_ = i);
+    }
+  } else if (auto it = topic_index_.find(topic); it != topic_index_.end()) {
+    return static_cast<uint32_t>(last_topic_ = it->second);
   }
   topics_.push_back(topic);
   bytes_ += kStringBytes + topic.size();
-  return static_cast<uint32_t>(last_topic_ = topics_.size() - 1);
+  last_topic_ = topics_.size() - 1;
+  if (topics_.size() > kScanned) {
+    if (topic_index_.empty()) {
+      for (size_t i = 0; i < topics_.size(); ++i) topic_index_.emplace(topics_[i], i);
+    } else {
+      topic_index_.emplace(topics_.back(), static_cast<uint32_t>(last_topic_));
+    }
+  }
+  return static_cast<uint32_t>(last_topic_);
 }
 
 int32_t CompactOutcomes::DetailIndex(const std::string& reason, const std::string& error) {

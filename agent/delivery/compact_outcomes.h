@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <deque>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "wal/outcome.h"
@@ -25,7 +27,8 @@ class CompactOutcomes {
  public:
   // Bytes per message (slot) and per distinct string in the tables (besides its text).
   static constexpr size_t kSlotBytes = 24;
-  static constexpr size_t kStringBytes = 48;
+  // A string object; a topic's also covers its hash-map entry (node and bucket).
+  static constexpr size_t kStringBytes = 96;
 
   // The bytes held for `n` messages whose distinct topics' names have `topic_bytes` in
   // all over `topics` names, before any discard.
@@ -67,7 +70,9 @@ class CompactOutcomes {
   int32_t DetailIndex(const std::string& reason, const std::string& error);
 
   std::vector<Slot> slots_;
-  std::deque<std::string> topics_;  // distinct, in the order first seen
+  std::deque<std::string> topics_;  // distinct, in the order first seen (stable addresses)
+  // Their indexes, once there are more than a few: a request may name thousands.
+  std::unordered_map<std::string_view, uint32_t> topic_index_;
   std::deque<Detail> details_;      // distinct (reason, error) of discards
   size_t last_topic_ = 0;           // a request's outcomes come mostly for one topic
   size_t bytes_ = 0;

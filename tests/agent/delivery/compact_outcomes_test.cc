@@ -57,5 +57,23 @@ TEST(CompactOutcomes, ExpandsToTheOutcomesAsTheyCame) {
   EXPECT_EQ(c.bytes(), 0u);
 }
 
+TEST(CompactOutcomes, ARequestOfThousandsOfTopicsKeepsEachOnceAndWithinTheEstimate) {
+  CompactOutcomes c;
+  c.Reset(3000);
+  size_t topic_bytes = 0;
+  for (uint64_t i = 0; i < 3000; ++i) {
+    const std::string topic = "topic-" + std::to_string(i % 1000);
+    if (i < 1000) topic_bytes += topic.size();
+    ASSERT_TRUE(c.Set(i, wal::Outcome::Delivered(i, topic, 0, static_cast<int64_t>(i))));
+  }
+  EXPECT_LE(c.bytes(), CompactOutcomes::EstimateBytes(3000, 1000, topic_bytes));
+  std::vector<wal::Outcome> out = c.Expand(0);
+  ASSERT_EQ(out.size(), 3000u);
+  for (uint64_t i = 0; i < 3000; ++i) {
+    EXPECT_EQ(out[i].topic, "topic-" + std::to_string(i % 1000)) << i;
+    EXPECT_EQ(out[i].offset, static_cast<int64_t>(i));
+  }
+}
+
 }  // namespace
 }  // namespace kspool::agent

@@ -30,8 +30,16 @@ absl::Status GroupCommitter::Enqueue([[maybe_unused]] Mutex* mu, AppendBatch& ba
                                      AppendCallback& done) {
   if (stopping_) return absl::UnavailableError("WAL is closing");
   const uint64_t bytes = batch.bytes();
-  if (limits_.max_queue_bytes > 0 && !queue_.empty() &&
-      queued_bytes_ + bytes > limits_.max_queue_bytes) {
+  if (limits_.max_queue_bytes > 0 && bytes > limits_.max_queue_bytes) {
+    // Alone it would overfill the queue: admitting it into an empty queue would let one
+    // request make the agent hold any number of bytes, twice (the batch, its write).
+    return absl::ResourceExhaustedError(
+        "request too large for the append queue: its encoded batch has " +
+        std::to_string(bytes) + " bytes, more than --max-append-queue-bytes " +
+        std::to_string(limits_.max_queue_bytes) +
+        "; it can never be queued: send fewer or smaller messages per request");
+  }
+  if (limits_.max_queue_bytes > 0 && queued_bytes_ + bytes > limits_.max_queue_bytes) {
     return absl::ResourceExhaustedError(
         "append queue full: " + std::to_string(queued_bytes_) + " bytes wait for the disk (limit " +
         std::to_string(limits_.max_queue_bytes) + ", --max-append-queue-bytes), the request has " +

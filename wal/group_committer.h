@@ -85,9 +85,9 @@ class GroupCommitter {
 
   // Queues an append and wakes the committer if it should write now. UNAVAILABLE after
   // Stop(); RESOURCE_EXHAUSTED (nothing queued) when it would overfill the queue
-  // (Limits::max_queue_bytes): a request larger than the bound alone still goes into an
-  // empty queue, otherwise it could never be accepted. On an error `batch` and `done`
-  // are left to the caller.
+  // (Limits::max_queue_bytes), also a request larger than the bound alone, even into an
+  // empty queue (its error names --max-append-queue-bytes and says it can never be
+  // queued). On an error `batch` and `done` are left to the caller.
   absl::Status Enqueue(Mutex* mu, AppendBatch& batch, AppendCallback& done)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   // No append queued and no group being written.

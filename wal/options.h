@@ -41,8 +41,8 @@ struct Options {
   uint64_t max_topic_bytes = 0;
   // Appends queued for the committer, in bytes: an AppendAsync() that would take them
   // past this is refused at once with RESOURCE_EXHAUSTED, before it is queued, so memory
-  // does not grow with clients (0 = unlimited). A request larger than this is accepted
-  // only into an empty queue.
+  // does not grow with clients (0 = unlimited). A request larger than this is always
+  // refused, also by an empty queue.
   uint64_t max_queue_bytes = 64ull << 20;
   // The dead letters' own limits, enforced by TrimDeadLetters(): the oldest beyond
   // either are removed (0 = no limit of this kind; they still count against max_bytes).

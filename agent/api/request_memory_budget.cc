@@ -15,7 +15,7 @@ absl::StatusOr<RequestMemoryBudget::Lease> RequestMemoryBudget::Charge(uint64_t 
   do {
     // `bytes > bound_ - used` rather than `used + bytes > bound_`: no overflow.
     if (bound_ != 0 && (used > bound_ || bytes > bound_ - used)) {
-      return absl::ResourceExhaustedError("receive memory full (" + std::to_string(used) + " of " +
+      return absl::ResourceExhaustedError(what_ + " full (" + std::to_string(used) + " of " +
                                           std::to_string(bound_) + " bytes in use; the request needs " +
                                           std::to_string(bytes) + ")");
     }

@@ -1,14 +1,17 @@
-// RequestMemoryBudget: a bound on the bytes of parsed Send and Broadcast requests the
-// agent holds at once. A request is charged its size from before it is parsed until its
-// WAL append completes (the WAL then holds an encoded copy, bounded on its own by
-// --max-append-queue-bytes; the received gRPC buffer is gRPC's, bounded by its resource
-// quota). A charge that would exceed the bound is refused, and the request answered
-// RESOURCE_EXHAUSTED, so a flood of large requests cannot grow the agent without bound.
+// RequestMemoryBudget: a bound on bytes clients make the agent hold, charged before they
+// are spent. The service keeps two: one for parsed Send and Broadcast requests (a
+// request is charged its size from before it is parsed until its WAL append completes;
+// a Broadcast also its encoded copies, one per partition; the WAL then holds its own
+// encoded copy, bounded by --max-append-queue-bytes), and one for the state of waiting
+// WAIT_FOR_KAFKA Sends (--max-waiting-memory). A charge that would exceed the bound is
+// refused, and the request answered RESOURCE_EXHAUSTED, so a flood of large requests
+// cannot grow the agent without bound.
 // Thread safety: every method may be called from any thread (one atomic counter).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 #include <utility>
 
 #include "absl/status/statusor.h"
@@ -43,13 +46,14 @@ class RequestMemoryBudget {
     uint64_t bytes_ = 0;
   };
 
-  // `bound_bytes` 0: no bound (use is still counted).
-  explicit RequestMemoryBudget(uint64_t bound_bytes) : bound_(bound_bytes) {}
+  // `bound_bytes` 0: no bound (use is still counted). `what` names it in refusals.
+  explicit RequestMemoryBudget(uint64_t bound_bytes, std::string what = "receive memory")
+      : bound_(bound_bytes), what_(std::move(what)) {}
   // The budget must outlive its leases.
   RequestMemoryBudget(const RequestMemoryBudget&) = delete;
   RequestMemoryBudget& operator=(const RequestMemoryBudget&) = delete;
 
-  // Charges `bytes`, or RESOURCE_EXHAUSTED "receive memory full (N of M bytes in use)"
+  // Charges `bytes`, or RESOURCE_EXHAUSTED "<what> full (N of M bytes in use; ...)"
   // when in_use() + bytes would exceed the bound (nothing is charged then).
   [[nodiscard]] absl::StatusOr<Lease> Charge(uint64_t bytes);
 
@@ -58,6 +62,7 @@ class RequestMemoryBudget {
 
  private:
   const uint64_t bound_;
+  const std::string what_;
   std::atomic<uint64_t> in_use_{0};
 };
 

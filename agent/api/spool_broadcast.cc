@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "agent/api/spool_service.h"
+#include "base/memory_trim.h"
 
 namespace kspool::agent {
 namespace {
@@ -85,8 +86,21 @@ void SpoolService::RunBroadcast(std::unique_ptr<BroadcastCall> call) {
     }
     return FinishBroadcast(std::move(call), ToGrpc(s));
   }
-  wal::AppendBatch batch;
   wal::RecordView v = ViewOf(call->request.message());
+  RequestMemoryBudget::Lease copies;
+  if (!call->targets.empty()) {
+    v.topic = call->targets[0].first;
+    v.partition = call->targets[0].second;
+    bool retry = false;
+    absl::StatusOr<RequestMemoryBudget::Lease> lease =
+        ChargeFanOut(*call, wal::EncodeUnsealed(v), &retry);
+    if (!lease.ok()) {
+      if (retry) SetRetryAfter(call->context, lease.status().code());
+      return FinishBroadcast(std::move(call), ToGrpc(lease.status()));
+    }
+    copies = std::move(*lease);
+  }
+  wal::AppendBatch batch;
   for (const auto& [topic, partition] : call->targets) {
     v.topic = topic;
     v.partition = partition;
@@ -94,7 +108,9 @@ void SpoolService::RunBroadcast(std::unique_ptr<BroadcastCall> call) {
   }
   BroadcastCall* c = call.release();
   Append(std::move(batch), std::move(c->lease),
-         [this, c](absl::StatusOr<wal::AppendResult> r) {
+         [this, c, copies = std::move(copies)](absl::StatusOr<wal::AppendResult> r) mutable {
+           NoteLargeRelease(copies.bytes());  // freed once the group is written
+           copies = {};  // the batch is the WAL's now, or gone
            std::unique_ptr<BroadcastCall> own(c);
            if (!r.ok()) {
              SetRetryAfter(own->context, r.status().code());
@@ -111,6 +127,36 @@ void SpoolService::RunBroadcast(std::unique_ptr<BroadcastCall> call) {
            grpc::Status status = Reply(reply, own->response);
            FinishBroadcast(std::move(own), status);
          });
+}
+
+absl::StatusOr<RequestMemoryBudget::Lease> SpoolService::ChargeFanOut(const BroadcastCall& call,
+                                                                      const std::string& one,
+                                                                      bool* retry) {
+  // Each copy: the record (its topic's name and varints differ from the first's by a
+  // few bytes), its string and the batch's bookkeeping.
+  constexpr uint64_t kPerCopy = 64;
+  const uint64_t first_topic = call.targets[0].first.size();
+  uint64_t need = 0;
+  for (const auto& [topic, partition] : call.targets) {
+    need += one.size() - first_topic + topic.size() + kPerCopy;
+  }
+  const std::string what = "broadcast: its " + std::to_string(call.targets.size()) +
+                           " copies (one per partition) need " + std::to_string(need) + " bytes";
+  if (budget_.bound() != 0 && need > budget_.bound()) {
+    return absl::ResourceExhaustedError(
+        what + ", more than the memory for requests being appended can ever hold (" +
+        std::to_string(budget_.bound()) +
+        " bytes, a quarter of --max-receive-memory): broadcast to fewer partitions or a "
+        "smaller message");
+  }
+  absl::StatusOr<RequestMemoryBudget::Lease> lease = budget_.Charge(need);
+  if (!lease.ok()) {
+    *retry = true;  // fits once other requests have been appended
+    WarnRefused(what + ": " + std::string(lease.status().message()));
+    return absl::ResourceExhaustedError(what + ": " + std::string(lease.status().message()) +
+                                        " (--max-receive-memory)");
+  }
+  return lease;
 }
 
 absl::Status SpoolService::ResolveBroadcast(BroadcastCall* call) {

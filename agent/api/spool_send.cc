@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <unordered_set>
 
 #include "agent/security/peer_identity.h"
+#include "base/memory_trim.h"
 #include "agent/api/spool_service.h"
 
 namespace kspool::agent {
@@ -87,9 +89,13 @@ struct SpoolService::KafkaWait {
   int64_t receive_time_ms = 0;
   int64_t deadline_mono_ms = 0;
   DeliveryWaiters::Id id = 0;
+  RequestMemoryBudget::Lease held;  // the waiter's state, charged to --max-waiting-memory
 
   void Complete(SendResult r) {
-    if (!finished.exchange(true)) std::move(done)(std::move(r));
+    if (finished.exchange(true)) return;
+    NoteLargeRelease(held.bytes());
+    held = {};  // the waiter is gone (answered, expired, cancelled or never queued)
+    std::move(done)(std::move(r));
   }
 };
 
@@ -122,12 +128,12 @@ DeliveryWaiters::Id SpoolService::StartSend(grpc::CallbackServerContext* context
                                             const grpc::ByteBuffer& request,
                                             const std::vector<std::string>& identities,
                                             SendDone done) {
-  // `retry_after_ms` < 0: the agent's own hint for the code.
+  // `retry_after_ms` -1: the agent's own hint for the code; -2: none (it would not help).
   auto refuse = [this, &done](const absl::Status& s, int64_t retry_after_ms = -1) {
     SendResult r;
     r.status = ToGrpc(s);
-    if (s.code() == absl::StatusCode::kResourceExhausted ||
-        s.code() == absl::StatusCode::kUnavailable) {
+    if (retry_after_ms != -2 && (s.code() == absl::StatusCode::kResourceExhausted ||
+                                 s.code() == absl::StatusCode::kUnavailable)) {
       r.retry_after_ms = retry_after_ms >= 0 ? retry_after_ms : retry_after_ms_(s.code());
     }
     std::move(done)(std::move(r));
@@ -135,6 +141,7 @@ DeliveryWaiters::Id SpoolService::StartSend(grpc::CallbackServerContext* context
   wal::AppendBatch batch;
   absl::StatusOr<RequestMemoryBudget::Lease> lease;
   bool wait_for_kafka = false;
+  RequestMemoryBudget::Lease waiting;  // WAIT_FOR_KAFKA: the waiter's state, until answered
   {
     kspool::v1::wire::SendRequest parsed;  // freed once encoded into `batch`
     lease = Receive(context, request, &parsed, "kspool.v1.SendRequest");
@@ -154,6 +161,16 @@ DeliveryWaiters::Id SpoolService::StartSend(grpc::CallbackServerContext* context
       refuse(valid);
       return 0;
     }
+    wait_for_kafka = parsed.wait_for() == kspool::v1::wire::WAIT_FOR_KAFKA;
+    if (wait_for_kafka) {
+      bool retry = false;
+      absl::StatusOr<RequestMemoryBudget::Lease> held = ChargeWait(parsed, &retry);
+      if (!held.ok()) {
+        refuse(held.status(), retry ? -1 : -2);
+        return 0;
+      }
+      waiting = std::move(*held);
+    }
     if (caller) {  // charged only for a request that is about to be appended
       int64_t retry_after_ms = -1;
       valid = access_->ChargeQuota(*caller, static_cast<uint64_t>(parsed.messages_size()),
@@ -163,8 +180,13 @@ DeliveryWaiters::Id SpoolService::StartSend(grpc::CallbackServerContext* context
         return 0;
       }
     }
-    wait_for_kafka = parsed.wait_for() == kspool::v1::wire::WAIT_FOR_KAFKA;
     for (const kspool::v1::wire::Message& m : parsed.messages()) batch.Add(ViewOf(m));
+  }
+  if (wait_for_kafka) {
+    // A waiting Send's call, and with it gRPC's buffer of the request, lives until it is
+    // answered, perhaps through a long outage: the batch has all it needs, so the
+    // received bytes go now (gRPC owns the buffer, not const; nothing reads it again).
+    const_cast<grpc::ByteBuffer&>(request).Clear();
   }
   const size_t n = batch.size();
   if (!wait_for_kafka) {
@@ -184,6 +206,7 @@ DeliveryWaiters::Id SpoolService::StartSend(grpc::CallbackServerContext* context
     return 0;
   }
   auto wait = std::make_shared<KafkaWait>();
+  wait->held = std::move(waiting);
   wait->done = std::move(done);
   wait->n = n;
   wait->deadline_mono_ms = WaitDeadline(*context, clock_);
@@ -220,6 +243,37 @@ DeliveryWaiters::Id SpoolService::StartSend(grpc::CallbackServerContext* context
     AwaitOutcomes(wait, *r);
   });
   return wait->id;
+}
+
+absl::StatusOr<RequestMemoryBudget::Lease> SpoolService::ChargeWait(
+    const kspool::v1::wire::SendRequest& parsed, bool* retry) {
+  std::unordered_set<std::string_view> topics;  // distinct
+  size_t topic_bytes = 0;
+  std::string_view last;
+  for (const kspool::v1::wire::Message& m : parsed.messages()) {
+    if (!topics.empty() && last == m.topic()) continue;
+    last = m.topic();
+    if (topics.insert(last).second) topic_bytes += last.size();
+  }
+  const size_t n = static_cast<size_t>(parsed.messages_size());
+  const uint64_t need = DeliveryWaiters::HeldBytes(n, topics.size(), topic_bytes);
+  const std::string what = "WAIT_FOR_KAFKA: waiting for the outcomes of " + std::to_string(n) +
+                           " messages needs " + std::to_string(need) + " bytes";
+  if (waiting_budget_.bound() != 0 && need > waiting_budget_.bound()) {
+    return absl::ResourceExhaustedError(what + ", more than --max-waiting-memory " +
+                                        std::to_string(waiting_budget_.bound()) +
+                                        " can ever hold: send fewer messages per request, or "
+                                        "WAIT_FOR_WAL and ask GetDeliveryStatus");
+  }
+  absl::StatusOr<RequestMemoryBudget::Lease> lease = waiting_budget_.Charge(need);
+  if (!lease.ok()) {
+    *retry = true;  // fits once waiting Sends have been answered
+    WarnRefused(what + ": " + std::string(lease.status().message()));
+    return absl::ResourceExhaustedError(
+        what + ": " + std::string(lease.status().message()) +
+        " (--max-waiting-memory); retry later, or WAIT_FOR_WAL and ask GetDeliveryStatus");
+  }
+  return lease;
 }
 
 void SpoolService::AwaitOutcomes(std::shared_ptr<KafkaWait> wait, const wal::AppendResult& r) {

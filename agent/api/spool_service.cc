@@ -27,7 +27,7 @@ SpoolService::SpoolService(wal::AppendLog* wal, wal::DeliveryQueries* deliveries
                            std::function<int64_t(absl::StatusCode)> retry_after_ms,
                            Metrics* metrics, KafkaMetadata* metadata, Clock* clock,
                            uint64_t receive_memory_bytes, DeliveryWaiters* waiters,
-                           DeliveryFeed* feed)
+                           DeliveryFeed* feed, uint64_t waiting_memory_bytes)
     : wal_(wal),
       deliveries_(deliveries),
       limits_(limits),
@@ -38,7 +38,8 @@ SpoolService::SpoolService(wal::AppendLog* wal, wal::DeliveryQueries* deliveries
       clock_(clock),
       waiters_(waiters),
       feed_(feed),
-      budget_(receive_memory_bytes) {}
+      budget_(receive_memory_bytes),
+      waiting_budget_(waiting_memory_bytes, "waiting memory") {}
 
 SpoolService::~SpoolService() {
   MutexLock lock(&mu_);

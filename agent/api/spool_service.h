@@ -2,7 +2,8 @@
 // appends it to the WAL as one atomic batch, and answers OK only once it is fsynced.
 // Status codes: INVALID_ARGUMENT (bad input, including a request that does not parse or
 // has invalid UTF-8: the message names the message index and field), RESOURCE_EXHAUSTED
-// (WAL full, or the receive memory budget full), UNAVAILABLE (WAL I/O error or full
+// (WAL full, the receive memory budget full, also with a Broadcast's copies, or the
+// waiting memory full for a WAIT_FOR_KAFKA Send), UNAVAILABLE (WAL I/O error or full
 // disk). The last two carry the trailing metadata `retry-after-ms`, a hint when to try
 // again.
 // Send, SendStream and Broadcast are raw callback methods: requests arrive as bytes and
@@ -65,12 +66,14 @@ class SpoolService final : public SpoolServiceBase {
   // `retry_after_ms` answers, for a rejected Send's status code, how long to wait.
   // `clock`: the wall clock that client timestamps are checked against.
   // `receive_memory_bytes`: the bound of the request memory budget (0 = none).
+  // `waiting_memory_bytes`: the bound on what waiting WAIT_FOR_KAFKA Sends hold
+  // (--max-waiting-memory; 0 = none).
   // `wal`: appends, and the topics seen (Broadcast); `deliveries`: GetDeliveryStatus.
   SpoolService(wal::AppendLog* wal, wal::DeliveryQueries* deliveries, RequestLimits limits,
                std::function<void()> on_appended,
                std::function<int64_t(absl::StatusCode)> retry_after_ms, Metrics* metrics,
                KafkaMetadata* metadata, Clock* clock, uint64_t receive_memory_bytes,
-               DeliveryWaiters* waiters, DeliveryFeed* feed);
+               DeliveryWaiters* waiters, DeliveryFeed* feed, uint64_t waiting_memory_bytes = 0);
   // Waits for the last Broadcast thread to let go of this service.
   ~SpoolService() override;
 
@@ -94,6 +97,7 @@ class SpoolService final : public SpoolServiceBase {
   // reaches the client in time). `done` runs exactly once, on whichever thread
   // completes the request. Returns the waiter to cancel if the client goes away (0: none).
   // `identities`: the caller's (Identities(context)), checked against the --acl rules.
+  // With WAIT_FOR_KAFKA, `request` is cleared once parsed (its call may live long).
   DeliveryWaiters::Id StartSend(grpc::CallbackServerContext* context,
                                 const grpc::ByteBuffer& request,
                                 const std::vector<std::string>& identities, SendDone done);
@@ -103,6 +107,8 @@ class SpoolService final : public SpoolServiceBase {
 
   // Parsed requests held now, and the bound (for metrics and /status).
   const RequestMemoryBudget& receive_memory() const { return budget_; }
+  // What waiting WAIT_FOR_KAFKA Sends hold, and the bound.
+  const RequestMemoryBudget& waiting_memory() const { return waiting_budget_; }
 
   // With --acl: Send, SendStream and Broadcast need the send right on their topics and
   // are charged to quotas; WatchDeliveries needs the admin right; GetDeliveryStatus
@@ -132,12 +138,21 @@ class SpoolService final : public SpoolServiceBase {
   // when the WAL refuses the batch, else on the committer thread; a refusal has already
   // been logged.
   void Append(wal::AppendBatch batch, RequestMemoryBudget::Lease lease, Appended done);
+  // Charges what a waiter for `parsed` will hold to the waiting memory bound, before
+  // the request is appended. `retry`: as for ChargeFanOut.
+  absl::StatusOr<RequestMemoryBudget::Lease> ChargeWait(
+      const kspool::v1::wire::SendRequest& parsed, bool* retry);
   // After a durable append of a WAIT_FOR_KAFKA request: waits for its outcomes.
   void AwaitOutcomes(std::shared_ptr<KafkaWait> wait, const wal::AppendResult& r);
   // Broadcast's own thread: resolves the targets, then appends.
   void RunBroadcast(std::unique_ptr<BroadcastCall> call);
   // Validates the request and fills call->targets from fresh partition counts.
   absl::Status ResolveBroadcast(BroadcastCall* call);
+  // Charges the copies of a resolved Broadcast (one encoded record per target, the
+  // first given as `one`) to the receive memory budget, before they are made. `retry`:
+  // set when a refusal may succeed later (not when the copies exceed the bound alone).
+  absl::StatusOr<RequestMemoryBudget::Lease> ChargeFanOut(const BroadcastCall& call,
+                                                          const std::string& one, bool* retry);
   // Frees the call, finishes it, and then lets go of this service.
   void FinishBroadcast(std::unique_ptr<BroadcastCall> call, const grpc::Status& status);
   void SetRetryAfter(grpc::ServerContextBase* context, absl::StatusCode code);
@@ -156,6 +171,7 @@ class SpoolService final : public SpoolServiceBase {
   DeliveryWaiters* const waiters_;
   DeliveryFeed* const feed_;
   RequestMemoryBudget budget_;
+  RequestMemoryBudget waiting_budget_;
   AccessControl* access_ = nullptr;
   LogRateLimiter refusal_log_{10, 10'000};
 

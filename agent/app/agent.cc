@@ -204,7 +204,7 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   spool_ = std::make_unique<SpoolService>(
       wal_.get(), wal_.get(), config.limits, [drain] { drain->Notify(); }, retry_after_ms,
       metrics_.get(), metadata_.get(), clock, DecodedRequestBudget(config), waiters_.get(),
-      feed_.get());
+      feed_.get(), config.max_waiting_memory);
   admin_ = std::make_unique<AdminService>(wal_.get(), tracker_.get(), drain, clock);
   if (absl::Status s = StartAccessControl(config, clock); !s.ok()) return s;
   if (absl::Status s = StartBruce(config, clock, retry_after_ms); !s.ok()) return s;
@@ -291,6 +291,8 @@ absl::Status Agent::StartServers(const Config& config, Clock* clock) {
   sources.delivery_retention_ms = config.wal.delivery_retention_ms;
   sources.delivery_retention_bytes = config.wal.delivery_retention_bytes;
   sources.waiting_sends = [w = waiters_.get()] { return w->waiting(); };
+  sources.waiting_memory_used = [spool = spool_.get()] { return spool->waiting_memory().in_use(); };
+  sources.waiting_memory_limit = config.max_waiting_memory;
   sources.delivery_watchers = [f = feed_.get()] { return f->watchers(); };
   sources.receive_memory_used = [m = meter_.get(), spool = spool_.get()] {
     return m->debt() + spool->receive_memory().in_use();

@@ -54,7 +54,9 @@ std::string Agent::StatusJson(Clock* clock) const {
                      {"grpc_connections_max", listener_ ? listener_->max_connections() : 0},
                      {"receive_memory_bytes",
                       (meter_ ? meter_->debt() : 0) + (spool_ ? spool_->receive_memory().in_use() : 0)},
-                     {"receive_memory_limit_bytes", config_.max_receive_memory}};
+                     {"receive_memory_limit_bytes", config_.max_receive_memory},
+                     {"waiting_memory_bytes", spool_ ? spool_->waiting_memory().in_use() : 0},
+                     {"waiting_memory_limit_bytes", config_.max_waiting_memory}};
   j["commit_point"] = {{"global_ms", cp.global_ms}, {"lag_ms", now - cp.global_ms}};
   for (const auto& [topic, ms] : cp.topics_ms) j["commit_point"]["topics"][topic] = ms;
   return j.dump(2) + "\n";

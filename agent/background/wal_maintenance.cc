@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "base/memory_trim.h"
+
 namespace kspool::agent {
 namespace {
 
@@ -16,6 +18,7 @@ void WalMaintenance::Start() { thread_.Start("kspool-walmaint", interval_, [this
 void WalMaintenance::Stop() { thread_.Stop(); }
 
 void WalMaintenance::RunOnce() {
+  TrimFreedMemory();  // what waiting Sends and Broadcasts held, once they were answered
   // After a write error the drain loop reopens the WAL; until then there is nothing to do.
   if (!wal_->health().ok()) return;
   TrimDeadLetters();

@@ -59,9 +59,7 @@ DeliveryWaiters::Id DeliveryWaiters::Reserve(Done done) {
 
 bool DeliveryWaiters::Fill(Waiter& w, const wal::Outcome& o) {
   if (!w.assigned || o.seq < w.first || o.seq - w.first >= w.got.size()) return false;
-  wal::Outcome& slot = w.got[o.seq - w.first];
-  if (slot.state != wal::Outcome::State::kUnknown) return false;  // the first outcome stands
-  slot = o;
+  if (!w.got.Set(o.seq - w.first, o)) return false;  // the first outcome stands
   return --w.remaining == 0;
 }
 
@@ -78,7 +76,7 @@ void DeliveryWaiters::Assign(Id id, uint64_t first_seq, size_t n, int64_t deadli
     w.assigned = true;
     w.first = first_seq;
     w.remaining = n;
-    w.got.resize(n);
+    w.got.Reset(n);
     bool complete = n == 0;
     for (const Kept& k : kept_) complete = Fill(w, k.outcome) || complete;
     PruneKeptLocked();
@@ -93,7 +91,7 @@ void DeliveryWaiters::Assign(Id id, uint64_t first_seq, size_t n, int64_t deadli
       return;
     }
     if (complete) {
-      got = std::move(w.got);
+      got = w.got.Expand(w.first);
     } else {
       status = absl::UnavailableError("the agent is stopping");
     }
@@ -145,7 +143,7 @@ void DeliveryWaiters::Resolve(const std::vector<wal::Outcome>& outcomes) {
         continue;
       }
       if (Fill(*w, o)) {
-        completed.emplace_back(std::move(w->done), std::move(w->got));
+        completed.emplace_back(std::move(w->done), w->got.Expand(w->first));
         RemoveLocked(id, *w);
       }
     }

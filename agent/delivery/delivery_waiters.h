@@ -4,7 +4,9 @@
 // write error does not leave a waiter hanging); a waiter completes when each of its
 // messages has an outcome, when its deadline passes, or when it is cancelled — exactly
 // once, whichever comes first. It keeps no outcome beyond that: GetDeliveryStatus asks
-// the index.
+// the index. While a waiter waits it holds CompactOutcomes::kSlotBytes per message
+// (compact_outcomes.h), so that many waiting messages cost little; the caller charges
+// that memory to its bound (agent/api).
 //
 // The race it closes: a Send learns its sequence numbers only when its append
 // completes, and by then the drain may already have read, produced and settled them. So
@@ -32,6 +34,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
+#include "agent/delivery/compact_outcomes.h"
 #include "base/clock.h"
 #include "base/mutex.h"
 #include "wal/outcome.h"
@@ -44,6 +47,15 @@ class DeliveryWaiters {
   // CANCELLED, or UNAVAILABLE when the agent stops.
   using Done = absl::AnyInvocable<void(absl::Status, std::vector<wal::Outcome>) &&>;
   using Id = uint64_t;
+
+  // The most a waiter for `n` messages, whose distinct topics (`topics` of them) have
+  // `topic_bytes` of names, holds while it waits (its slots, tables and own state):
+  // what a caller charges to its bound before it reserves one.
+  static size_t HeldBytes(size_t n, size_t topics, size_t topic_bytes) {
+    return kWaiterBytes + CompactOutcomes::EstimateBytes(n, topics, topic_bytes);
+  }
+  // A waiter's own state (its entries in the maps, the caller's callback).
+  static constexpr size_t kWaiterBytes = 512;
 
   // `clock`: the monotonic clock deadlines are measured on.
   explicit DeliveryWaiters(Clock* clock);
@@ -83,7 +95,7 @@ class DeliveryWaiters {
     int64_t deadline = 0;
     uint64_t first = 0;  // valid once assigned
     size_t remaining = 0;
-    std::vector<wal::Outcome> got;
+    CompactOutcomes got;  // kSlotBytes per message while it waits
     uint64_t reserved_tick = 0;
     bool assigned = false;
   };

@@ -86,6 +86,13 @@ void AddDeliveries(const MetricSources& s, const wal::Stats& st, std::vector<Met
                                 MetricType::Gauge);
   auto waiting = Family("kspool_delivery_waiting_sends",
                         "Sends with WAIT_FOR_KAFKA waiting for their outcomes", MetricType::Gauge);
+  auto waiting_mem = Family("kspool_waiting_memory_bytes",
+                            "Bytes held for WAIT_FOR_KAFKA Sends waiting for their outcomes",
+                            MetricType::Gauge);
+  auto waiting_mem_max = Family("kspool_waiting_memory_limit_bytes",
+                                "Bound on memory for waiting WAIT_FOR_KAFKA Sends "
+                                "(--max-waiting-memory; 0 = none)",
+                                MetricType::Gauge);
   auto watchers = Family("kspool_delivery_watchers", "Open WatchDeliveries streams",
                          MetricType::Gauge);
   Add(&messages, st.delivery_index.count);
@@ -95,7 +102,10 @@ void AddDeliveries(const MetricSources& s, const wal::Stats& st, std::vector<Met
   Add(&retention_bytes, s.delivery_retention_bytes);
   Add(&waiting, s.waiting_sends ? s.waiting_sends() : 0);
   Add(&watchers, s.delivery_watchers ? s.delivery_watchers() : 0);
-  for (auto* f : {&messages, &bytes, &oldest, &retention, &retention_bytes, &waiting, &watchers}) {
+  Add(&waiting_mem, s.waiting_memory_used ? s.waiting_memory_used() : 0);
+  Add(&waiting_mem_max, s.waiting_memory_limit);
+  for (auto* f : {&messages, &bytes, &oldest, &retention, &retention_bytes, &waiting, &watchers,
+                  &waiting_mem, &waiting_mem_max}) {
     out->push_back(std::move(*f));
   }
 }

@@ -44,6 +44,9 @@ struct MetricSources {
   int64_t delivery_retention_ms = 0;
   uint64_t delivery_retention_bytes = 0;
   std::function<uint64_t()> waiting_sends;
+  // What waiting Sends hold, and its bound (--max-waiting-memory; 0 = none).
+  std::function<uint64_t()> waiting_memory_used;
+  uint64_t waiting_memory_limit = 0;
   std::function<uint64_t()> delivery_watchers;
 };
 

@@ -83,10 +83,18 @@ TEST_F(WalLimits, AppendsBeyondTheQueueBoundAreRefusedAtOnceBeforeTheyAreQueued)
   EXPECT_EQ(st.topics["t"].accepted.count, 31u) << "1 + 3 x 10; the refused 10 are not in";
 }
 
-TEST_F(WalLimits, ARequestLargerThanTheQueueBoundIsAcceptedIntoAnEmptyQueue) {
+TEST_F(WalLimits, ARequestLargerThanTheQueueBoundIsRefusedEvenByAnEmptyQueue) {
   auto wal = OpenWal([](Options* o) { o->max_queue_bytes = 64; });
-  EXPECT_TRUE(wal->Append(MakeBatch("t", 50, "a-long-enough-value-")).ok())
-      << "otherwise it could never be accepted";
+  absl::StatusOr<AppendResult> r = wal->Append(MakeBatch("t", 50, "a-long-enough-value-"));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kResourceExhausted) << r.status();
+  EXPECT_NE(r.status().message().find("--max-append-queue-bytes 64"), std::string::npos)
+      << r.status();
+  EXPECT_NE(r.status().message().find("can never be queued"), std::string::npos) << r.status();
+  Stats st = wal->GetStats();
+  EXPECT_EQ(st.queued_bytes, 0u);
+  EXPECT_EQ(st.refused["append_queue_full"], 1u);
+  EXPECT_EQ(st.topics["t"].accepted.count, 0u) << "nothing of it was written";
+  EXPECT_TRUE(wal->Append(MakeBatch("t", 1, "v")).ok()) << "a request within the bound still is";
 }
 
 TEST_F(WalLimits, DeadLettersCountAgainstTheCapacity) {

@@ -447,6 +447,12 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
                }
                return b;
              });
+  add_parsed("max-waiting-memory", &c.max_waiting_memory,
+             FormatByteSize({c.max_waiting_memory}),
+             "Memory for WAIT_FOR_KAFKA Sends waiting for their outcomes (24 bytes per "
+             "message, e.g. 256MiB); beyond it such Sends get RESOURCE_EXHAUSTED before "
+             "they are appended; 0 = no bound",
+             ParseAbsoluteByteSize);
   add("bruce-datagram-socket", &c.bruce_datagram_socket,
       "Also accept Bruce/Dory-format messages on this UNIX datagram socket (PATH)");
   add("bruce-stream-socket", &c.bruce_stream_socket,

@@ -95,6 +95,7 @@ struct Config {
   uint64_t max_streams_per_connection = 100;    // concurrent calls on one connection
   uint64_t idle_timeout_ms = 300'000;           // connections without calls are closed
   uint64_t max_receive_memory = 256ull << 20;   // requests in reception and being appended
+  uint64_t max_waiting_memory = 256ull << 20;   // state of waiting WAIT_FOR_KAFKA Sends
 
   // Bruce/Dory-format input (README, "Bruce and Dory clients"; docs/BRUCE.md); empty paths: off.
   std::string bruce_datagram_socket;

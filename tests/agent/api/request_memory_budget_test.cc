@@ -72,5 +72,13 @@ TEST(RequestMemoryBudget, ConcurrentChargesNeverPassTheBound) {
   EXPECT_EQ(budget.in_use(), 0u);
 }
 
+TEST(RequestMemoryBudget, ARefusalNamesTheBudget) {
+  RequestMemoryBudget budget(100, "waiting memory");
+  absl::StatusOr<RequestMemoryBudget::Lease> a = budget.Charge(101);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().message(),
+            "waiting memory full (0 of 100 bytes in use; the request needs 101)");
+}
+
 }  // namespace
 }  // namespace kspool::agent

@@ -112,7 +112,8 @@ TEST(ConfigDefaults, HelpShowsTheStructsDefaults) {
         "--dead-letter-max-age TEXT=7d", "--topic-idle-forget TEXT=24h",
         "--delivery-retention TEXT=1h", "--delivery-retention-bytes TEXT=256MiB",
         "--max-future-timestamp TEXT=1h", "--idle-timeout TEXT=5m",
-        "--max-receive-memory TEXT=256MiB", "--listen-mode TEXT=0660",
+        "--max-receive-memory TEXT=256MiB", "--max-waiting-memory TEXT=256MiB",
+        "--listen-mode TEXT=0660",
         "--bruce-socket-mode TEXT=0660", "--max-message-age TEXT=0",
         "--wal-dir TEXT=/var/lib/kspool/wal"}) {
     EXPECT_NE(p.output.find(shown), std::string::npos) << shown << "\n" << p.output;

@@ -226,7 +226,10 @@ void DrainLoop::Evict(const Shares& shares) {
   for (auto& [name, ts] : topics_) {
     if (ts.in_window <= shares.messages && ts.window_bytes <= shares.bytes) continue;
     // Only entries not handed to the producer can leave; the newest go first, so the
-    // topic keeps its oldest entries and its order.
+    // topic keeps its oldest entries and its order. A topic keeps one entry even when
+    // it alone outsizes the byte share: evicted, it would be read again at its next
+    // turn and evicted again, and topics whose entries all outsize their shares would
+    // empty the window every pass with nothing ever produced.
     std::vector<uint64_t> evictable;
     auto collect = [&](const Lane& lane) {
       evictable.insert(evictable.end(), lane.ready.begin(), lane.ready.end());
@@ -237,7 +240,9 @@ void DrainLoop::Evict(const Shares& shares) {
     for (const auto& [p, lane] : ts.partitions) collect(lane);
     std::sort(evictable.begin(), evictable.end(), std::greater<>());
     for (uint64_t seq : evictable) {
-      if (ts.in_window <= shares.messages && ts.window_bytes <= shares.bytes) break;
+      if (ts.in_window <= 1 || (ts.in_window <= shares.messages && ts.window_bytes <= shares.bytes)) {
+        break;
+      }
       Forget(seq, window_.at(seq));
     }
   }

@@ -50,5 +50,26 @@ TEST_F(DrainShares, BusyTopicsTakeTurnsWhenTheyOutnumberTheWindow) {
   EXPECT_LE(drain_->inflight(), 4u);
 }
 
+TEST_F(DrainShares, TopicsWhoseEntriesOutsizeTheirByteShareTakeTurns) {
+  // Three topics with work and room for two entries: each entry is larger than a
+  // topic's third of the bytes. Two topics fill the window while the third waits; none
+  // may be evicted below one entry, or the window empties every pass and nothing moves.
+  for (const char* t : {"t0", "t1", "t2"}) kafka_.leaders[t] = {true};
+  for (const char* t : {"t0", "t1", "t2"}) Append(t, 5, {}, -1, /*value_bytes=*/200);
+  std::vector<wal::Entry> first;
+  ASSERT_TRUE(wal_->Scan(0, 1, 1u << 20, &first).ok());
+  ASSERT_EQ(first.size(), 1u);
+  {
+    DrainOptions o;
+    o.max_inflight_bytes = 2 * first[0].size;  // the entries are all the same size
+    StartDrain(o);
+  }
+  Run(100);
+  for (const char* t : {"t0", "t1", "t2"}) {
+    EXPECT_EQ(kafka_.DeliveredSeqs(t).size(), 5u) << "topic " << t;
+  }
+  EXPECT_EQ(wal_->GetStats().entries, 0u);
+}
+
 }  // namespace
 }  // namespace kspool::agent

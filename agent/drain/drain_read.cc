@@ -200,6 +200,17 @@ bool DrainLoop::Admit(std::vector<wal::Entry>& entries) {
 }
 
 void DrainLoop::Evict(const Shares& shares) {
+  // An entry of an ordered lane stays while a newer entry of its lane may be in the
+  // client (a failed entry waiting for its retry, its newer key mates' reports late):
+  // read again, it would go out after them. The newest go first, so what leaves a lane
+  // is always its newest entries.
+  auto forgettable = [](TopicState& ts, const Slot& slot, uint64_t seq) {
+    if (slot.lane == kLaneUnordered || seq > ts.LaneOf(slot.lane).produced_max) return true;
+    for (const auto& [p, n] : ts.in_kafka) {
+      if (n > 0 && (slot.lane == kLaneUnrouted || p == slot.lane)) return false;
+    }
+    return true;
+  };
   // A partition without a leader keeps at most its share of the window: the rest of
   // its entries wait unread, so they cannot crowd out the topic's other partitions.
   for (auto& [name, ts] : topics_) {
@@ -213,7 +224,7 @@ void DrainLoop::Evict(const Shares& shares) {
       std::sort(evictable.begin(), evictable.end(), std::greater<>());
       for (uint64_t seq : evictable) {
         if (ts.LaneLoad(p) <= shares.parked_lane) break;
-        Forget(seq, window_.at(seq));
+        if (forgettable(ts, window_.at(seq), seq)) Forget(seq, window_.at(seq));
       }
     }
   }
@@ -243,7 +254,7 @@ void DrainLoop::Evict(const Shares& shares) {
       if (ts.in_window <= 1 || (ts.in_window <= shares.messages && ts.window_bytes <= shares.bytes)) {
         break;
       }
-      Forget(seq, window_.at(seq));
+      if (forgettable(ts, window_.at(seq), seq)) Forget(seq, window_.at(seq));
     }
   }
   inflight_.store(window_.size());

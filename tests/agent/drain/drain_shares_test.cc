@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "tests/agent/drain/drain_fixture.h"
 
 namespace kspool::agent {
 namespace {
+
+using testing::FakeKafka;
 
 class DrainShares : public testing::DrainFixture {};
 
@@ -69,6 +72,39 @@ TEST_F(DrainShares, TopicsWhoseEntriesOutsizeTheirByteShareTakeTurns) {
     EXPECT_EQ(kafka_.DeliveredSeqs(t).size(), 5u) << "topic " << t;
   }
   EXPECT_EQ(wal_->GetStats().entries, 0u);
+}
+
+TEST_F(DrainShares, EvictionNeverTakesAFailedEntryWhoseNewerKeyMateIsInKafka) {
+  // A key's older entry failed and waits for its retry while its newer one is still in
+  // the client (its report late). The partition loses its leader: the lane is over its
+  // share, but the older entry must stay in the window. Left unread, it would be read
+  // again only after the newer one, taken back from the client, went out first.
+  kafka_.leaders["t"] = {true};
+  {
+    DrainOptions o;
+    o.max_inflight_messages = 4;  // a leaderless partition's share: one entry
+    o.retry_backoff_ms = 1000;
+    o.retry_backoff_max_ms = 1000;
+    o.purge_interval_ms = 10;
+    StartDrain(o);
+  }
+  Run(1);  // the agent's metadata knows the topic
+  Append("t", 2, {"k"});
+  std::vector<wal::Entry> entries;
+  ASSERT_TRUE(wal_->Scan(0, 2, 1u << 20, &entries).ok());
+  ASSERT_EQ(entries.size(), 2u);
+  const uint64_t older = entries[0].seq, newer = entries[1].seq;
+  kafka_.fail_once[older] = FakeKafka::Transient("REQUEST_TIMED_OUT");
+  kafka_.hold.insert(newer);
+  Run(1);  // both produced; the older one failed, the newer one's report is late
+  ASSERT_EQ(kafka_.produced.size(), 2u);
+  kafka_.leaders["t"] = {false};
+  Run(150);  // the agent learns of it; the newer one is taken back from the client
+  kafka_.hold.clear();
+  kafka_.leaders["t"] = {true};
+  Run(300);
+  EXPECT_EQ(kafka_.DeliveredSeqs("t"), (std::vector<uint64_t>{older, newer}));
+  EXPECT_EQ(Live("t"), 0u);
 }
 
 }  // namespace

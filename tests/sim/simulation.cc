@@ -46,7 +46,7 @@ void Simulation::Configure() {
                                                  static_cast<double>(opts_.max_inflight_bytes) / 200);
   const double carried =
       window_entries * 20.5 / (82 + static_cast<double>(kafka_.report_delay_max_ms));
-  append_chance_ = std::clamp(0.5 * carried / 2.5, 0.01, 0.6);
+  append_chance_ = std::clamp(0.5 * carried / 2.5, 0.001, 0.6);
   std::ostringstream o;
   o << "topics " << n << ", window " << opts_.max_inflight_messages << " messages / "
     << opts_.max_inflight_bytes << " bytes, max age " << opts_.max_message_age_ms

@@ -44,6 +44,9 @@ struct Lane {
   std::set<uint64_t> waiting;  // failed, until retry_at_ms
   int64_t retry_at_ms = 0;
   int failures = 0;  // consecutive failed rounds, for the backoff
+  // The newest entry handed to the producer from this lane: while the lane has entries
+  // in the client, its entries below this one must stay in the window (DrainLoop::Evict).
+  uint64_t produced_max = 0;
   bool empty() const { return ready.empty() && waiting.empty(); }
   void Insert(uint64_t seq) {
     if (ready.empty() || seq > ready.back()) {

@@ -271,6 +271,7 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
       continue;
     }
     if (slot.alone) ts.alone.insert(partition);
+    lane.produced_max = std::max(lane.produced_max, seq);
     // Handed to Kafka before by this process (see kspool_messages_redelivered_total).
     if (slot.attempts > 1) {
       redelivered_.fetch_add(1);

@@ -200,6 +200,17 @@ bool DrainLoop::Admit(std::vector<wal::Entry>& entries) {
 }
 
 void DrainLoop::Evict(const Shares& shares) {
+  // An entry of an ordered lane stays while a newer entry of its lane may be in the
+  // client (a failed entry waiting for its retry, its newer key mates' reports late):
+  // read again, it would go out after them. The newest go first, so what leaves a lane
+  // is always its newest entries.
+  auto forgettable = [](TopicState& ts, const Slot& slot, uint64_t seq) {
+    if (slot.lane == kLaneUnordered || seq > ts.LaneOf(slot.lane).produced_max) return true;
+    for (const auto& [p, n] : ts.in_kafka) {
+      if (n > 0 && (slot.lane == kLaneUnrouted || p == slot.lane)) return false;
+    }
+    return true;
+  };
   // A partition without a leader keeps at most its share of the window: the rest of
   // its entries wait unread, so they cannot crowd out the topic's other partitions.
   for (auto& [name, ts] : topics_) {
@@ -213,7 +224,7 @@ void DrainLoop::Evict(const Shares& shares) {
       std::sort(evictable.begin(), evictable.end(), std::greater<>());
       for (uint64_t seq : evictable) {
         if (ts.LaneLoad(p) <= shares.parked_lane) break;
-        Forget(seq, window_.at(seq));
+        if (forgettable(ts, window_.at(seq), seq)) Forget(seq, window_.at(seq));
       }
     }
   }
@@ -226,7 +237,10 @@ void DrainLoop::Evict(const Shares& shares) {
   for (auto& [name, ts] : topics_) {
     if (ts.in_window <= shares.messages && ts.window_bytes <= shares.bytes) continue;
     // Only entries not handed to the producer can leave; the newest go first, so the
-    // topic keeps its oldest entries and its order.
+    // topic keeps its oldest entries and its order. A topic keeps one entry even when
+    // it alone outsizes the byte share: evicted, it would be read again at its next
+    // turn and evicted again, and topics whose entries all outsize their shares would
+    // empty the window every pass with nothing ever produced.
     std::vector<uint64_t> evictable;
     auto collect = [&](const Lane& lane) {
       evictable.insert(evictable.end(), lane.ready.begin(), lane.ready.end());
@@ -237,8 +251,10 @@ void DrainLoop::Evict(const Shares& shares) {
     for (const auto& [p, lane] : ts.partitions) collect(lane);
     std::sort(evictable.begin(), evictable.end(), std::greater<>());
     for (uint64_t seq : evictable) {
-      if (ts.in_window <= shares.messages && ts.window_bytes <= shares.bytes) break;
-      Forget(seq, window_.at(seq));
+      if (ts.in_window <= 1 || (ts.in_window <= shares.messages && ts.window_bytes <= shares.bytes)) {
+        break;
+      }
+      if (forgettable(ts, window_.at(seq), seq)) Forget(seq, window_.at(seq));
     }
   }
   inflight_.store(window_.size());

@@ -68,10 +68,6 @@ struct Waiting {
 };
 inline const std::vector<Waiting>& WaitingForFixes() {
   static const std::vector<Waiting> waiting = {
-      // Defect 5's fix (a share of at least one entry, topics taking turns) makes 150
-      // topics over a window of 100 deliver (unit and end-to-end tests), but with a
-      // window of 4 entries and producer faults seed 2 still stalls a topic.
-      {Fault::kCrowdedWindow, 5},
       // Defects 2 and 3's seeds pass, and so do most random seeds with these, but a
       // random run with both still fails about one seed in ten (liveness and the age
       // bound; seeds 3a and 3c in known_defects.txt, not triaged).
@@ -88,15 +84,6 @@ inline const std::vector<Waiting>& WaitingForFixes() {
       // failed the same before the 4b/4c fix.
       {Fault::kPartitionGrowth, 4},
       {Fault::kTopicRecreate, 4},
-      // Defect 7's seed passes, but seed 2 still stalls a healthy topic when the byte
-      // window is tight.
-      {Fault::kTightByteWindow, 7},
-      // Found by this simulator ("defect 8"): Evict() forgets a lane's entries waiting for
-      // their retry while newer entries of the same lane are in Kafka; read again, they
-      // go out after those, and a key's order breaks. Late delivery reports widen the
-      // window for it (with them off, no seed was seen to fail); with them, some seeds
-      // also stall until the liveness bound (not triaged; known_defects.txt).
-      {Fault::kSlowReports, 8},
   };
   return waiting;
 }

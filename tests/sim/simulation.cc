@@ -33,10 +33,25 @@ void Simulation::Configure() {
   kafka_.report_delay_max_ms = On(Fault::kSlowReports) ? std::vector<int64_t>{5, 200, 2000}[Below(3)] : 5;
   kafka_.transient_rate = On(Fault::kTransientError) ? 0.01 : 0;
   kafka_.permanent_rate = On(Fault::kPermanentError) ? 0.002 : 0;
+  // The load must fit the window, or no drain meets the liveness bound (check 7): an
+  // entry holds its place from its read to its settle, about four passes (20.5 ms each
+  // on average) plus the report's delay, and the topics' byte shares hold whole entries
+  // (about 200 bytes of window each, by measure), so a window of w entries carries
+  // w * 20.5 / (82 + delay) entries a pass. The full rate, 1.5 entries a pass, needs
+  // about 13 entries with prompt reports and 200 with reports 2 s late: a window
+  // smaller than that (crowded_window, tight_byte_window, the smaller byte windows,
+  // slow_reports) gets its appends thinned to half of what it carries. Larger windows
+  // keep the full rate.
+  const double window_entries = std::min<double>(static_cast<double>(opts_.max_inflight_messages),
+                                                 static_cast<double>(opts_.max_inflight_bytes) / 200);
+  const double carried =
+      window_entries * 20.5 / (82 + static_cast<double>(kafka_.report_delay_max_ms));
+  append_chance_ = std::clamp(0.5 * carried / 2.5, 0.001, 0.6);
   std::ostringstream o;
   o << "topics " << n << ", window " << opts_.max_inflight_messages << " messages / "
     << opts_.max_inflight_bytes << " bytes, max age " << opts_.max_message_age_ms
-    << " ms, scan keys " << opts_.scan_max_keys << ", report delay " << kafka_.report_delay_max_ms;
+    << " ms, scan keys " << opts_.scan_max_keys << ", report delay " << kafka_.report_delay_max_ms
+    << ", append chance " << append_chance_;
   Trace(o.str());
 }
 
@@ -226,7 +241,7 @@ void Simulation::Pass(bool faults) {
   ++step_;
   RunEvents();
   if (faults) {
-    if (wal_ && Chance(0.6)) Append();
+    if (wal_ && Chance(append_chance_)) Append();
     InjectFaults();
   }
   kafka_.Advance();

@@ -121,6 +121,7 @@ class Simulation : public agent::OutcomeListener {
   SimKafka kafka_;
   agent::DrainOptions opts_;
   std::vector<std::string> topics_;
+  double append_chance_ = 0.6;  // per step; lower for a window too small for the load
   std::unique_ptr<wal::Wal> wal_;
   std::unique_ptr<testing::PartialScanLog> log_;  // the drain's view of wal_
   std::unique_ptr<agent::PartitionCache> cache_;

@@ -97,6 +97,10 @@ void FakeProducer::Poll(int, std::vector<DeliveryReport>* out) {
       out->push_back(std::move(r));
       continue;
     }
+    if (kafka_->hold.count(p.seq)) {
+      waiting.push_back(std::move(p));
+      continue;
+    }
     auto f = failed.find({p.topic, p.partition});
     if (f != failed.end()) {
       out->push_back(Report(p, f->second.result, f->second.error_name, f->second.error));

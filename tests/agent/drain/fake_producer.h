@@ -39,6 +39,9 @@ struct FakeKafka {
   // larger batch fails whole with kTooLarge, as a broker's max.message.bytes does.
   std::map<std::string, size_t> max_batch;
   std::set<uint64_t> too_large;  // messages kTooLarge even alone
+  // Messages whose report is late: they stay in the client, unanswered (also when one
+  // before them in their partition fails), while listed here.
+  std::set<uint64_t> hold;
   // Per topic: the client's own partition count when its metadata lags the cluster's
   // (absent: the cluster's); a partition beyond it is kUnknownPartition.
   std::map<std::string, size_t> client_partitions;

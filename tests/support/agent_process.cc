@@ -3,6 +3,8 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 #include "tests/support/wait.h"
@@ -30,7 +32,13 @@ AgentProcess::AgentProcess(const std::string& wal_dir, const std::string& log_pa
   argv.insert(argv.begin(), launcher.begin(), launcher.end());
   proc_ = std::make_unique<ChildProcess>(argv, log_path, std::move(extra_env));
   auto ready = proc_->WaitForLine("kspool-agent ready: grpc=", std::chrono::seconds(30));
-  if (!ready) throw std::runtime_error("kspool-agent did not start; see " + log_path);
+  if (!ready) {
+    // The log's last lines say why (it is often deleted with its test's temporary dir).
+    std::ifstream in(log_path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (text.size() > 2000) text = "…" + text.substr(text.size() - 2000);
+    throw std::runtime_error("kspool-agent did not start; " + log_path + " ends:\n" + text);
+  }
   ready_line_ = *ready;
   address_ = ready->substr(0, ready->find(' '));
   if (size_t h = ready->find(" http="); h != std::string::npos) {

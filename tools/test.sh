@@ -18,7 +18,7 @@
 #   build-fuzz/  clang + libFuzzer (the main project with -DKSPOOL_FUZZ=ON): the WAL
 #                record decoder, the Send request validator, the agent's config parser,
 #                the --acl file parser and the Bruce input's decoder, each linking its
-#                library, fuzzed for FUZZ_SECONDS (default 60) each, plus their
+#                library, fuzzed for FUZZ_SECONDS (default 30; longer runs outside CI, e.g. FUZZ_SECONDS=600) each, plus their
 #                regression inputs (tests/fuzz/run.sh).
 # Usage: tools/test.sh [plain|package|asan|tsan|fuzz]...   (default: all five)
 set -euo pipefail

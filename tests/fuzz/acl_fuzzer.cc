@@ -5,7 +5,8 @@
 //   - accepted rules have a non-empty identity, quotas that are 0 (none) or above 0,
 //     and patterns without a "*" (the star was taken off the prefixes); matching any
 //     topic with them terminates and agrees with the rules: a topic a rule names
-//     exactly is allowed to that rule's identity.
+//     exactly is allowed to a caller with that rule's identity (in its canonical form:
+//     a bare SAN URI as written means "uri:" + it).
 // Build and run: tests/fuzz/run.sh acl.
 #include <cstddef>
 #include <cstdint>
@@ -31,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     for (const std::string& t : r.topics) {
       if (t.find('*') != std::string::npos) std::abort();
-      if (!kspool::agent::AclRules::Allows(rules->Applicable({r.identity}), t)) std::abort();
+      const std::string caller = kspool::agent::CanonicalIdentity(r.identity);
+      if (!kspool::agent::AclRules::Allows(rules->Applicable({caller}), t)) std::abort();
     }
   }
   return 0;

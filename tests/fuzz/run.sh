@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz/CMakeLists.txt: the main project configured
 # with clang and -DKSPOOL_FUZZ=ON; only the *_fuzzer targets and the libraries they link
-# are built) into build-fuzz/ and runs each one for FUZZ_SECONDS (default 60) over a
+# are built) into build-fuzz/ and runs each one for FUZZ_SECONDS (default 30; longer runs outside CI, e.g. FUZZ_SECONDS=600) over a
 # temporary copy of its seed corpus (tests/fuzz/corpus/<target>/; the checked-in corpus
 # never grows), after replaying every input under tests/fuzz/regressions/<target>/.
 # Exits non-zero if any fuzzer crashes; crashing inputs are kept under build-fuzz/crashes/.
@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
-FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+FUZZ_SECONDS=${FUZZ_SECONDS:-30}
 FUZZ_MAX_LEN=${FUZZ_MAX_LEN:-4096}
 JOBS=${JOBS:-2}
 targets=("$@")

@@ -14,7 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -50,6 +53,23 @@ void OnCheckFailure(const std::string&) {
                static_cast<unsigned long long>(g_current.seed), Replay(g_current).c_str());
 }
 
+// An abort outside the drain's checks (an assertion in RocksDB under injected faults)
+// must still name its seed: the replay line is written ahead for each seed, and the
+// SIGABRT handler only write()s it (async-signal-safe).
+char g_abort_line[1024];
+size_t g_abort_len = 0;
+
+void OnAbort(int) {
+  if (g_abort_len > 0) (void)!::write(2, g_abort_line, g_abort_len);
+}
+
+void PrepareAbortLine(const SimConfig& c) {
+  const std::string line = "drain_sim: seed " + std::to_string(c.seed) +
+                           " aborted\nreplay: " + Replay(c) + "\n";
+  g_abort_len = std::min(line.size(), sizeof(g_abort_line));
+  std::memcpy(g_abort_line, line.data(), g_abort_len);
+}
+
 struct Totals {
   uint64_t seeds = 0, steps = 0, faults = 0;
 };
@@ -57,6 +77,7 @@ struct Totals {
 // Runs one seed; false (after printing the seed and a replay line) when it failed.
 bool RunOne(const SimConfig& c, Totals* totals, bool quiet) {
   g_current = c;
+  PrepareAbortLine(c);
   SimResult r = kspool::sim::RunSimulation(c);
   ++totals->seeds;
   totals->steps += r.steps;
@@ -86,6 +107,7 @@ int Usage(const std::string& error) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::signal(SIGABRT, OnAbort);  // abort() still ends the process once it returns
   // The drain's warnings, thousands per seed; KSPOOL_SIM_LOG=1 keeps them for a replay.
   if (std::getenv("KSPOOL_SIM_LOG") == nullptr) spdlog::set_level(spdlog::level::off);
   g_self = argv[0];

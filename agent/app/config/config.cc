@@ -76,6 +76,21 @@ CLI::Validator UnsignedAtMost(uint64_t max, const std::string& what) {
       "", "AT_MOST");
 }
 
+
+// A request larger than --max-append-queue-bytes is refused even by an empty queue, so
+// the bound must hold the largest message a Send may carry, and a Bruce batch (flushed
+// once it reaches 1 MiB, so up to 1 MiB plus one message); 64 KiB covers the encoding.
+std::string CheckAppendQueueBound(const Config& c) {
+  const uint64_t bound = c.wal.max_queue_bytes;
+  const uint64_t need = (1u << 20) + c.limits.max_message_bytes + (64u << 10);
+  if (bound == 0 || bound >= need) return "";
+  return "--max-append-queue-bytes " + std::to_string(bound) +
+         " is too small: a message of --max-message-bytes " +
+         std::to_string(c.limits.max_message_bytes) +
+         " or a Bruce batch could never be queued; it must be at least " +
+         std::to_string(need) + " (1MiB + that + 64KiB)";
+}
+
 }  // namespace
 
 absl::StatusOr<uint64_t> ParseDurationMs(const std::string& text) {
@@ -544,6 +559,10 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
                  " is too small for --max-message-bytes " +
                  std::to_string(c.limits.max_message_bytes) +
                  ": it must be at least 4 x (that + 64KiB)\n";
+  } else if (std::string small = CheckAppendQueueBound(c); !small.empty()) {
+    out.exit = true;
+    out.exit_code = 2;
+    out.output = small + "\n";
   } else if (print_config) {
     out.exit = true;
     out.output = EffectiveConfigText(app);

@@ -93,13 +93,13 @@ TEST(Config, BoundsHaveSaneDefaults) {
 
 TEST(Config, SizesTakeBytesUnitsOrAPercentOfTheWal) {
   ParseOutcome p = ParseArgs(
-      {"--topic-max-bytes=10%", "--dead-letter-max-bytes", "2GiB", "--max-append-queue-bytes=1KiB"},
+      {"--topic-max-bytes=10%", "--dead-letter-max-bytes", "2GiB", "--max-append-queue-bytes=3MiB"},
       {"KSPOOL_DEAD_LETTER_MAX_AGE=36h", "KSPOOL_TOPIC_IDLE_FORGET=0"});
   ASSERT_FALSE(p.exit) << p.output;
   EXPECT_EQ(p.config.topic_max_bytes.Of(1'000'000), 100'000u);
   EXPECT_EQ(p.config.topic_max_bytes.Of(0), 0u) << "a share of an unlimited WAL: no limit";
   EXPECT_EQ(p.config.dead_letter_max_bytes.Of(1'000'000), 2ull << 30);
-  EXPECT_EQ(p.config.wal.max_queue_bytes, 1024u);
+  EXPECT_EQ(p.config.wal.max_queue_bytes, 3u << 20);
   EXPECT_EQ(p.config.wal.max_dead_letter_age_ms, 36 * 3'600'000ll);
   EXPECT_EQ(p.config.wal.topic_idle_forget_ms, 0);
 
@@ -249,7 +249,8 @@ TEST(Config, MaxMessageBytesBeyondWhatLibrdkafkaCanCarryIsAnErrorNamingTheFlag) 
     EXPECT_EQ(p.exit_code, 2) << bad;
     EXPECT_NE(p.output.find("--max-message-bytes"), std::string::npos) << bad << ": " << p.output;
   }
-  ParseOutcome ok = ParseArgs({"--max-message-bytes", "999999457", "--max-receive-memory", "4GiB"});
+  ParseOutcome ok = ParseArgs({"--max-message-bytes", "999999457", "--max-receive-memory", "4GiB",
+                               "--max-append-queue-bytes", "1GiB"});
   ASSERT_FALSE(ok.exit) << ok.output;
   EXPECT_EQ(ok.config.limits.max_message_bytes, 999'999'457u);
 }
@@ -265,6 +266,22 @@ TEST(Config, ReceiveMemoryTooSmallForTheLargestMessageIsAnErrorNamingBoth) {
       std::string::npos)
       << p.output;
   EXPECT_FALSE(ParseArgs({"--max-message-bytes", "9000000", "--max-receive-memory", "64MiB"}).exit);
+}
+
+// A request larger than the append queue's bound is refused even by an empty queue:
+// a bound below one largest message (or one Bruce batch) would refuse it forever.
+TEST(Config, AppendQueueTooSmallForTheLargestMessageIsAnErrorNamingBoth) {
+  ParseOutcome p = ParseArgs({"--max-append-queue-bytes", "1MiB"});
+  EXPECT_TRUE(p.exit);
+  EXPECT_EQ(p.exit_code, 2);
+  EXPECT_NE(p.output.find("--max-append-queue-bytes 1048576 is too small: a message of "
+                          "--max-message-bytes 999457"),
+            std::string::npos)
+      << p.output;
+  EXPECT_FALSE(ParseArgs({"--max-append-queue-bytes", "3MiB"}).exit);
+  EXPECT_FALSE(ParseArgs({"--max-append-queue-bytes", "0"}).exit) << "0: no bound";
+  EXPECT_TRUE(
+      ParseArgs({"--max-append-queue-bytes", "3MiB", "--max-message-bytes", "4000000"}).exit);
 }
 
 TEST(Config, FrontDoorFlagsRefuseValuesOutsideTheirRange) {

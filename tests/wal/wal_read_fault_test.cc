@@ -51,7 +51,8 @@ class WalReadFault : public ::testing::Test {
     }
     ASSERT_TRUE(kspool::testing::WithRawWal(dir_.path(), [](rocksdb::DB* db,
                                                             kspool::testing::RawHandles& cf) {
-                  return db->Flush(rocksdb::FlushOptions(), cf.at("log"));
+                  rocksdb::Status s = db->Flush(rocksdb::FlushOptions(), cf.at("log"));
+                  return s.ok() ? db->Flush(rocksdb::FlushOptions(), cf.at("delivery")) : s;
                 }).ok());
   }
   // Every read of a table file by this thread fails from now on, half as I/O errors.
@@ -141,6 +142,27 @@ TEST_F(WalReadFault, OpenWithAFailingReadDoesNotSkipEntries) {
   }
   ASSERT_LT(skip, 400) << "Open did not stop reading";
   EXPECT_TRUE(failed_one) << "no failed read of Open was reported";
+}
+
+TEST_F(WalReadFault, ScanDeliveriesWhoseSeekFailsDoesNotSkipOutcomes) {
+  Fill([&](Wal* wal, const std::vector<Entry>& entries) {
+    ASSERT_TRUE(wal->Settle(Delivered({entries.begin(), entries.begin() + kSettled})).ok());
+  });
+  std::unique_ptr<Wal> wal = OpenWal();
+  ASSERT_NE(wal, nullptr);
+  const uint64_t from = kSettled / 2;  // inside the run of outcomes that starts at 1
+
+  const uint64_t faults = fs_->injected_read_faults();
+  fs_->FailReadsOnThisThread(0, 1, /*corrupt=*/true);  // the seek for the run holding `from`
+  std::vector<Outcome> out;
+  uint64_t next = 0;
+  absl::Status s = wal->ScanDeliveries(from, kEntries, &out, &next);
+  HealReads();
+  ASSERT_GT(fs_->injected_read_faults(), faults) << "the scan read no table block";
+  // The caller asks again from `from`; an OK answer would have told it that the outcomes
+  // it lacks do not exist.
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss)
+      << s << ": " << out.size() << " outcomes, next " << next << " (from " << from << ")";
 }
 
 }  // namespace

@@ -132,6 +132,9 @@ absl::Status DeliveryIndex::Scan(const OpenDb& db, uint64_t head, uint64_t from_
   }
   // The run that holds from_seq may start below it.
   it->SeekForPrev(keys::Seq(from_seq));
+  // Not Valid() after a read error either: that is not "no run below", which would skip
+  // the outcomes of the run holding from_seq.
+  RETURN_IF_ERROR(FromRocks(it->status(), "read the delivery index"));
   if (it->Valid()) {
     ASSIGN_OR_RETURN(DeliveryRun run, RunAt(*it));
     if (!run.Covers(from_seq)) it->Next();

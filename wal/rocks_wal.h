@@ -142,8 +142,10 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
     uint64_t head, next;
   };
   LiveRange live_range() const ABSL_LOCKS_EXCLUDED(mu_);
-  // First live seq in [from, limit), or nullopt.
-  std::optional<uint64_t> FirstLiveAtOrAfter(uint64_t from, uint64_t limit) const
+  // First live seq in [from, limit), or nullopt when the log holds none there. A read
+  // that fails is an error naming the WAL directory, never "none": every caller would
+  // otherwise move past entries it could not see (the head, the commit point).
+  absl::StatusOr<std::optional<uint64_t>> FirstLiveAtOrAfter(uint64_t from, uint64_t limit) const
       ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   // The outcomes of Settle() that are for live entries, at most one per sequence number
   // (rocks_wal_live.cc): `outcomes` itself in the common case, else a filtered copy in

@@ -123,8 +123,11 @@ absl::StatusOr<int64_t> RocksWal::ReceiveTimeBound(uint64_t from_seq) {
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
   MutexLock l(&mu_);
-  std::optional<uint64_t> first =
-      FirstLiveAtOrAfter(std::max(from_seq, ledger_.head()), tail_.committed_next());
+  // A failed seek is returned, not read as "nothing live": the bound would then be the
+  // floor, above the entries it could not read, and the commit point would pass them.
+  // The caller keeps its last point and asks again (CommitTracker, the drain's pass).
+  ASSIGN_OR_RETURN(const std::optional<uint64_t> first,
+                   FirstLiveAtOrAfter(std::max(from_seq, ledger_.head()), tail_.committed_next()));
   if (first) {
     std::string v;
     RETURN_IF_ERROR(FromRocks(db_->db->Get(rocksdb::ReadOptions(), db_->log, keys::Seq(*first), &v),

@@ -113,14 +113,25 @@ absl::Status RocksWal::LoadState(bool reopen) {
 
   // The log's own last key is authoritative if meta somehow lags behind it.
   std::unique_ptr<rocksdb::Iterator> log_it(db->NewIterator(rocksdb::ReadOptions(), db_->log));
+  // Each positioning is checked before the next one resets the iterator's status: an
+  // iterator stopped by a read error is not Valid() either, and taking that for an empty
+  // log would reuse sequence numbers (the last key) or put the head past live entries
+  // (the first key). The open fails instead, naming the WAL; the caller retries.
+  const std::string read_log = "WAL " + options_.dir + ": read the log";
   log_it->SeekToLast();
+  RETURN_IF_ERROR(FromRocks(log_it->status(), read_log + " (its last entry)"));
   if (log_it->Valid()) next_seq = std::max(next_seq, keys::ParseSeq(log_it->key().ToString()) + 1);
   log_it->SeekToFirst();
-  RETURN_IF_ERROR(FromRocks(log_it->status(), "read WAL log"));
+  RETURN_IF_ERROR(FromRocks(log_it->status(), read_log + " (its first entry)"));
   const uint64_t physical_first = log_it->Valid() ? keys::ParseSeq(log_it->key().ToString()) : 0;
   std::optional<uint64_t> first;
   if (log_it->Valid()) {
-    if (m.head > physical_first) log_it->Seek(keys::Seq(m.head));
+    if (m.head > physical_first) {
+      log_it->Seek(keys::Seq(m.head));
+      RETURN_IF_ERROR(
+          FromRocks(log_it->status(), read_log + " (its first live entry, at or after the head " +
+                                          std::to_string(m.head) + ")"));
+    }
     if (log_it->Valid()) first = keys::ParseSeq(log_it->key().ToString());
   }
 

@@ -28,7 +28,8 @@ Entry DecodeEntry(uint64_t seq, std::string_view raw) {
   return e;
 }
 
-std::optional<uint64_t> RocksWal::FirstLiveAtOrAfter(uint64_t from, uint64_t limit) const {
+absl::StatusOr<std::optional<uint64_t>> RocksWal::FirstLiveAtOrAfter(uint64_t from,
+                                                                     uint64_t limit) const {
   if (from >= limit || !db_) return std::nullopt;
   std::string lo = keys::Seq(from), hi = keys::Seq(limit);
   rocksdb::Slice lo_s(lo), hi_s(hi);
@@ -37,6 +38,11 @@ std::optional<uint64_t> RocksWal::FirstLiveAtOrAfter(uint64_t from, uint64_t lim
   ro.iterate_upper_bound = &hi_s;
   std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->log));
   it->Seek(lo_s);
+  // An iterator that stopped on an error is not Valid() either: only an OK status means
+  // that nothing is live in [from, limit).
+  RETURN_IF_ERROR(FromRocks(
+      it->status(),
+      "WAL " + options_.dir + ": find the first live entry at or after " + std::to_string(from)));
   if (!it->Valid()) return std::nullopt;
   return keys::ParseSeq(it->key().ToString());
 }

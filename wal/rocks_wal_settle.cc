@@ -135,7 +135,14 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   // Entries below cand are gone; a gap (a failed append, or entries deleted before a
   // restart) is skipped by seeking to the next live one.
   for (size_t k = i; k < seqs.size(); ++k) deleted_above_head_.Add(seqs[k]);
-  uint64_t new_head = FirstLiveAtOrAfter(cand, limit).value_or(limit);
+  // If that seek fails (a read error, a block that fails its checksum), the head stays at
+  // cand and the settle still succeeds: its batch is durable, and every entry below cand
+  // is settled, so cand is a true lower bound of the live entries. Taking the error for
+  // "nothing live" would put the head past entries that were never delivered: scans
+  // start at the head, and the next settle's DeleteRange would remove them. A head left
+  // on a gap costs nothing: scans and later settles pass over it (deleted_above_head_).
+  absl::StatusOr<std::optional<uint64_t>> first = FirstLiveAtOrAfter(cand, limit);
+  const uint64_t new_head = !first.ok() ? cand : first->value_or(limit);
   deleted_above_head_.EraseBelow(new_head);
   MutexLock l(&mu_);
   ledger_.RaiseHead(new_head);

@@ -38,7 +38,11 @@ Stats RocksWal::GetStats() const {
     s.entries += p.count;
     s.bytes += p.bytes;
   }
-  if (s.entries > 0 && db_) s.oldest_seq = FirstLiveAtOrAfter(head, limit);
+  if (s.entries > 0 && db_) {
+    // If the log cannot be read, the head: every live entry is at or above it.
+    absl::StatusOr<std::optional<uint64_t>> oldest = FirstLiveAtOrAfter(head, limit);
+    s.oldest_seq = oldest.ok() ? *oldest : std::optional<uint64_t>(head);
+  }
   return s;
 }
 

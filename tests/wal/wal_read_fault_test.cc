@@ -1,0 +1,169 @@
+// WAL reads that fail (an I/O error, or a table block that fails its checksum) while the
+// WAL looks for its first live entry: the error is never taken for "nothing left". The
+// head does not pass entries it could not read, nor does the commit point or an open.
+// Faults come from the fault file system (tests/support/fault_fs.h), which fails reads
+// of table files by the test's own thread only, so the log is flushed into one first.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "base/clock.h"
+#include "tests/support/fault_fs.h"
+#include "tests/support/raw_wal.h"
+#include "tests/support/temp_dir.h"
+#include "tests/wal/wal_test_util.h"
+#include "wal/wal.h"
+
+namespace kspool::wal {
+namespace {
+
+constexpr int kEntries = 100;
+constexpr int kSettled = 50;  // the first entries settled; the rest stay live
+
+class WalReadFault : public ::testing::Test {
+ protected:
+  absl::StatusOr<std::unique_ptr<Wal>> Open(const std::string& dir) {
+    Options o;
+    o.dir = dir;
+    o.env = kspool::testing::EnvFor(fs_);
+    o.clock = &clock_;
+    return Wal::Open(o);
+  }
+  std::unique_ptr<Wal> OpenWal() {
+    absl::StatusOr<std::unique_ptr<Wal>> wal = Open(dir_.path());
+    EXPECT_TRUE(wal.ok()) << wal.status();
+    return wal.ok() ? std::move(wal).value() : nullptr;
+  }
+  // kEntries entries of 1000 bytes that do not compress, so that the table file they
+  // are flushed into has many blocks: a seek into the middle reads one not read before.
+  void Fill(const std::function<void(Wal*, const std::vector<Entry>&)>& then = nullptr) {
+    {
+      std::unique_ptr<Wal> wal = OpenWal();
+      ASSERT_NE(wal, nullptr);
+      uint32_t x = 7;
+      for (int i = 0; i < kEntries; ++i) {
+        std::string value(1000, '\0');
+        for (char& c : value) c = static_cast<char>((x = x * 1103515245u + 12345u) >> 24);
+        ASSERT_TRUE(wal->Append(MakeBatch("t", 1, value)).ok());
+        clock_.Advance(1);  // distinct receive times
+      }
+      if (then) then(wal.get(), ScanAll(wal.get()));
+    }
+    ASSERT_TRUE(kspool::testing::WithRawWal(dir_.path(), [](rocksdb::DB* db,
+                                                            kspool::testing::RawHandles& cf) {
+                  rocksdb::Status s = db->Flush(rocksdb::FlushOptions(), cf.at("log"));
+                  return s.ok() ? db->Flush(rocksdb::FlushOptions(), cf.at("delivery")) : s;
+                }).ok());
+  }
+  // Every read of a table file by this thread fails from now on, half as I/O errors.
+  void FailReads() { fs_->FailReadsOnThisThread(0, 1 << 20, /*corrupt=*/true); }
+  void HealReads() { fs_->FailReadsOnThisThread(0, 0, false); }
+
+  kspool::testing::TempDir dir_;
+  ManualClock clock_{1'000'000};
+  std::shared_ptr<kspool::testing::FaultInjectionFileSystem> fs_ =
+      std::make_shared<kspool::testing::FaultInjectionFileSystem>();
+};
+
+TEST_F(WalReadFault, ASettleWhoseSeekFailsKeepsTheHeadBeforeTheEntriesLeft) {
+  Fill();
+  std::unique_ptr<Wal> wal = OpenWal();
+  ASSERT_NE(wal, nullptr);
+  std::vector<Entry> entries = ScanAll(wal.get());
+  ASSERT_EQ(entries.size(), static_cast<size_t>(kEntries));
+  std::vector<Entry> settled(entries.begin(), entries.begin() + kSettled);
+
+  const uint64_t faults = fs_->injected_read_faults();
+  FailReads();
+  absl::Status s = wal->Settle(Delivered(settled));
+  HealReads();
+  ASSERT_GT(fs_->injected_read_faults(), faults) << "the settle read no table block";
+  EXPECT_TRUE(s.ok()) << "its batch is durable: " << s;
+
+  std::vector<Entry> left = ScanAll(wal.get());
+  ASSERT_EQ(left.size(), static_cast<size_t>(kEntries - kSettled))
+      << "the head moved past entries the seek could not read";
+  EXPECT_EQ(left.front().seq, entries[kSettled].seq);
+  EXPECT_EQ(wal->GetStats().entries, static_cast<uint64_t>(kEntries - kSettled));
+}
+
+TEST_F(WalReadFault, CommitPointDoesNotPassAnEntryItCouldNotRead) {
+  Fill();
+  std::unique_ptr<Wal> wal = OpenWal();
+  ASSERT_NE(wal, nullptr);
+  std::vector<Entry> entries = ScanAll(wal.get());
+  ASSERT_EQ(entries.size(), static_cast<size_t>(kEntries));
+  const Entry& unread = entries[kSettled];  // the drain's cursor is here
+
+  const uint64_t faults = fs_->injected_read_faults();
+  FailReads();
+  absl::StatusOr<int64_t> bound = wal->ReceiveTimeBound(unread.seq);
+  HealReads();
+  ASSERT_GT(fs_->injected_read_faults(), faults) << "the bound read no table block";
+  ASSERT_FALSE(bound.ok() && *bound > unread.record.receive_time_ms)
+      << "bound " << *bound << " is past entry " << unread.seq << ", received at "
+      << unread.record.receive_time_ms << ": the commit point would pass it";
+  EXPECT_NE(bound.status().message().find(dir_.path()), std::string::npos) << bound.status();
+
+  bound = wal->ReceiveTimeBound(unread.seq);  // the caller asks again once reads work
+  ASSERT_TRUE(bound.ok()) << bound.status();
+  EXPECT_EQ(*bound, unread.record.receive_time_ms);
+}
+
+TEST_F(WalReadFault, OpenWithAFailingReadDoesNotSkipEntries) {
+  // The head is persisted above entries still stored: settled with a point write of the
+  // head, their range deletion left for later (a settle within a second of the last one).
+  Fill([&](Wal* wal, const std::vector<Entry>& entries) {
+    ASSERT_TRUE(wal->Settle(Delivered({entries.begin(), entries.begin() + 1})).ok());
+    ASSERT_TRUE(wal->Settle(Delivered({entries.begin() + 1, entries.begin() + kSettled})).ok());
+  });
+  // Fail one read of Open after another (each on a fresh copy of the directory): an open
+  // may fail, but one that succeeds has every live entry.
+  bool failed_one = false;
+  int skip = 0;
+  for (; skip < 400; ++skip) {
+    kspool::testing::TempDir copy;
+    std::filesystem::copy(dir_.path(), copy.path(),
+                          std::filesystem::copy_options::recursive |
+                              std::filesystem::copy_options::overwrite_existing);
+    const uint64_t faults = fs_->injected_read_faults();
+    fs_->FailReadsOnThisThread(skip, 1, /*corrupt=*/skip % 2 == 1);
+    absl::StatusOr<std::unique_ptr<Wal>> wal = Open(copy.path());
+    HealReads();
+    if (fs_->injected_read_faults() == faults) break;  // Open made fewer reads than skip
+    if (!wal.ok()) {
+      failed_one = true;
+      continue;
+    }
+    std::vector<Entry> live = ScanAll(wal->get());
+    ASSERT_EQ(live.size(), static_cast<size_t>(kEntries - kSettled))
+        << "read " << skip << " of Open failed, Open succeeded and skipped entries";
+    EXPECT_EQ(live.front().seq, static_cast<uint64_t>(kSettled + 1));
+  }
+  ASSERT_LT(skip, 400) << "Open did not stop reading";
+  EXPECT_TRUE(failed_one) << "no failed read of Open was reported";
+}
+
+TEST_F(WalReadFault, ScanDeliveriesWhoseSeekFailsDoesNotSkipOutcomes) {
+  Fill([&](Wal* wal, const std::vector<Entry>& entries) {
+    ASSERT_TRUE(wal->Settle(Delivered({entries.begin(), entries.begin() + kSettled})).ok());
+  });
+  std::unique_ptr<Wal> wal = OpenWal();
+  ASSERT_NE(wal, nullptr);
+  const uint64_t from = kSettled / 2;  // inside the run of outcomes that starts at 1
+
+  const uint64_t faults = fs_->injected_read_faults();
+  fs_->FailReadsOnThisThread(0, 1, /*corrupt=*/true);  // the seek for the run holding `from`
+  std::vector<Outcome> out;
+  uint64_t next = 0;
+  absl::Status s = wal->ScanDeliveries(from, kEntries, &out, &next);
+  HealReads();
+  ASSERT_GT(fs_->injected_read_faults(), faults) << "the scan read no table block";
+  // The caller asks again from `from`; an OK answer would have told it that the outcomes
+  // it lacks do not exist.
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss)
+      << s << ": " << out.size() << " outcomes, next " << next << " (from " << from << ")";
+}
+
+}  // namespace
+}  // namespace kspool::wal

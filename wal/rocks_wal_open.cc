@@ -116,9 +116,9 @@ absl::Status RocksWal::LoadState(bool reopen) {
   log_it->SeekToLast();
   if (log_it->Valid()) next_seq = std::max(next_seq, keys::ParseSeq(log_it->key().ToString()) + 1);
   // Entries below the persisted head are settled. Each settle deletes its own entries in
-  // its batch, so only a WAL written before that (whose trailing range delete had not
-  // caught up) or an append whose failed write RocksDB kept leaves some: they go here,
-  // key by key (never a range tombstone: FORMAT.md, "Deletes").
+  // its batch, so only a WAL written by an older version (whose trailing range delete
+  // had not caught up when it stopped) still stores some: they go here, key by key
+  // (never a range tombstone: FORMAT.md, "Deletes").
   if (!options_.read_only && m.head > 0) {
     const std::string below = keys::Seq(m.head);
     const rocksdb::Slice below_s(below);

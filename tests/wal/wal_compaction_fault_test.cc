@@ -153,5 +153,36 @@ TEST_F(WalCompactionFault, SettlesAndTrimsWriteNoRangeTombstones) {
   EXPECT_EQ(range_deletions, 0u);
 }
 
+// An older version removed the settled prefix with a range delete that trailed behind
+// the head: entries it had not yet removed are deleted (key by key) at the next open.
+TEST_F(WalCompactionFault, OpenDeletesEntriesAnOlderVersionLeftBelowTheHead) {
+  std::string leftover;
+  {
+    auto wal = OpenWal();
+    ASSERT_TRUE(wal->Append(MakeBatch("a", 10, "v")).ok());
+    std::vector<Entry> e = ScanAll(wal.get());
+    leftover = e[2].raw;
+    ASSERT_TRUE(wal->Settle(Delivered({e.begin(), e.begin() + 5})).ok());
+  }
+  const std::string key3("\0\0\0\0\0\0\0\3", 8);
+  ASSERT_TRUE(kspool::testing::WithRawWal(dir_.path(), [&](rocksdb::DB* db,
+                                                           kspool::testing::RawHandles& cf) {
+                return db->Put(rocksdb::WriteOptions(), cf.at("log"), key3, leftover);
+              }).ok());
+  {
+    auto wal = OpenWal();
+    std::vector<Entry> rest = ScanAll(wal.get());
+    ASSERT_EQ(rest.size(), 5u);
+    EXPECT_EQ(rest[0].seq, 6u);
+    ExpectLedgerHolds(wal.get(), "after the open");
+  }
+  rocksdb::Status found = kspool::testing::WithRawWal(
+      dir_.path(), [&](rocksdb::DB* db, kspool::testing::RawHandles& cf) {
+        std::string v;
+        return db->Get(rocksdb::ReadOptions(), cf.at("log"), key3, &v);
+      });
+  EXPECT_TRUE(found.IsNotFound()) << found.ToString();
+}
+
 }  // namespace
 }  // namespace kspool::wal

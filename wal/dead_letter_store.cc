@@ -58,11 +58,20 @@ void DeadLetterStore::SetTotals(Counts totals) {
   totals_ = totals;
 }
 
+void DeadLetterStore::NoteTrimmed(const Trim& trim) {
+  MutexLock l(&mu_);
+  none_below_ = std::max(none_below_, trim.none_below);
+}
+
 Counts DeadLetterStore::Keep(const std::vector<Outcome>& outcomes, int64_t now_ms,
-                             const OpenDb& db, rocksdb::WriteBatch* wb) const {
+                             const OpenDb& db, rocksdb::WriteBatch* wb) {
   Counts added;
   for (const Outcome& o : outcomes) {
     if (!o.discarded()) continue;
+    {
+      MutexLock l(&mu_);  // one settled out of order may land below the last trim
+      none_below_ = std::min(none_below_, o.seq);
+    }
     std::string letter = EncodeDeadLetter(o, now_ms);
     added.count += 1;
     added.bytes += letter.size();
@@ -77,7 +86,13 @@ absl::StatusOr<DeadLetterStore::Trim> DeadLetterStore::PlanTrim(const OpenDb& db
   DeadLetterTrim& trim = plan.removed;
   const uint64_t max_bytes = max_bytes_;
   const int64_t max_age = max_age_ms_;
-  Counts dead = totals();
+  Counts dead;
+  uint64_t from;
+  {
+    MutexLock l(&mu_);
+    dead = totals_;
+    from = none_below_;
+  }
   if (dead.count == 0 || (max_age <= 0 && dead.bytes <= max_bytes)) return plan;
   const int64_t now_ms = clock_->NowMillis();
 
@@ -106,12 +121,12 @@ absl::StatusOr<DeadLetterStore::Trim> DeadLetterStore::PlanTrim(const OpenDb& db
     return TakeKey::kTake;
   };
   ASSIGN_OR_RETURN(OldestPrefix removed,
-                   TakeOldest(db.db.get(), db.dead, kMaxTrimEntries, take));
+                   TakeOldest(db.db.get(), db.dead, from, kMaxTrimEntries, take));
   trim.more = removed.more;
-  if (removed.keys == 0) return plan;
+  if (removed.taken.empty()) return plan;
 
-  // What was removed is a prefix of the store: one range tombstone.
-  wb->DeleteRange(db.dead, removed.first, removed.end);
+  DeleteTaken(removed, db.dead, wb);
+  plan.none_below = removed.end;
   wb->Put(db.meta, keys::kDeadLetters, keys::EncodeCounts(dead));
   plan.totals = dead;
   return plan;

@@ -46,8 +46,12 @@ class DeadLetterStore {
   DeadLetterStore(Clock* clock, uint64_t max_bytes, int64_t max_age_ms)
       : clock_(clock), max_bytes_(max_bytes), max_age_ms_(max_age_ms) {}
 
-  // At Open and Reopen: the persisted totals.
-  void Load(Counts totals) ABSL_LOCKS_EXCLUDED(mu_) { SetTotals(totals); }
+  // At Open and Reopen: the persisted totals (where the oldest is, is not known).
+  void Load(Counts totals) ABSL_LOCKS_EXCLUDED(mu_) {
+    SetTotals(totals);
+    MutexLock l(&mu_);
+    none_below_ = 0;
+  }
   Counts totals() const ABSL_LOCKS_EXCLUDED(mu_);
   // After a batch that changed the store is written: its new totals.
   void SetTotals(Counts totals) ABSL_LOCKS_EXCLUDED(mu_);
@@ -55,7 +59,7 @@ class DeadLetterStore {
   // Puts the discarded ones of the settled `outcomes` (live ones only) into `wb` as dead
   // letters discarded at `now_ms`; returns what they add to the totals.
   Counts Keep(const std::vector<Outcome>& outcomes, int64_t now_ms, const OpenDb& db,
-              rocksdb::WriteBatch* wb) const;
+              rocksdb::WriteBatch* wb) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Reads dead letters with seq >= from_seq, in order, up to max_entries in *out.
   absl::Status Scan(const OpenDb& db, uint64_t from_seq, size_t max_entries,
@@ -67,6 +71,7 @@ class DeadLetterStore {
     DeadLetterTrim removed;
     std::map<std::string, std::map<std::string, Counts>> dropped;  // topic -> limit
     Counts totals;
+    uint64_t none_below = 0;  // once written, no dead letter is left below this
   };
   // Plans the removal of the oldest dead letters (in sequence order) while their bytes
   // exceed max_bytes, then of those discarded at least max_age_ms ago, stopping at the
@@ -75,6 +80,8 @@ class DeadLetterStore {
   // caller adds the per-topic `dead_dropped` counters.
   absl::StatusOr<Trim> PlanTrim(const OpenDb& db, rocksdb::WriteBatch* wb) const
       ABSL_LOCKS_EXCLUDED(mu_);
+  // After a trim's batch is written: its none_below, where the next trim starts.
+  void NoteTrimmed(const Trim& trim) ABSL_LOCKS_EXCLUDED(mu_);
   bool has_limits() const { return max_bytes_ > 0 || max_age_ms_ > 0; }
 
  private:
@@ -84,6 +91,9 @@ class DeadLetterStore {
 
   mutable Mutex mu_;
   Counts totals_ ABSL_GUARDED_BY(mu_);  // the dead letters (bytes: stored values)
+  // No dead letter is stored below this sequence number: a trim walks from here, not
+  // over the point tombstones of earlier trims (oldest_prefix.h). 0 after a (re)open.
+  uint64_t none_below_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace kspool::wal

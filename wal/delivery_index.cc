@@ -55,6 +55,12 @@ void DeliveryIndex::Load(Counts totals, uint64_t floor) {
   MutexLock l(&mu_);
   totals_ = totals;
   floor_ = floor;
+  none_below_ = 0;
+}
+
+void DeliveryIndex::NoteTrimmed(const Trim& trim) {
+  MutexLock l(&mu_);
+  none_below_ = std::max(none_below_, trim.none_below);
 }
 
 Counts DeliveryIndex::totals() const {
@@ -73,7 +79,7 @@ void DeliveryIndex::SetTotals(Counts totals) {
 }
 
 Counts DeliveryIndex::Index(const std::vector<Outcome>& outcomes, int64_t now_ms,
-                            const OpenDb& db, rocksdb::WriteBatch* wb) const {
+                            const OpenDb& db, rocksdb::WriteBatch* wb) {
   // One pass in the given order, which the drain's batches usually keep (measured: a
   // second pass to check the order cost as much as building the runs); a batch out of
   // order is done again, sorted.
@@ -88,7 +94,13 @@ Counts DeliveryIndex::Index(const std::vector<Outcome>& outcomes, int64_t now_ms
     auto sorted = [&](size_t i) -> const Outcome& { return *order[i]; };
     BuildRuns(sorted, order.size(), now_ms, &runs);
   }
-  Counts total = totals();
+  Counts total;
+  {
+    MutexLock l(&mu_);
+    total = totals_;
+    // A run of entries settled out of order may be keyed below the last trim.
+    for (const DeliveryRun& run : runs) none_below_ = std::min(none_below_, run.first_seq);
+  }
   for (const DeliveryRun& run : runs) {
     const std::string key = keys::Seq(run.first_seq);
     const std::string value = EncodeDeliveryRun(run);
@@ -107,11 +119,12 @@ absl::StatusOr<DeliveryIndex::Trim> DeliveryIndex::PlanTrim(const OpenDb& db, ui
   const uint64_t max_bytes = retention_bytes_;
   const int64_t max_age = retention_ms_;
   Counts index;
-  uint64_t floor;
+  uint64_t floor, from;
   {
     MutexLock l(&mu_);
     index = totals_;
     floor = floor_;
+    from = none_below_;
   }
   if (max_age <= 0 && index.bytes <= max_bytes) return trim;
   const int64_t now_ms = clock_->NowMillis();
@@ -142,12 +155,12 @@ absl::StatusOr<DeliveryIndex::Trim> DeliveryIndex::PlanTrim(const OpenDb& db, ui
     floor = std::max(floor, run.ok() ? run->end_seq() : seq + 1);
     return TakeKey::kTake;
   };
-  ASSIGN_OR_RETURN(OldestPrefix removed, TakeOldest(db.db.get(), db.delivery, kMaxTrimRuns, take));
+  ASSIGN_OR_RETURN(OldestPrefix removed, TakeOldest(db.db.get(), db.delivery, from, kMaxTrimRuns, take));
   trim.removed.more = removed.more;
-  if (removed.keys == 0) return trim;
+  if (removed.taken.empty()) return trim;
 
-  // What was removed is the lowest keys of the index: one range tombstone.
-  wb->DeleteRange(db.delivery, removed.first, removed.end);
+  DeleteTaken(removed, db.delivery, wb);
+  trim.none_below = removed.end;
   wb->Put(db.meta, keys::kDeliveryIndex, keys::EncodeCounts(index));
   wb->Put(db.meta, keys::kDeliveryFloor, keys::U64(floor));
   trim.totals = index;

@@ -47,7 +47,7 @@ class DeliveryIndex {
   // and the index's new totals into `wb`, and returns those totals, to be taken over
   // with SetTotals() once the batch is written.
   Counts Index(const std::vector<Outcome>& outcomes, int64_t now_ms, const OpenDb& db,
-               rocksdb::WriteBatch* wb) const ABSL_LOCKS_EXCLUDED(mu_);
+               rocksdb::WriteBatch* wb) ABSL_LOCKS_EXCLUDED(mu_);
   void SetTotals(Counts totals) ABSL_LOCKS_EXCLUDED(mu_);
 
   // A planned trim: what it removes, and the totals to take over once its batch is
@@ -55,6 +55,7 @@ class DeliveryIndex {
   struct Trim {
     DeliveryTrim removed;
     Counts totals;
+    uint64_t none_below = 0;  // once written, no run is left keyed below this
   };
   // Plans the removal of the oldest runs (whole runs, from the lowest key up) while the
   // index's bytes exceed the byte limit, then of those released at least retention_ms
@@ -69,6 +70,8 @@ class DeliveryIndex {
   // floor.
   absl::StatusOr<Trim> PlanTrim(const OpenDb& db, uint64_t head, rocksdb::WriteBatch* wb)
       ABSL_LOCKS_EXCLUDED(mu_);
+  // After a trim's batch is written: its none_below, where the next trim starts.
+  void NoteTrimmed(const Trim& trim) ABSL_LOCKS_EXCLUDED(mu_);
   bool has_limits() const { return retention_bytes_ > 0 || retention_ms_ > 0; }
 
   // Reading (delivery_index_read.cc): DeliveryQueries' LookupDeliveries and
@@ -87,6 +90,10 @@ class DeliveryIndex {
   mutable Mutex mu_;
   Counts totals_ ABSL_GUARDED_BY(mu_);  // the persisted totals: outcomes, stored bytes
   uint64_t floor_ ABSL_GUARDED_BY(mu_) = 1;
+  // No run is keyed below this: a trim walks from here, not over the point tombstones
+  // of earlier trims (oldest_prefix.h). 0 after a (re)open. Not the floor: a run of an
+  // entry settled late may be keyed below the floor.
+  uint64_t none_below_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace kspool::wal

@@ -1,16 +1,21 @@
 // Trimming the oldest keys of a column family keyed by big-endian sequence numbers (the
 // dead letters, the delivery index): TrimDeadLetters and TrimDeliveries walk it from its
-// lowest key while their limits say so, then delete what they took with one range
-// tombstone. Internal to wal/; the caller holds the locks that keep the database open.
+// lowest key while their limits say so, then delete what they took key by key (never a
+// range tombstone: FORMAT.md, "Deletes"). The walk starts at a bound below which the
+// caller knows no key is left (the end of its last trim), so that it does not step over
+// the tombstones of earlier trims that compaction has not yet removed.
+// Internal to wal/; the caller holds the locks that keep the database open.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "rocksdb/db.h"
+#include "rocksdb/write_batch.h"
 #include "wal/keys.h"
 #include "wal/rocks_status.h"
 
@@ -23,31 +28,41 @@ enum class TakeKey {
   kBound,  // keep it: the per-call bound is reached; call again (`more`)
 };
 
-// The keys taken: [first, end) in key order, as strings ready for DeleteRange.
+// The keys taken, in key order; every key of the column family below `end` was taken.
 struct OldestPrefix {
-  size_t keys = 0;
-  std::string first, end;
+  std::vector<uint64_t> taken;
+  uint64_t end = 0;   // the last one taken + 1 (0 when none was)
   bool more = false;  // stopped at max_keys or at a kBound
 };
 
-// Offers each key of `cf` from the lowest up, as `take(seq, value)`, until it answers
-// other than kTake or max_keys keys were taken.
+// Deletes the keys of `p` from `cf` in `wb`, one point tombstone each.
+inline void DeleteTaken(const OldestPrefix& p, rocksdb::ColumnFamilyHandle* cf,
+                        rocksdb::WriteBatch* wb) {
+  for (uint64_t seq : p.taken) wb->Delete(cf, keys::Seq(seq));
+}
+
+// Offers each key of `cf` from the lowest up (none is below `from_seq`), as
+// `take(seq, value)`, until it answers other than kTake or max_keys keys were taken.
 template <typename Take>
 absl::StatusOr<OldestPrefix> TakeOldest(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
-                                        size_t max_keys, const Take& take) {
+                                        uint64_t from_seq, size_t max_keys, const Take& take) {
   OldestPrefix p;
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), cf));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+  const std::string lo = keys::Seq(from_seq);
+  const rocksdb::Slice lo_s(lo);
+  rocksdb::ReadOptions ro;
+  ro.iterate_lower_bound = &lo_s;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro, cf));
+  for (it->Seek(lo_s); it->Valid(); it->Next()) {
     const uint64_t seq = keys::ParseSeq(std::string_view(it->key().data(), it->key().size()));
-    const TakeKey t = p.keys >= max_keys
+    const TakeKey t = p.taken.size() >= max_keys
                           ? TakeKey::kBound
                           : take(seq, std::string_view(it->value().data(), it->value().size()));
     if (t != TakeKey::kTake) {
       p.more = t == TakeKey::kBound;
       break;
     }
-    if (p.keys++ == 0) p.first = keys::Seq(seq);
-    p.end = keys::Seq(seq + 1);
+    p.taken.push_back(seq);
+    p.end = seq + 1;
   }
   RETURN_IF_ERROR(FromRocks(it->status(), "scan for the oldest keys"));
   return p;

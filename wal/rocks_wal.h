@@ -233,12 +233,6 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
   // Settle() is serialized: it owns the delete bookkeeping.
   mutable Mutex settle_mu_;
   SeqRuns deleted_above_head_ ABSL_GUARDED_BY(settle_mu_);
-  // Entries below the persisted head are dead whether or not they are still stored; the
-  // range delete that removes them physically trails behind, at most once a second, so
-  // few range tombstones sit in the memtable (RocksDB re-fragments them for every new
-  // iterator).
-  uint64_t range_deleted_below_ ABSL_GUARDED_BY(settle_mu_) = 1;
-  int64_t last_range_delete_ms_ ABSL_GUARDED_BY(settle_mu_) = 0;
 };
 
 }  // namespace kspool::wal

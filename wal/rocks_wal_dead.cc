@@ -50,6 +50,7 @@ absl::StatusOr<DeadLetterTrim> RocksWal::TrimDeadLetters() {
     RecordWriteError(s, "dead-letter trim");
     return FromRocks(s, "trim dead letters");
   }
+  dead_letters_.NoteTrimmed(trim);
   MutexLock l(&mu_);
   dead_letters_.SetTotals(trim.totals);
   ledger_.NoteDeadDropped(dropped);

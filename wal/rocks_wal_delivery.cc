@@ -46,6 +46,7 @@ absl::StatusOr<DeliveryTrim> RocksWal::TrimDeliveries() {
     return FromRocks(s, "trim the delivery index");
   }
   delivery_index_.SetTotals(trim.totals);
+  delivery_index_.NoteTrimmed(trim);
   return trim.removed;
 }
 

@@ -121,19 +121,24 @@ absl::Status RocksWal::LoadState(bool reopen) {
   log_it->SeekToLast();
   RETURN_IF_ERROR(FromRocks(log_it->status(), read_log + " (its last entry)"));
   if (log_it->Valid()) next_seq = std::max(next_seq, keys::ParseSeq(log_it->key().ToString()) + 1);
-  log_it->SeekToFirst();
-  RETURN_IF_ERROR(FromRocks(log_it->status(), read_log + " (its first entry)"));
-  const uint64_t physical_first = log_it->Valid() ? keys::ParseSeq(log_it->key().ToString()) : 0;
-  std::optional<uint64_t> first;
-  if (log_it->Valid()) {
-    if (m.head > physical_first) {
-      log_it->Seek(keys::Seq(m.head));
-      RETURN_IF_ERROR(
-          FromRocks(log_it->status(), read_log + " (its first live entry, at or after the head " +
-                                          std::to_string(m.head) + ")"));
-    }
-    if (log_it->Valid()) first = keys::ParseSeq(log_it->key().ToString());
+  // Entries below the persisted head are settled. Each settle deletes its own entries in
+  // its batch, so only a WAL written by an older version (whose trailing range delete
+  // had not caught up when it stopped) still stores some: they go here, key by key
+  // (never a range tombstone: FORMAT.md, "Deletes").
+  if (!options_.read_only && m.head > 0) {
+    const std::string below = keys::Seq(m.head);
+    const rocksdb::Slice below_s(below);
+    rocksdb::ReadOptions ro;
+    ro.iterate_upper_bound = &below_s;
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro, db_->log));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) once.Delete(db_->log, it->key());
+    RETURN_IF_ERROR(FromRocks(it->status(), read_log + " (below its head)"));
   }
+  log_it->Seek(keys::Seq(m.head));
+  RETURN_IF_ERROR(FromRocks(log_it->status(), read_log + " (its first live entry, at or after the head " +
+                                                  std::to_string(m.head) + ")"));
+  std::optional<uint64_t> first;
+  if (log_it->Valid()) first = keys::ParseSeq(log_it->key().ToString());
 
   // The delivery index starts at the head: what was settled before it existed is unknown.
   const uint64_t head = first.value_or(next_seq);
@@ -158,7 +163,6 @@ absl::Status RocksWal::LoadState(bool reopen) {
     tail_.Load(next_seq, last_receive);
     ledger_.Load(std::move(m.topics), first.value_or(tail_.committed_next()));
     known_gaps_.Reset(tail_.committed_next(), ledger_.head());
-    range_deleted_below_ = physical_first ? physical_first : ledger_.head();
     report_.Clear();
     for (const auto& [k, val] : m.split) report_.Load(k, val);
     dead_letters_.Load(*m.dead);

@@ -2,9 +2,11 @@
 // ones as dead letters, splits the counts for the discard report and indexes the
 // outcomes, all in one synced write batch (the contract: drain_log.h).
 //
-// The log is used as a queue, so deletes pile up at its head. The contiguous settled
-// prefix is removed with one DeleteRange (trailing behind, at most once a second), runs
-// settled out of order with range tombstones, and only stragglers get point tombstones.
+// The log is used as a queue, so deletes pile up at its head: each settled entry gets a
+// point tombstone in the settle's batch, never a range tombstone (RocksDB 7.8.3 aborts
+// when a compaction of range deletions alone fails to sync its empty output: FORMAT.md,
+// "Deletes"). Scans start at the head (iterate_lower_bound), so the tombstones below it
+// cost space until compaction, not reads.
 // Which outcomes count (live entries only: idempotence) is rocks_wal_live.cc; charging an
 // unreadable record's discard to its owner is rocks_wal_attribute.cc.
 #include <algorithm>
@@ -35,8 +37,8 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   // A record that does not decode is charged to the topic whose ledger owns it.
   std::vector<Outcome> attributed;
   const std::vector<Outcome>& outcomes = AttributeUnreadable(*live, &attributed);
-  // Which entries go: the settled prefix [head, cand) as one range tombstone, runs of
-  // consecutive sequence numbers above it as range tombstones, the rest one by one.
+  // The head moves over the settled prefix [head, cand): the entries settled now and
+  // those settled out of order before.
   uint64_t cand = head;
   size_t i = std::lower_bound(seqs.begin(), seqs.end(), head) - seqs.begin();
   while (true) {
@@ -52,25 +54,8 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   }
   rocksdb::WriteBatch wb;
   const int64_t now_ms = options_.clock->NowMillis();
-  bool range_deleted = false;
-  if (cand > head) {
-    wb.Put(db_->meta, keys::kHead, keys::U64(cand));
-    if (cand - range_deleted_below_ >= 65536 || now_ms - last_range_delete_ms_ >= 1000) {
-      wb.DeleteRange(db_->log, keys::Seq(range_deleted_below_), keys::Seq(cand));
-      range_deleted = true;
-    }
-  }
-  constexpr size_t kMinRun = 16;
-  for (size_t run = i; run < seqs.size();) {
-    size_t end = run + 1;
-    while (end < seqs.size() && seqs[end] == seqs[end - 1] + 1) ++end;
-    if (end - run >= kMinRun) {
-      wb.DeleteRange(db_->log, keys::Seq(seqs[run]), keys::Seq(seqs[end - 1] + 1));
-    } else {
-      for (size_t k = run; k < end; ++k) wb.Delete(db_->log, keys::Seq(seqs[k]));
-    }
-    run = end;
-  }
+  if (cand > head) wb.Put(db_->meta, keys::kHead, keys::U64(cand));
+  for (uint64_t seq : seqs) wb.Delete(db_->log, keys::Seq(seq));
   uint64_t bytes = 0;
   for (const Outcome& o : outcomes) bytes += o.size;
   const Counts added = dead_letters_.Keep(outcomes, now_ms, *db_, &wb);
@@ -127,10 +112,6 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
     delivery_index_.SetTotals(index);
     report_.Apply(std::move(split));
     limit = tail_.committed_next();
-  }
-  if (range_deleted) {
-    range_deleted_below_ = cand;
-    last_range_delete_ms_ = now_ms;
   }
   // Entries below cand are gone; a gap (a failed append, or entries deleted before a
   // restart) is skipped by seeking to the next live one.

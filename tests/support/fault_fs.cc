@@ -21,6 +21,10 @@ bool IsWalFile(const std::string& fname) {
   return fname.size() > 4 && fname.compare(fname.size() - 4, 4, ".log") == 0;
 }
 
+bool IsTableFile(const std::string& fname) {
+  return fname.size() > 4 && fname.compare(fname.size() - 4, 4, ".sst") == 0;
+}
+
 // Takes one unit from a countdown; true if the caller should fail.
 bool Take(std::atomic<int>* n) {
   int cur = n->load();
@@ -289,6 +293,10 @@ void FaultInjectionFileSystem::AfterAppend(const std::string& fname, FileState* 
 IOStatus FaultInjectionFileSystem::BeforeSync(const std::string& fname, FileState* state,
                                               uint64_t* covered) {
   if (Take(&fail_syncs_)) return IOStatus::IOError("injected sync failure: " + fname);
+  if (IsTableFile(fname) && !Take(&table_syncs_to_skip_) && Take(&fail_table_syncs_)) {
+    injected_table_sync_failures_.fetch_add(1);
+    return IOStatus::IOError("injected table sync failure: " + fname);
+  }
   std::lock_guard<std::mutex> l(mu_);
   if (!active_) return PowerCut("sync " + fname);
   if (state->sync_doomed) {

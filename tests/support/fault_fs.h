@@ -3,6 +3,9 @@
 //  * count syncs of RocksDB's write-ahead log files (`*.log`);
 //  * fail the next N syncs or appends (as EIO or as a full disk), or every append while
 //    a "disk full" switch is set;
+//  * fail syncs of table files (`*.sst`) only: FailTableSyncs(skip, n) lets `skip` of
+//    them pass, then fails `n` (a flush's or a compaction's output file), leaving the
+//    write-ahead log and the MANIFEST alone;
 //  * fail exactly one chosen write's sync: FailSyncOfWrite(marker) fails the sync that
 //    would make durable the first bytes appended to a RocksDB write-ahead log file that
 //    hold `marker`, and only it, whatever else syncs meanwhile (other threads' writes,
@@ -76,6 +79,12 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
     appends_no_space_.store(no_space);
     fail_appends_.store(n);
   }
+  // Of the next syncs of `*.sst` files, `skip` pass, then `n` fail with an IOError.
+  void FailTableSyncs(int skip, int n) {
+    table_syncs_to_skip_.store(skip);
+    fail_table_syncs_.store(n);
+  }
+  uint64_t injected_table_sync_failures() const { return injected_table_sync_failures_.load(); }
   // While set, every append fails with IOStatus::NoSpace (a disk that stays full).
   void SetNoSpace(bool no_space) { no_space_.store(no_space); }
 
@@ -179,6 +188,9 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
 
   std::atomic<uint64_t> wal_syncs_{0};
   std::atomic<int> fail_syncs_{0};
+  std::atomic<int> table_syncs_to_skip_{0};
+  std::atomic<int> fail_table_syncs_{0};
+  std::atomic<uint64_t> injected_table_sync_failures_{0};
   std::atomic<int> fail_appends_{0};
   std::atomic<bool> appends_no_space_{false};
   std::atomic<bool> no_space_{false};

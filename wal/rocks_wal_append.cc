@@ -33,10 +33,15 @@ void RocksWal::AppendAsync(AppendBatch batch, AppendCallback done) {
     return;
   }
   absl::Status refused;
+  // The reserve was released for an open on a full volume: the room left is for draining.
+  const bool no_reserve = reserve_ && reserve_->missing();
   {
     MutexLock l(&mu_);
     refused = write_error_;
-    if (refused.ok()) {
+    if (refused.ok() && no_reserve) {
+      refused = reserve_->RefusalStatus();
+      ledger_.CountRefused(Ledger::kNoReserve);
+    } else if (refused.ok()) {
       refused = committer_.Enqueue(&mu_, batch, done);
       if (refused.ok()) return;
       if (absl::IsResourceExhausted(refused)) ledger_.CountRefused(Ledger::kQueueFull);

@@ -168,7 +168,7 @@ bool WalReserve::MakeIfRoom(uint64_t free_bytes, uint64_t extra) {
   return true;
 }
 
-absl::Status WalReserve::BeforeOpen(bool first_start) {
+absl::Status WalReserve::BeforeOpen(bool first_start, bool ran_out_of_space) {
   MutexLock l(&mu_);
   std::optional<uint64_t> held = fs_->FileSize(path_);
   if (held && *held != bytes_) {  // another size configured, or a half-made one
@@ -180,12 +180,15 @@ absl::Status WalReserve::BeforeOpen(bool first_start) {
   // The replayed logs become a table file before RocksDB deletes them.
   const uint64_t open_needs = fs_->FilesBytes(dir_, ".log") + kOpenMarginBytes;
   if (held) {
-    missing_ = space->free_bytes < open_needs;
+    missing_ = ran_out_of_space || space->free_bytes < open_needs;
     if (missing_) RETURN_IF_ERROR(fs_->Remove(path_));
     return absl::OkStatus();
   }
   missing_ = true;
-  if (MakeIfRoom(space->free_bytes, open_needs) || !first_start) return absl::OkStatus();
+  // A first start needs the reserve and room to open; a missing one comes back only with
+  // room for new messages too, as in Restore().
+  if (MakeIfRoom(space->free_bytes, first_start ? open_needs : bytes_)) return absl::OkStatus();
+  if (!first_start) return absl::OkStatus();
   return absl::ResourceExhaustedError(
       "the volume of the WAL directory " + dir_ + " (mounted at " + fs_->MountPoint(dir_) +
       ") has " + std::to_string(space->free_bytes) + " bytes free: a new WAL needs " +
@@ -197,7 +200,7 @@ bool WalReserve::Restore() {
   MutexLock l(&mu_);
   if (!missing_) return false;
   absl::StatusOr<VolumeSpace> space = fs_->Space(dir_);
-  return space.ok() && MakeIfRoom(space->free_bytes, bytes_ / 4);
+  return space.ok() && MakeIfRoom(space->free_bytes, bytes_);
 }
 
 absl::Status WalReserve::RefusalStatus() const {
@@ -205,7 +208,7 @@ absl::Status WalReserve::RefusalStatus() const {
       "no_reserve: the WAL's volume is short of space; its reserve (" + path_ + ", " +
       std::to_string(bytes_) + " bytes) was released so the WAL could open, and new messages "
       "are refused until the volume has room for it again, so what is left goes to delivering "
-      "what the WAL holds");
+      "what the WAL holds (it is made again once the volume has twice its size free)");
 }
 
 }  // namespace kspool::wal

@@ -4,15 +4,19 @@
 // into a table file and writes a new MANIFEST, OPTIONS file and log, and the open fails
 // (or, worse, asserts) without room for them. So the WAL directory holds a preallocated
 // file, KSPOOL_RESERVE (Options::reserve_bytes). Before each open (Open, Reopen),
-// BeforeOpen() compares the volume's free space with what an open needs (the log files'
-// bytes plus a margin for the rest); when it is short, the reserve is deleted first, so
-// the open has the room. While the reserve is missing the WAL refuses appends
-// (UNAVAILABLE, reason "no_reserve"): what room is left goes to settling and draining,
-// which free space, not to new messages. Restore() (called periodically) makes it again
-// once the volume has the reserve plus a quarter free.
+// BeforeOpen() deletes it when the volume is full: when its free space is less than an
+// open needs (the log files' bytes plus a margin for the rest), or when the WAL has just
+// run out of space (a write failed with ENOSPC: the free space seen after it, what
+// RocksDB had preallocated for its log, is not room for new messages). While the
+// reserve is missing the WAL refuses appends (UNAVAILABLE, reason "no_reserve"): what
+// room is left goes to settling and draining, which free space, not to new messages.
+// Restore() (called periodically) makes it again once the volume has twice its size
+// free: the reserve, and as much again for new messages. (With a quarter more instead,
+// a restart after an ENOSPC made it again at once, and Sends went straight back into
+// the full volume.)
 //
 // A first start (no WAL in the directory yet) on a volume without room for the reserve
-// is refused: it could never be opened again once full.
+// and an open is refused: it could never be opened again once full.
 //
 // All file-system calls go through ReserveFileSystem, so tests can fake free space and
 // failing preallocations. Thread safety: every method may be called from any thread
@@ -82,12 +86,13 @@ class WalReserve {
   WalReserve(std::string dir, uint64_t bytes, std::shared_ptr<ReserveFileSystem> fs);
 
   // Before RocksDB opens the directory (it exists). Keeps the reserve while the volume
-  // has room for an open, else deletes it; makes it when missing and there is room for
-  // both. `first_start`: no WAL in the directory yet; then a reserve that cannot be made
-  // is an error (RESOURCE_EXHAUSTED naming the volume) instead of a missing reserve.
-  absl::Status BeforeOpen(bool first_start);
-  // Makes a missing reserve once the volume has bytes() + bytes()/4 free. True when it
-  // was made by this call.
+  // has room for an open and `ran_out_of_space` is false (no write failed with ENOSPC
+  // since the last open), else deletes it; makes a missing one as Restore() does.
+  // `first_start`: no WAL in the directory yet; then the reserve is made if the volume
+  // has room for it and an open, else RESOURCE_EXHAUSTED naming the volume.
+  absl::Status BeforeOpen(bool first_start, bool ran_out_of_space = false);
+  // Makes a missing reserve once the volume has 2 x bytes() free. True when it was made
+  // by this call.
   bool Restore();
 
   bool missing() const;

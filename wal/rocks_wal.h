@@ -212,6 +212,7 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
   // Set by Open(); a Reopen() checks the directory still holds it and never changes it.
   std::string agent_id_ ABSL_GUARDED_BY(mu_);
   absl::Status write_error_ ABSL_GUARDED_BY(mu_);  // sticky until Reopen()
+  bool out_of_space_ ABSL_GUARDED_BY(mu_) = false;  // write_error_ is an ENOSPC
   uint64_t reopens_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> fsyncs_{0};
   // The append queue and the committer thread (group_committer.h), started by Open()

@@ -65,7 +65,12 @@ absl::StatusOr<std::unique_ptr<OpenDb>> RocksWal::OpenDatabase() {
   if (reserve_) {
     // RocksDB's CURRENT names the manifest: without it, no WAL was ever opened here.
     const bool first_start = access((options_.dir + "/CURRENT").c_str(), F_OK) != 0;
-    RETURN_IF_ERROR(reserve_->BeforeOpen(first_start));
+    bool out_of_space = false;
+    {
+      MutexLock l(&mu_);
+      out_of_space = out_of_space_ && !write_error_.ok();
+    }
+    RETURN_IF_ERROR(reserve_->BeforeOpen(first_start, out_of_space));
   }
   return OpenDb::Open(options_.dir, options_.env.get(), info_log_, options_.reserve_bytes / 2);
 }

@@ -1,6 +1,6 @@
 // WalReserve: the reserve file is kept while the volume has room to open the WAL,
-// deleted before an open that needs its room, made again once the volume has it plus a
-// quarter; a first start without room is refused naming the volume. The WAL refuses
+// deleted before an open that needs its room or after the WAL ran out of space, made
+// again once the volume has twice its size free; a first start without room is refused naming the volume. The WAL refuses
 // appends (UNAVAILABLE, no_reserve) while it is missing. Free space and preallocation
 // are faked through ReserveFileSystem.
 #include "wal/open_reserve.h"
@@ -124,16 +124,27 @@ TEST(WalReserve, ARestartWithoutRoomForTheReserveOpensWithoutIt) {
   EXPECT_TRUE(r.missing());
 }
 
-TEST(WalReserve, ItIsMadeAgainOnlyOnceTheVolumeHasItAndAQuarterMore) {
+TEST(WalReserve, AReopenAfterTheWalRanOutOfSpaceReleasesItEvenWithRoomToOpen) {
+  auto fs = std::make_shared<FakeReserveFs>();
+  WalReserve r("/w", 8 * kMiB, fs);
+  ASSERT_TRUE(r.BeforeOpen(true).ok());
+  fs->free_bytes = 5 * kMiB;  // what RocksDB had preallocated for its log, given back
+  ASSERT_TRUE(r.BeforeOpen(false, /*ran_out_of_space=*/true).ok());
+  EXPECT_TRUE(r.missing());
+  EXPECT_FALSE(fs->Holds("/w"));
+  EXPECT_FALSE(r.Restore()) << "13 MiB free: not room for the reserve and as much again";
+}
+
+TEST(WalReserve, ItIsMadeAgainOnlyOnceTheVolumeHasTwiceItsSizeFree) {
   auto fs = std::make_shared<FakeReserveFs>();
   fs->free_bytes = 0;
   WalReserve r("/w", 8 * kMiB, fs);
   ASSERT_TRUE(r.BeforeOpen(false).ok());
   ASSERT_TRUE(r.missing());
-  fs->free_bytes = 10 * kMiB - 1;
+  fs->free_bytes = 16 * kMiB - 1;
   EXPECT_FALSE(r.Restore());
   EXPECT_TRUE(r.missing());
-  fs->free_bytes = 10 * kMiB;
+  fs->free_bytes = 16 * kMiB;
   EXPECT_TRUE(r.Restore());
   EXPECT_FALSE(r.missing());
   EXPECT_TRUE(fs->Holds("/w"));

@@ -156,15 +156,12 @@ WalReserve::WalReserve(std::string dir, uint64_t bytes, std::shared_ptr<ReserveF
       bytes_(bytes),
       fs_(fs ? std::move(fs) : PosixReserveFileSystem()) {}
 
-bool WalReserve::missing() const {
-  MutexLock l(&mu_);
-  return missing_;
-}
+bool WalReserve::missing() const { return missing_.load(std::memory_order_acquire); }
 
 bool WalReserve::MakeIfRoom(uint64_t free_bytes, uint64_t extra) {
   if (free_bytes < bytes_ + extra) return false;
   if (!fs_->Allocate(path_, bytes_).ok()) return false;
-  missing_ = false;
+  missing_.store(false, std::memory_order_release);
   return true;
 }
 
@@ -180,11 +177,12 @@ absl::Status WalReserve::BeforeOpen(bool first_start, bool ran_out_of_space) {
   // The replayed logs become a table file before RocksDB deletes them.
   const uint64_t open_needs = fs_->FilesBytes(dir_, ".log") + kOpenMarginBytes;
   if (held) {
-    missing_ = ran_out_of_space || space->free_bytes < open_needs;
-    if (missing_) RETURN_IF_ERROR(fs_->Remove(path_));
+    const bool release = ran_out_of_space || space->free_bytes < open_needs;
+    missing_.store(release, std::memory_order_release);
+    if (release) RETURN_IF_ERROR(fs_->Remove(path_));
     return absl::OkStatus();
   }
-  missing_ = true;
+  missing_.store(true, std::memory_order_release);
   // A first start needs the reserve and room to open; a missing one comes back only with
   // room for new messages too, as in Restore().
   if (MakeIfRoom(space->free_bytes, first_start ? open_needs : bytes_)) return absl::OkStatus();
@@ -198,7 +196,7 @@ absl::Status WalReserve::BeforeOpen(bool first_start, bool ran_out_of_space) {
 
 bool WalReserve::Restore() {
   MutexLock l(&mu_);
-  if (!missing_) return false;
+  if (!missing()) return false;
   absl::StatusOr<VolumeSpace> space = fs_->Space(dir_);
   return space.ok() && MakeIfRoom(space->free_bytes, bytes_);
 }

@@ -20,10 +20,11 @@
 //
 // All file-system calls go through ReserveFileSystem, so tests can fake free space and
 // failing preallocations. Thread safety: every method may be called from any thread
-// (one internal lock). Errors: UNAVAILABLE for the file system's failures,
+// (one internal lock for the changes; missing() reads an atomic). Errors: UNAVAILABLE for the file system's failures,
 // RESOURCE_EXHAUSTED for a first start without room.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -109,8 +110,10 @@ class WalReserve {
   const std::string path_;
   const uint64_t bytes_;
   const std::shared_ptr<ReserveFileSystem> fs_;
-  mutable Mutex mu_;
-  bool missing_ ABSL_GUARDED_BY(mu_) = true;
+  // Serializes BeforeOpen() and Restore() (which may preallocate for a while); missing_
+  // is read without it, so an append or GetStats() never waits for a preallocation.
+  Mutex mu_;
+  std::atomic<bool> missing_{true};
 };
 
 }  // namespace kspool::wal

@@ -23,6 +23,7 @@
 #include "tests/support/agent_process.h"
 #include "tests/support/child_process.h"
 #include "tests/support/dev_kafka.h"
+#include "tests/support/http_get.h"
 #include "tests/support/kafka_reader.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/tmpfs_volume.h"
@@ -87,6 +88,15 @@ std::string LogTail(const std::string& path) {
 bool RefusedForSpace(const grpc::Status& s) {
   return s.error_code() == grpc::StatusCode::UNAVAILABLE ||
          s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
+}
+
+// The value of an unlabelled metric, as /metrics shows it.
+std::string Metric(AgentProcess& agent, const std::string& name) {
+  const std::string body = kspool::testing::HttpGet(agent.http_address(), "/metrics").body;
+  const size_t at = body.find("\n" + name + " ");
+  if (at == std::string::npos) return "absent";
+  const size_t from = at + name.size() + 2;
+  return body.substr(from, body.find('\n', from) - from);
 }
 
 // RocksDB's info log files (LOG, LOG.old.*) in the WAL directory.
@@ -319,6 +329,8 @@ TEST_F(FullDisk, ARestartOnAVolumeFilledByAnotherFileOpensDrainsAndAcceptsOnceIt
 
   agent = std::make_unique<AgentProcess>(wal, log, kafka.bootstrap(), args);
   ExpectRefusedForNoReserve(sender.Send(*agent, 1, 1024), log);
+  EXPECT_EQ(Metric(*agent, "kspool_wal_reserve_missing"), "1");
+  EXPECT_EQ(Metric(*agent, "kspool_wal_reserve_bytes"), "0");
   ASSERT_EQ(kafka.Command("broker up all"), "OK");
   EXPECT_TRUE(agent->WaitUntilDrained(30s)) << agent->WalStats().entries() << " entries left";
   ExpectAllDelivered(kafka.bootstrap(), "t", sender.acked());
@@ -326,6 +338,8 @@ TEST_F(FullDisk, ARestartOnAVolumeFilledByAnotherFileOpensDrainsAndAcceptsOnceIt
   ExpectRefusedForNoReserve(sender.Send(*agent, 1, 1024), log);
   volume_.Remove("filler");
   EXPECT_TRUE(WaitUntil([&] { return sender.Send(*agent, 1, 1024).ok(); }, 10s)) << LogTail(log);
+  EXPECT_EQ(Metric(*agent, "kspool_wal_reserve_missing"), "0");
+  EXPECT_EQ(Metric(*agent, "kspool_wal_reserve_bytes"), std::to_string(4 << 20));
   EXPECT_EQ(InfoLogFiles(wal), 0);
   ExpectCleanExit(*agent);
 }

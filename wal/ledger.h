@@ -40,6 +40,7 @@ class Ledger {
   static constexpr char kWalFull[] = "wal_full";
   static constexpr char kTopicFull[] = "topic_full";
   static constexpr char kQueueFull[] = "append_queue_full";
+  static constexpr char kNoReserve[] = "no_reserve";  // open_reserve.h
 
   explicit Ledger(Limits limits) : limits_(limits) {}
 
@@ -59,7 +60,8 @@ class Ledger {
   // and gains the request's on success. RESOURCE_EXHAUSTED, counted, otherwise.
   absl::Status Admit(const AppendBatch& batch, uint64_t group_bytes, uint64_t dead_bytes,
                      std::map<std::string, uint64_t>* group_topics);
-  // Counts a refusal decided elsewhere (kQueueFull: by the group committer).
+  // Counts a refusal decided elsewhere (kQueueFull: by the group committer; kNoReserve:
+  // by the reserve).
   void CountRefused(const char* cause) { ++refused_[cause]; }
 
   // After a written append of `bytes`: the topics' new `accepted` totals.

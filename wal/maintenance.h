@@ -58,6 +58,10 @@ class Maintenance : public virtual LogStatus {
   [[nodiscard]] virtual absl::StatusOr<std::vector<std::string>> ForgetIdleTopics() = 0;
   // Compacts away the dead range below the oldest live entry.
   [[nodiscard]] virtual absl::Status CompactDeadRange() = 0;
+  // Makes the reserve again (open_reserve.h) if it is missing and the volume has twice
+  // its size free; appends are accepted again from then. True when it was
+  // made by this call. Cheap when there is nothing to do (no I/O while it is held).
+  virtual bool RestoreReserve() = 0;
 };
 
 }  // namespace kspool::wal

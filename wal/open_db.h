@@ -24,9 +24,12 @@ struct OpenDb {
   rocksdb::ColumnFamilyHandle* delivery = nullptr;
   // Opens (creating what is missing) the database in `dir` for writing; `env`: RocksDB's
   // file system, or null for the default (tests inject faults through it); `info_log`:
-  // where RocksDB logs (info_log.h), never a file in `dir`.
+  // where RocksDB logs (info_log.h), never a file in `dir`; `max_log_bytes`: RocksDB's
+  // log files beyond this make it flush the memtables they hold (0: its default), so an
+  // open, which flushes them, needs at most about that much room (open_reserve.h).
   static absl::StatusOr<std::unique_ptr<OpenDb>> Open(const std::string& dir, rocksdb::Env* env,
-                                                      std::shared_ptr<rocksdb::Logger> info_log);
+                                                      std::shared_ptr<rocksdb::Logger> info_log,
+                                                      uint64_t max_log_bytes = 0);
   // Destroys the handles and closes the database.
   ~OpenDb();
 };

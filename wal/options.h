@@ -18,6 +18,8 @@ class Env;
 
 namespace kspool::wal {
 
+class ReserveFileSystem;  // open_reserve.h
+
 // Most files RocksDB keeps open at once (its table cache), so that the WAL's file
 // descriptors are bounded whatever the backlog; agents reserve descriptors for it.
 inline constexpr int kMaxOpenFiles = 256;
@@ -83,6 +85,13 @@ struct Options {
   // (0 = no limit of this kind).
   int64_t delivery_retention_ms = 3'600'000;
   uint64_t delivery_retention_bytes = 256ull << 20;
+  // The reserve (open_reserve.h): a file of this many bytes kept in `dir`, deleted before
+  // an open on a volume too full to open, and while it is missing appends are refused
+  // with UNAVAILABLE ("no_reserve"). RocksDB's unflushed logs are kept to half of it, so
+  // that what an open flushes fits in it. 0: no reserve (the agent resolves its flag's
+  // 0, automatic, before). `reserve_fs`: the file-system seam, null for the real one.
+  uint64_t reserve_bytes = 0;
+  std::shared_ptr<ReserveFileSystem> reserve_fs;
   // For inspection tools: opens RocksDB read-only and writes nothing, not even on open,
   // so it works on a running agent's WAL and on a copy. Reads see the WAL as it was at
   // Open(). A directory that is not a kspool WAL is refused (NOT_FOUND when it does

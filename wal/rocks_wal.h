@@ -13,6 +13,7 @@
 //   KnownGaps        known_gaps.h         the log's gaps learnt by scans (under mu_)
 //   CommitLease      commit_lease.h       the commit points and their lease (under mu_)
 //   OpenDb           open_db.h            the open database (under db_mu_)
+//   WalReserve       open_reserve.h       the reserve file (its own leaf lock)
 // "Under mu_": the component has no lock; RocksWal holds it ABSL_GUARDED_BY(mu_), so that
 // a group's admission, numbering and accounting, or a Settle's take-over, are one
 // critical section each and an append takes no second lock. GroupCommitter's methods
@@ -53,6 +54,7 @@
 #include "wal/ledger.h"
 #include "wal/log_tail.h"
 #include "wal/open_db.h"
+#include "wal/open_reserve.h"
 #include "wal/report_split.h"
 #include "wal/seq_runs.h"
 #include "wal/wal.h"
@@ -85,6 +87,7 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
   std::vector<std::string> TrackedTopics() const override;
   absl::StatusOr<std::vector<std::string>> ForgetIdleTopics() override;
   absl::Status CompactDeadRange() override;
+  bool RestoreReserve() override;
   Stats GetStats() const override;
   Report GetReport() const override;
   std::string agent_id() const override;
@@ -120,7 +123,11 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
         delivery_index_(options_.clock, options_.delivery_retention_ms,
                         options_.delivery_retention_bytes),
         dead_letters_(options_.clock, options_.max_dead_letter_bytes,
-                      options_.max_dead_letter_age_ms) {}
+                      options_.max_dead_letter_age_ms),
+        reserve_(options_.reserve_bytes > 0 && !options_.read_only
+                     ? std::make_unique<WalReserve>(options_.dir, options_.reserve_bytes,
+                                                    options_.reserve_fs)
+                     : nullptr) {}
   absl::StatusOr<std::unique_ptr<OpenDb>> OpenDatabase();
   // Options::read_only: refuses a directory that is not a kspool WAL; writes nothing.
   absl::StatusOr<std::unique_ptr<OpenDb>> OpenDatabaseReadOnly() const;
@@ -207,6 +214,7 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
   // Set by Open(); a Reopen() checks the directory still holds it and never changes it.
   std::string agent_id_ ABSL_GUARDED_BY(mu_);
   absl::Status write_error_ ABSL_GUARDED_BY(mu_);  // sticky until Reopen()
+  bool out_of_space_ ABSL_GUARDED_BY(mu_) = false;  // write_error_ is an ENOSPC
   uint64_t reopens_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> fsyncs_{0};
   // The append queue and the committer thread (group_committer.h), started by Open()
@@ -229,6 +237,10 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
   // The dead letters (dead_letter_store.h): their writers hold settle_mu_; their totals
   // are taken over under mu_ too, so that admission sees them with live_bytes_.
   DeadLetterStore dead_letters_;
+  // The reserve file (open_reserve.h); null without one (Options::reserve_bytes 0, or
+  // read-only). Released before an open that needs its room; appends are refused while
+  // it is missing.
+  const std::unique_ptr<WalReserve> reserve_;
 
   // Settle() is serialized: it owns the delete bookkeeping.
   mutable Mutex settle_mu_;

@@ -20,6 +20,7 @@ void RocksWal::RecordWriteErrorLocked(const rocksdb::Status& s, std::string_view
   // LevelDB's lesson: after a failed write or sync the log's state is unknown, so
   // nothing more is acknowledged until the WAL has been reopened and recovered.
   if (write_error_.ok()) {
+    out_of_space_ = s.IsNoSpace();
     write_error_ = absl::UnavailableError("WAL " + std::string(what) +
                                           " failed; no further appends are acknowledged until the "
                                           "WAL is reopened: " +
@@ -33,10 +34,15 @@ void RocksWal::AppendAsync(AppendBatch batch, AppendCallback done) {
     return;
   }
   absl::Status refused;
+  // The reserve was released for an open on a full volume: the room left is for draining.
+  const bool no_reserve = reserve_ && reserve_->missing();
   {
     MutexLock l(&mu_);
     refused = write_error_;
-    if (refused.ok()) {
+    if (refused.ok() && no_reserve) {
+      refused = reserve_->RefusalStatus();
+      ledger_.CountRefused(Ledger::kNoReserve);
+    } else if (refused.ok()) {
       refused = committer_.Enqueue(&mu_, batch, done);
       if (refused.ok()) return;
       if (absl::IsResourceExhausted(refused)) ledger_.CountRefused(Ledger::kQueueFull);

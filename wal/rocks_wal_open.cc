@@ -1,5 +1,7 @@
 // RocksWal: opening, reopening after a write error, and the in-memory state recovered
 // from `meta`. Opening never scans the log: startup time does not grow with the backlog.
+#include <unistd.h>
+
 #include <random>
 
 #include "wal/keys.h"
@@ -60,7 +62,17 @@ absl::StatusOr<std::unique_ptr<Wal>> RocksWal::Open(Options options) {
 
 absl::StatusOr<std::unique_ptr<OpenDb>> RocksWal::OpenDatabase() {
   if (options_.read_only) return OpenDatabaseReadOnly();
-  return OpenDb::Open(options_.dir, options_.env.get(), info_log_);
+  if (reserve_) {
+    // RocksDB's CURRENT names the manifest: without it, no WAL was ever opened here.
+    const bool first_start = access((options_.dir + "/CURRENT").c_str(), F_OK) != 0;
+    bool out_of_space = false;
+    {
+      MutexLock l(&mu_);
+      out_of_space = out_of_space_ && !write_error_.ok();
+    }
+    RETURN_IF_ERROR(reserve_->BeforeOpen(first_start, out_of_space));
+  }
+  return OpenDb::Open(options_.dir, options_.env.get(), info_log_, options_.reserve_bytes / 2);
 }
 
 absl::Status RocksWal::LoadState(bool reopen) {
@@ -229,6 +241,8 @@ uint64_t RocksWal::reopens() const {
 absl::Status RocksWal::ClosedError() const {
   return absl::UnavailableError("WAL " + options_.dir + " is closed after an I/O error; reopening");
 }
+
+bool RocksWal::RestoreReserve() { return reserve_ && reserve_->Restore(); }
 
 absl::Status RocksWal::health() const {
   MutexLock l(&mu_);

@@ -52,6 +52,7 @@ class ReadOnlyWal final : public Wal {
   std::vector<std::string> TrackedTopics() const override { return wal_->TrackedTopics(); }
   absl::StatusOr<std::vector<std::string>> ForgetIdleTopics() override { return Refused(); }
   absl::Status CompactDeadRange() override { return Refused(); }
+  bool RestoreReserve() override { return false; }
   Stats GetStats() const override { return wal_->GetStats(); }
   Report GetReport() const override { return wal_->GetReport(); }
   std::string agent_id() const override { return wal_->agent_id(); }

@@ -23,6 +23,8 @@ Stats RocksWal::GetStats() const {
     s.dead_letters = dead_letters_.totals();
     s.queued_bytes = committer_.queued_bytes(&mu_);
     s.refused = ledger_.refused();
+    s.reserve_missing = reserve_ && reserve_->missing();
+    s.reserve_bytes = reserve_ && !s.reserve_missing ? reserve_->bytes() : 0;
     s.topic_full_refused = ledger_.topic_full_refused();
     s.tracked_topics = ledger_.tracked_count();
     s.topics_forgotten = ledger_.topics_forgotten();

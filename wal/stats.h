@@ -45,9 +45,14 @@ struct Stats {
   uint64_t capacity_bytes = 0;     // Options::max_bytes
   Counts dead_letters;             // in the dead-letter store (bytes: stored values)
   uint64_t queued_bytes = 0;       // appends waiting for the committer
-  // Appends refused since open, by cause: "wal_full", "topic_full", "append_queue_full".
+  // Appends refused since open, by cause: "wal_full", "topic_full", "append_queue_full",
+  // "no_reserve".
   std::map<std::string, uint64_t> refused;
   std::map<std::string, uint64_t> topic_full_refused;  // by topic (tracked topics only)
+  // The reserve (open_reserve.h): its size while it is held, else 0; missing: appends
+  // are refused ("no_reserve"). Both 0/false without a reserve.
+  uint64_t reserve_bytes = 0;
+  bool reserve_missing = false;
   size_t tracked_topics = 0;       // topics whose commit points are kept
   uint64_t topics_forgotten = 0;   // since open
   // The delivery index: outcomes kept and their stored bytes (keys + values, what

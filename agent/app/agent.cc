@@ -13,6 +13,7 @@
 #include "agent/net/fd_limits.h"
 #include "base/log_rate_limiter.h"
 #include "agent/security/tls_credentials.h"
+#include "wal/open_reserve.h"
 
 namespace kspool::agent {
 namespace {
@@ -130,7 +131,10 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
   a->metrics_ = std::make_unique<Metrics>(KSPOOL_VERSION);
   Metrics* metrics = a->metrics_.get();
 
-  const wal::Options wo = WalOptionsFrom(config, deps, metrics);
+  wal::Options wo = WalOptionsFrom(config, deps, metrics);
+  absl::StatusOr<uint64_t> reserve = wal::ResolveReserveBytesFor(wo.dir, wo.reserve_bytes);
+  if (!reserve.ok()) return reserve.status();
+  wo.reserve_bytes = *reserve;
   absl::StatusOr<std::unique_ptr<wal::Wal>> wal = wal::Wal::Open(wo);
   if (!wal.ok()) return wal.status();
   a->wal_ = std::move(wal).value();
@@ -139,6 +143,11 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
   spdlog::info("wal: opened {} (agent id {}): {} entries, {} bytes pending of {} capacity, "
                "next seq {}", wo.dir, a->agent_id_, stats.entries, stats.bytes,
                wo.max_bytes, stats.next_seq);
+  if (stats.reserve_missing) {
+    spdlog::warn("wal: opened without its reserve of {} bytes (the volume of {} was too full "
+                 "to keep or make it): Sends are refused with UNAVAILABLE (no_reserve) until "
+                 "the volume has twice that free", wo.reserve_bytes, wo.dir);
+  }
   spdlog::info("wal: bounds: {} dead letters ({} bytes, limit {} bytes, {} ms), per topic {} "
                "bytes, append queue {} bytes (0 = none)",
                stats.dead_letters.count, stats.dead_letters.bytes, wo.max_dead_letter_bytes,

@@ -19,6 +19,7 @@ void WalMaintenance::Stop() { thread_.Stop(); }
 
 void WalMaintenance::RunOnce() {
   TrimFreedMemory();  // what waiting Sends and Broadcasts held, once they were answered
+  RestoreReserve();   // needs no RocksDB, so also while the WAL is failing
   // After a write error the drain loop reopens the WAL; until then there is nothing to do.
   if (!wal_->health().ok()) return;
   TrimDeadLetters();
@@ -32,6 +33,32 @@ void WalMaintenance::RunOnce() {
                  st.report_buckets);
     coarsenings_seen_ = st.report_coarsenings;
   }
+}
+
+void WalMaintenance::RestoreReserve() {
+  const bool made = wal_->RestoreReserve();
+  const wal::Stats st = wal_->GetStats();
+  if (st.reserve_missing && !reserve_missing_seen_) {
+    spdlog::warn("wal: the reserve (KSPOOL_RESERVE in the WAL directory) is missing: the "
+                 "volume was full (too full to open the WAL with it, or the WAL ran out of "
+                 "space); Sends are "
+                 "refused (UNAVAILABLE, no_reserve) so that the space left goes to delivering "
+                 "what the WAL holds, until the volume has twice the reserve free "
+                 "(--wal-reserve-bytes)");
+  } else if (!st.reserve_missing && (reserve_missing_seen_ || made)) {
+    spdlog::warn("wal: the reserve is back ({} bytes): accepting Sends again", st.reserve_bytes);
+  }
+  reserve_missing_seen_ = st.reserve_missing;
+  // Settled entries free their space only once compacted away: while the volume is full,
+  // as soon as the drain has settled some (the head moved), not when RocksDB gets to it.
+  const uint64_t head = st.oldest_seq.value_or(st.next_seq);
+  if (!st.reserve_missing || head == compacted_below_ || !wal_->health().ok()) return;
+  if (absl::Status s = wal_->CompactDeadRange(); !s.ok()) {
+    spdlog::warn("wal: compacting the delivered range to free space failed, will retry: {}",
+                 s.ToString());
+    return;
+  }
+  compacted_below_ = head;
 }
 
 void WalMaintenance::TrimDeadLetters() {

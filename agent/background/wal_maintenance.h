@@ -2,7 +2,10 @@
 // thread, once a second: removes dead letters beyond their limits (TrimDeadLetters),
 // forgets topics idle for --topic-idle-forget (ForgetIdleTopics), forgets outcomes
 // beyond --delivery-retention(-bytes) (TrimDeliveries), and reports when the discard
-// report's after table had to be coarsened. Each removal is logged as a warning and
+// report's after table had to be coarsened, and makes the WAL's reserve again once the
+// volume has room (RestoreReserve; warns when it goes missing and when it is back:
+// Sends are refused meanwhile; compacts the delivered range as the drain settles, which
+// is what frees the space). Each removal is logged as a warning and
 // shows in the metrics (kspool_dead_letters_dropped_total, kspool_topics_forgotten_total,
 // kspool_report_coarsenings_total).
 // Nothing here writes while there is nothing to do: an idle agent costs no fsync.
@@ -33,6 +36,7 @@ class WalMaintenance {
   void TrimDeadLetters();
   void TrimDeliveries();
   void ForgetIdleTopics();
+  void RestoreReserve();
   void Degraded(const char* event) {
     if (metrics_) metrics_->Degraded(event);
   }
@@ -41,6 +45,8 @@ class WalMaintenance {
   Metrics* const metrics_;
   const std::chrono::milliseconds interval_;
   uint64_t coarsenings_seen_ = 0;  // owned by the round's thread
+  bool reserve_missing_seen_ = false;  // likewise
+  uint64_t compacted_below_ = 0;       // likewise: the head at the last CompactDeadRange
   PeriodicThread thread_;
 };
 

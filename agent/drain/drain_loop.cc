@@ -109,7 +109,12 @@ void DrainLoop::MaybeReopenWal(int64_t now) {
       spdlog::warn("wal: still failing, Sends are refused until it reopens: {}", s.ToString());
       Degraded("wal_reopen_failed");
     } else {
-      spdlog::warn("wal: reopened after a write error; accepting Sends again");
+      if (wal_->GetStats().reserve_missing) {
+        spdlog::warn("wal: reopened after a write error, in the room of its reserve: Sends are "
+                     "refused (no_reserve) until the volume has room for the reserve again");
+      } else {
+        spdlog::warn("wal: reopened after a write error; accepting Sends again");
+      }
       if (options_.metrics) options_.metrics->WalReopened();
     }
   }

@@ -118,13 +118,23 @@ void AddBounds(const wal::Stats& st, std::vector<MetricFamily>* out) {
                        MetricType::Gauge);
   Add(&queued, st.queued_bytes);
   auto refused = Family("kspool_wal_appends_refused_total",
-                        "Appends refused with RESOURCE_EXHAUSTED since start, by reason: "
-                        "wal_full, topic_full, append_queue_full",
+                        "Appends refused since start, by reason: wal_full, topic_full, "
+                        "append_queue_full (RESOURCE_EXHAUSTED), no_reserve (UNAVAILABLE)",
                         MetricType::Counter);
-  for (const char* reason : {"wal_full", "topic_full", "append_queue_full"}) {
+  for (const char* reason : {"wal_full", "topic_full", "append_queue_full", "no_reserve"}) {
     auto it = st.refused.find(reason);
     Add(&refused, it == st.refused.end() ? 0 : it->second, {{"reason", reason}});
   }
+  auto reserve = Family("kspool_wal_reserve_bytes",
+                        "Bytes of the reserve file kept on the WAL's volume (--wal-reserve-bytes); "
+                        "0 while it is missing",
+                        MetricType::Gauge);
+  Add(&reserve, st.reserve_bytes);
+  auto missing = Family("kspool_wal_reserve_missing",
+                        "1 while the WAL's reserve is missing (the volume is short of space): "
+                        "Sends are refused with UNAVAILABLE (no_reserve)",
+                        MetricType::Gauge);
+  Add(&missing, st.reserve_missing ? 1 : 0);
   auto topic_full = Family("kspool_wal_topic_full_refusals_total",
                            "Appends refused because their topic had --topic-max-bytes in the WAL "
                            "since start, by (tracked) topic",
@@ -165,8 +175,8 @@ void AddBounds(const wal::Stats& st, std::vector<MetricFamily>* out) {
   auto forgotten = Family("kspool_topics_forgotten_total",
                           "Idle topics no longer tracked, since start", MetricType::Counter);
   Add(&forgotten, st.topics_forgotten);
-  for (auto* f : {&queued, &refused, &topic_full, &topic_bytes, &dropped, &dead, &dead_bytes,
-                  &buckets, &coarsened, &tracked, &forgotten}) {
+  for (auto* f : {&queued, &refused, &reserve, &missing, &topic_full, &topic_bytes, &dropped,
+                  &dead, &dead_bytes, &buckets, &coarsened, &tracked, &forgotten}) {
     out->push_back(std::move(*f));
   }
 }

@@ -28,6 +28,9 @@ AgentProcess::AgentProcess(const std::string& wal_dir, const std::string& log_pa
     if (!given(flag)) argv.insert(argv.end(), {flag, "127.0.0.1:0"});
   }
   if (!given("--log-level")) argv.insert(argv.end(), {"--log-level", "info"});
+  // The smallest reserve, not an eighth of the volume: test WALs often sit on tmpfs, where
+  // a preallocated file is memory.
+  if (!given("--wal-reserve-bytes")) argv.insert(argv.end(), {"--wal-reserve-bytes", "4MiB"});
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   argv.insert(argv.begin(), launcher.begin(), launcher.end());
   proc_ = std::make_unique<ChildProcess>(argv, log_path, std::move(extra_env));

@@ -28,6 +28,7 @@ void SpoolHarness::Start(const std::function<void(agent::Config*)>& tweak) {
   c.drain.retry_backoff_max_ms = 500;
   c.drain.wal_reopen_interval_ms = 200;
   c.wal.max_bytes = 1ull << 30;
+  c.wal.reserve_bytes = 4 << 20;  // the smallest: the WAL may sit on tmpfs (memory)
   c.drain.shutdown_grace_ms = 2000;
   if (tweak) tweak(&c);
   agent::AgentDeps deps;

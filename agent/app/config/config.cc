@@ -18,6 +18,7 @@
 #include "agent/kafka/kafka_options.h"
 #include "agent/net/socket_file.h"
 #include "agent/security/tls_files.h"
+#include "wal/open_reserve.h"
 #include "wal/wal_dir.h"
 
 namespace kspool::agent {
@@ -375,6 +376,12 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
       ->check(UnsignedAtMost(100000, "a number of microseconds"));
   add("wal-max-bytes", &c.wal.max_bytes,
       "WAL capacity (bytes of pending messages); 0 = half of the WAL's file system");
+  add_parsed("wal-reserve-bytes", &c.wal.reserve_bytes, FormatByteSize({c.wal.reserve_bytes}),
+             "A file kept on the WAL's volume, deleted so that the WAL can open when the "
+             "volume is full (Sends are then refused until it can be made again), e.g. "
+             "64MiB; 0 = an eighth of the volume, at most 256MiB; from 4MiB to a quarter "
+             "of the volume",
+             ParseAbsoluteByteSize);
   add_parsed("max-message-age", &c.drain.max_message_age_ms,
              FormatDurationMs(c.drain.max_message_age_ms),
              "Discard (into the dead letters, reason 'expired') messages older than this, "
@@ -563,6 +570,12 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
     out.exit = true;
     out.exit_code = 2;
     out.output = small + "\n";
+  } else if (absl::StatusOr<uint64_t> reserve =
+                 wal::ResolveReserveBytesFor(c.wal.dir, c.wal.reserve_bytes);
+             !reserve.ok()) {
+    out.exit = true;
+    out.exit_code = 2;
+    out.output = std::string(reserve.status().message()) + " (--wal-dir " + c.wal.dir + ")\n";
   } else if (print_config) {
     out.exit = true;
     out.output = EffectiveConfigText(app);

@@ -41,6 +41,8 @@ struct Config {
   // topic_max_bytes and dead_letter_max_bytes below (a size or a share of the capacity);
   // and wal.max_bytes when it is 0: half of the size of the file system that holds
   // wal.dir. Beyond wal.max_bytes of live entries, Sends get RESOURCE_EXHAUSTED.
+  // wal.reserve_bytes 0 (--wal-reserve-bytes) is automatic, resolved at start
+  // (wal/open_reserve.h, ResolveReserveBytes).
   wal::Options wal = AgentWalOptions();
   // Live bytes one topic may fill; beyond it that topic's Sends get RESOURCE_EXHAUSTED.
   ByteSize topic_max_bytes;

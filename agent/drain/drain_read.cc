@@ -124,7 +124,15 @@ bool DrainLoop::ReadNew(const Shares& shares) {
         TopicState& ts = t->second;
         // An unreadable record is taken whatever the room: it is quarantined at once.
         if (!c.topic.empty()) {
-          if (ts.unread_from != 0) return wal::ScanChoice::kSkip;  // read in order by CatchUp
+          if (ts.unread_from != 0) {
+            // Read in order by CatchUp, from unread_from on. An entry below it is one the
+            // cursor comes back to after a WAL reopen (the cursor starts at the head again
+            // while the window keeps its entries, and one of them forgotten since marked
+            // the topic unread above this one): left unread, it must lower unread_from,
+            // or no pass would ever read it and the commit point would pass it.
+            if (c.seq < ts.unread_from) ts.MarkUnread(c.seq, c.receive_time_ms);
+            return wal::ScanChoice::kSkip;
+          }
           if (!layout || layout_topic != c.topic) {
             layout = options_.partitions->Get(t->first);
             layout_topic = t->first;

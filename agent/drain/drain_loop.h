@@ -151,7 +151,8 @@ class DrainLoop {
   // Routes the topic's keyed entries again after its partition count changed (a topic
   // deleted and recreated, partitions added). False while entries routed by the old
   // count are with the producer: the topic waits for their reports, so that no newer
-  // entry of a key overtakes them.
+  // entry of a key overtakes them. The topic's entries left unread for leaderless
+  // partitions are looked at again by its next catch-up, under the new lanes.
   bool Reroute(const std::string& topic, TopicState& ts, const TopicLayout& layout);
   // Back to its lane, not produced: the client gave it back, or is gone.
   void Requeue(uint64_t seq, Slot& slot);

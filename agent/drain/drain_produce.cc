@@ -139,6 +139,11 @@ bool DrainLoop::Reroute(const std::string& topic, TopicState& ts, const TopicLay
   for (auto it = ts.partitions.begin(); it != ts.partitions.end();) {
     it = it->second.empty() ? ts.partitions.erase(it) : std::next(it);
   }
+  // The lanes skipped for a leaderless partition were numbered by the old count: the
+  // next catch-up looks at every unread entry again (CatchUp waits for this), so a key's
+  // entries are taken in order into their new lanes.
+  if (ts.unread_from != 0) ts.scan_from = ts.unread_from;
+  ts.skipped_lanes.clear();
   if (ts.routed_partitions != 0) {
     spdlog::warn("kafka: topic {} has {} partitions now, not {}; {} keyed entries routed again",
                  topic, layout.partition_count(), ts.routed_partitions, keyed.size());

@@ -59,6 +59,15 @@ bool DrainLoop::Refill(int64_t now) {
 bool DrainLoop::CatchUp(const std::string& topic, TopicState& ts, const Shares& shares) {
   Room room = WindowRoom();
   std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(topic);
+  // After the topic's partition count changed, its skipped lanes are numbered by the old
+  // count: under the new one, a key's newer entry would be taken while its older ones,
+  // left unread for a leaderless partition, wait. Nothing is read until Reroute has
+  // routed the topic by the new count and had its unread entries looked at again. It
+  // is called here too: ProduceDue passes over a topic with nothing in the window.
+  if (layout->status.ok() && layout->partition_count() > 0 &&
+      layout->partition_count() != ts.routed_partitions && !Reroute(topic, ts, *layout)) {
+    return false;  // entries routed by the old count are with the producer
+  }
   std::map<int32_t, uint64_t> taken;
   std::optional<int64_t> stopped_at_ms;
   std::vector<wal::Entry> entries;

@@ -126,7 +126,7 @@ struct TopicState {
 struct Shares {
   uint64_t messages = 0;
   uint64_t bytes = 0;
-  uint64_t parked_lane = 1;
+  uint64_t parked_lane = 1;  // 0 when `messages` is 1 (DrainLoop::Refill)
   bool Full(const TopicState& ts) const {
     return ts.in_window >= messages || ts.window_bytes >= bytes;
   }

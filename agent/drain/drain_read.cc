@@ -29,9 +29,13 @@ bool DrainLoop::Refill(int64_t now) {
   competing = std::max<size_t>(competing, 1);
   // A share is at least one message: with more topics than the window holds messages,
   // each topic still gets its turn (the window's own bound is kept by WindowRoom()).
-  const Shares shares{std::max<uint64_t>(1, options_.max_inflight_messages / competing),
-                      std::max<uint64_t>(1, options_.max_inflight_bytes / competing),
-                      std::max<uint64_t>(1, options_.max_inflight_messages / competing / 4)};
+  const uint64_t messages = std::max<uint64_t>(1, options_.max_inflight_messages / competing);
+  // A partition without a leader holds a quarter of that, at least one entry, but none
+  // when the share is one entry: holding its topic's only entry, it would starve the
+  // topic's partitions that have a leader until its own leader is back. Its entries
+  // then wait unread (HoldsBack, Evict) and are read once it has a leader again.
+  const Shares shares{messages, std::max<uint64_t>(1, options_.max_inflight_bytes / competing),
+                      messages > 1 ? std::max<uint64_t>(1, messages / 4) : 0};
   bool added = false;
   // Topics with unread entries take turns for the room: each pass starts after the
   // topic served last, so that the first ones by name cannot take every turn.

@@ -1,0 +1,45 @@
+// A partition without a leader ("parked") holds back only its own entries: it keeps at
+// most its share of the window, never its topic's whole share, so the topic's other
+// partitions keep delivering.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/agent/drain/drain_fixture.h"
+
+namespace kspool::agent {
+namespace {
+
+class DrainParked : public testing::DrainFixture {};
+
+// Two topics with work and a window of two: each topic's share is one entry. t's first
+// entry is for partition 0, which has no leader. Taken into the window, it would be t's
+// only entry until the leader is back, and partition 1's entries would wait behind it
+// (found by drain_sim with crowded windows: defect 10b).
+TEST_F(DrainParked, LeaderlessPartitionDoesNotTakeItsTopicsOnlyWindowEntry) {
+  kafka_.leaders["t"] = {false, true};
+  kafka_.leaders["u"] = {true};
+  {
+    DrainOptions o;
+    o.max_inflight_messages = 2;
+    StartDrain(o);
+  }
+  kafka_.hold.insert(wal_->GetStats().next_seq);  // u keeps its entry in the client
+  Append("u", 1);
+  Append("t", 1, {}, /*partition=*/0);
+  Append("t", 5, {}, /*partition=*/1);
+  Run(100);
+  EXPECT_EQ(kafka_.DeliveredSeqs("t", 1).size(), 5u) << drain_->DebugString();
+  EXPECT_TRUE(kafka_.DeliveredSeqs("t", 0).empty());
+  EXPECT_LE(drain_->inflight(), 2u);
+
+  kafka_.leaders["t"][0] = true;  // read again once it has its leader
+  kafka_.hold.clear();
+  Run(200);
+  EXPECT_EQ(kafka_.DeliveredSeqs("t", 0).size(), 1u) << drain_->DebugString();
+  EXPECT_EQ(Live("t"), 0u);
+  EXPECT_EQ(Live("u"), 0u);
+}
+
+}  // namespace
+}  // namespace kspool::agent

@@ -84,6 +84,10 @@ struct TopicState {
   // whose partition has no leader and already holds its share of the window.
   uint64_t scan_from = 0;
   std::set<int32_t> skipped_lanes;
+  // Partitions the layout has and the producer does not know yet (its metadata lags the
+  // agent's, as after partitions were added): until its retry is due (monotonic ms), such
+  // a lane is held back as a leaderless partition's is (DrainLoop::Held).
+  std::map<int32_t, int64_t> client_lags;
   // Unknown-topic checks: fresh metadata answers that said the target is missing.
   uint64_t checked_generation = 0;
   int missing_answers = 0;

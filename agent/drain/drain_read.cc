@@ -109,7 +109,7 @@ bool DrainLoop::HoldsBack(TopicState& ts, const wal::ScanCandidate& c, const Top
   const int32_t lane = LaneFor(c.partition, c.key, layout);
   if (lane < 0) return false;
   if (ts.skipped_lanes.count(lane)) return true;  // its older entries are unread: keep order
-  if (!Parked(lane, layout)) return false;
+  if (!Held(ts, lane, layout)) return false;
   uint64_t& n = (*taken)[lane];
   if (ts.LaneLoad(lane) + n < shares.parked_lane) {
     ++n;
@@ -232,13 +232,14 @@ void DrainLoop::Evict(const Shares& shares) {
     }
     return true;
   };
-  // A partition without a leader keeps at most its share of the window: the rest of
-  // its entries wait unread, so they cannot crowd out the topic's other partitions.
+  // A partition without a leader (or one the producer does not know yet: Held) keeps at
+  // most its share of the window: the rest of its entries wait unread, so they cannot
+  // crowd out the topic's other partitions.
   for (auto& [name, ts] : topics_) {
     if (ts.partitions.empty()) continue;
     std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(name);
     for (auto& [p, lane] : ts.partitions) {
-      if (!Parked(p, *layout) || ts.LaneLoad(p) <= shares.parked_lane) continue;
+      if (!Held(ts, p, *layout) || ts.LaneLoad(p) <= shares.parked_lane) continue;
       ts.skipped_lanes.insert(p);
       std::vector<uint64_t> evictable(lane.ready.begin(), lane.ready.end());
       evictable.insert(evictable.end(), lane.waiting.begin(), lane.waiting.end());

@@ -1,9 +1,10 @@
-// A partition without a leader ("parked") holds back only its own entries: it keeps at
-// most its share of the window, never its topic's whole share, so the topic's other
-// partitions keep delivering.
+// A partition without a leader ("parked"), or one the producer does not know yet, holds
+// back only its own entries: it keeps at most its share of the window, never its
+// topic's whole share, so the topic's other partitions keep delivering.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "tests/agent/drain/drain_fixture.h"
 
@@ -37,6 +38,36 @@ TEST_F(DrainParked, LeaderlessPartitionDoesNotTakeItsTopicsOnlyWindowEntry) {
   kafka_.hold.clear();
   Run(200);
   EXPECT_EQ(kafka_.DeliveredSeqs("t", 0).size(), 1u) << drain_->DebugString();
+  EXPECT_EQ(Live("t"), 0u);
+  EXPECT_EQ(Live("u"), 0u);
+}
+
+// The same with a key whose partition was just added: the agent's metadata has it, the
+// producer's not yet, so its entry fails and waits for its retry. Meanwhile it must not
+// hold t's only window entry either (found by drain_sim with partition growth and
+// crowded windows: a topic stalled until the producer learned of the new partitions).
+TEST_F(DrainParked, KeyWaitingForTheProducerToLearnItsPartitionDoesNotTakeItsTopicsOnlyWindowEntry) {
+  kafka_.leaders["t"] = std::vector<bool>(6, true);
+  kafka_.client_partitions["t"] = 3;  // the producer's metadata lags
+  kafka_.leaders["u"] = {true};
+  {
+    DrainOptions o;
+    o.max_inflight_messages = 2;
+    StartDrain(o);
+  }
+  kafka_.hold.insert(wal_->GetStats().next_seq);  // u keeps its entry in the client
+  Append("u", 1);
+  Append("t", 1, KeysFor(4, 6, 1));
+  Append("t", 5, {}, /*partition=*/0);
+  Run(100);
+  EXPECT_EQ(kafka_.DeliveredSeqs("t", 0).size(), 5u) << drain_->DebugString();
+  EXPECT_TRUE(kafka_.DeliveredSeqs("t", 4).empty());
+  EXPECT_LE(drain_->inflight(), 2u);
+
+  kafka_.client_partitions.erase("t");  // the producer learns of partitions 3 to 5
+  kafka_.hold.clear();
+  Run(300);
+  EXPECT_EQ(kafka_.DeliveredSeqs("t", 4).size(), 1u) << drain_->DebugString();
   EXPECT_EQ(Live("t"), 0u);
   EXPECT_EQ(Live("u"), 0u);
 }

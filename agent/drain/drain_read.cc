@@ -232,20 +232,21 @@ void DrainLoop::Evict(const Shares& shares) {
     }
     return true;
   };
-  // A partition without a leader (or one the producer does not know yet: Held) keeps at
-  // most its share of the window: the rest of its entries wait unread, so they cannot
-  // crowd out the topic's other partitions.
+  // A Held lane (no leader, or unknown to the producer yet) keeps at most its share of
+  // the window, none while its topic is over its byte share (a share of about one entry):
+  // the rest wait unread, so they cannot crowd out the topic's other partitions.
   for (auto& [name, ts] : topics_) {
     if (ts.partitions.empty()) continue;
     std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(name);
     for (auto& [p, lane] : ts.partitions) {
-      if (!Held(ts, p, *layout) || ts.LaneLoad(p) <= shares.parked_lane) continue;
+      auto keep = [&] { return ts.window_bytes >= shares.bytes ? 0 : shares.parked_lane; };
+      if (!Held(ts, p, *layout) || ts.LaneLoad(p) <= keep()) continue;
       ts.skipped_lanes.insert(p);
       std::vector<uint64_t> evictable(lane.ready.begin(), lane.ready.end());
       evictable.insert(evictable.end(), lane.waiting.begin(), lane.waiting.end());
       std::sort(evictable.begin(), evictable.end(), std::greater<>());
       for (uint64_t seq : evictable) {
-        if (ts.LaneLoad(p) <= shares.parked_lane) break;
+        if (ts.LaneLoad(p) <= keep()) break;
         if (forgettable(ts, window_.at(seq), seq)) Forget(seq, window_.at(seq));
       }
     }

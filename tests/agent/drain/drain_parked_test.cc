@@ -72,5 +72,29 @@ TEST_F(DrainParked, KeyWaitingForTheProducerToLearnItsPartitionDoesNotTakeItsTop
   EXPECT_EQ(Live("u"), 0u);
 }
 
+// A byte share of about one entry: the leaderless partition's entries, read first,
+// would fill it, and the topic's other partition would wait until the leader is back.
+TEST_F(DrainParked, LeaderlessPartitionDoesNotFillItsTopicsByteShare) {
+  kafka_.leaders["t"] = {false, true};
+  Append("t", 2, {}, /*partition=*/0, /*value_bytes=*/200);
+  Append("t", 5, {}, /*partition=*/1, /*value_bytes=*/200);
+  std::vector<wal::Entry> first;
+  ASSERT_TRUE(wal_->Scan(0, 1, 1u << 20, &first).ok());
+  ASSERT_EQ(first.size(), 1u);
+  {
+    DrainOptions o;
+    o.max_inflight_bytes = first[0].size * 3 / 2;  // the entries are all the same size
+    StartDrain(o);
+  }
+  Run(100);
+  EXPECT_EQ(kafka_.DeliveredSeqs("t", 1).size(), 5u) << drain_->DebugString();
+  EXPECT_TRUE(kafka_.DeliveredSeqs("t", 0).empty());
+
+  kafka_.leaders["t"][0] = true;
+  Run(200);
+  EXPECT_EQ(kafka_.DeliveredSeqs("t", 0).size(), 2u) << drain_->DebugString();
+  EXPECT_EQ(Live("t"), 0u);
+}
+
 }  // namespace
 }  // namespace kspool::agent

@@ -172,4 +172,13 @@ inline bool Parked(int32_t lane, const TopicLayout& layout) {
          !layout.HasLeader(lane);
 }
 
+// The topic's keyed entries were routed by another partition count than the layout's
+// (DrainLoop::Reroute is due): until it has run, a key's entries may sit in two lanes,
+// so nothing may be read for the topic (CatchUp) or forgotten from it (Evict), or a
+// key's newer entry could go out before an older one left unread.
+inline bool RerouteDue(const TopicState& ts, const TopicLayout& layout) {
+  return layout.status.ok() && layout.partition_count() > 0 &&
+         layout.partition_count() != ts.routed_partitions;
+}
+
 }  // namespace kspool::agent

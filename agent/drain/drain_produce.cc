@@ -204,8 +204,7 @@ void DrainLoop::ProduceDue(int64_t now) {
         }
       }
     }
-    if (layout->status.ok() && layout->partition_count() > 0 &&
-        layout->partition_count() != ts.routed_partitions && !Reroute(name, ts, *layout)) {
+    if (RerouteDue(ts, *layout) && !Reroute(name, ts, *layout)) {
       continue;  // waits for the reports of entries routed by the old partition count
     }
     if (!ts.unrouted.waiting.empty() && now < ts.unrouted.retry_at_ms) continue;

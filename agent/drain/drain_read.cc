@@ -68,8 +68,7 @@ bool DrainLoop::CatchUp(const std::string& topic, TopicState& ts, const Shares& 
   // left unread for a leaderless partition, wait. Nothing is read until Reroute has
   // routed the topic by the new count and had its unread entries looked at again. It
   // is called here too: ProduceDue passes over a topic with nothing in the window.
-  if (layout->status.ok() && layout->partition_count() > 0 &&
-      layout->partition_count() != ts.routed_partitions && !Reroute(topic, ts, *layout)) {
+  if (RerouteDue(ts, *layout) && !Reroute(topic, ts, *layout)) {
     return false;  // entries routed by the old count are with the producer
   }
   std::map<int32_t, uint64_t> taken;
@@ -238,6 +237,7 @@ void DrainLoop::Evict(const Shares& shares) {
   for (auto& [name, ts] : topics_) {
     if (ts.partitions.empty()) continue;
     std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(name);
+    if (RerouteDue(ts, *layout)) continue;
     for (auto& [p, lane] : ts.partitions) {
       auto keep = [&] { return ts.window_bytes >= shares.bytes ? 0 : shares.parked_lane; };
       if (!Held(ts, p, *layout) || ts.LaneLoad(p) <= keep()) continue;
@@ -259,6 +259,7 @@ void DrainLoop::Evict(const Shares& shares) {
   if (!someone_waits) return;
   for (auto& [name, ts] : topics_) {
     if (ts.in_window <= shares.messages && ts.window_bytes <= shares.bytes) continue;
+    if (RerouteDue(ts, *options_.partitions->Get(name))) continue;
     // Only entries not handed to the producer can leave; the newest go first, so the
     // topic keeps its oldest entries and its order. A topic keeps one entry even when
     // it alone outsizes the byte share: evicted, it would be read again at its next

@@ -65,9 +65,9 @@ bool DrainLoop::CatchUp(const std::string& topic, TopicState& ts, const Shares& 
   std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(topic);
   // After the topic's partition count changed, its skipped lanes are numbered by the old
   // count: under the new one, a key's newer entry would be taken while its older ones,
-  // left unread for a leaderless partition, wait. Nothing is read until Reroute has
-  // routed the topic by the new count and had its unread entries looked at again. It
-  // is called here too: ProduceDue passes over a topic with nothing in the window.
+  // left unread for a leaderless partition, wait. Nothing is read until Reroute (called
+  // here too: ProduceDue passes over a topic with nothing in the window) has routed the
+  // topic by the new count and had its unread entries looked at again.
   if (RerouteDue(ts, *layout) && !Reroute(topic, ts, *layout)) {
     return false;  // entries routed by the old count are with the producer
   }
@@ -137,11 +137,10 @@ bool DrainLoop::ReadNew(const Shares& shares) {
         // An unreadable record is taken whatever the room: it is quarantined at once.
         if (!c.topic.empty()) {
           if (ts.unread_from != 0) {
-            // Read in order by CatchUp, from unread_from on. An entry below it is one the
-            // cursor comes back to after a WAL reopen (the cursor starts at the head again
-            // while the window keeps its entries, and one of them forgotten since marked
-            // the topic unread above this one): left unread, it must lower unread_from,
-            // or no pass would ever read it and the commit point would pass it.
+            // Read in order by CatchUp, from unread_from on. Below it: after a WAL reopen
+            // the cursor is back at the head while the window kept its entries, and one
+            // forgotten since marked the topic unread above this one. Left unread, it must
+            // lower unread_from, or no pass would read it and the commit point would pass it.
             if (c.seq < ts.unread_from) ts.MarkUnread(c.seq, c.receive_time_ms);
             return wal::ScanChoice::kSkip;
           }

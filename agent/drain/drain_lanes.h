@@ -84,6 +84,10 @@ struct TopicState {
   // whose partition has no leader and already holds its share of the window.
   uint64_t scan_from = 0;
   std::set<int32_t> skipped_lanes;
+  // Partitions the layout has and the producer does not know yet (its metadata lags the
+  // agent's, as after partitions were added): until its retry is due (monotonic ms), such
+  // a lane is held back as a leaderless partition's is (DrainLoop::Held).
+  std::map<int32_t, int64_t> client_lags;
   // Unknown-topic checks: fresh metadata answers that said the target is missing.
   uint64_t checked_generation = 0;
   int missing_answers = 0;
@@ -126,7 +130,7 @@ struct TopicState {
 struct Shares {
   uint64_t messages = 0;
   uint64_t bytes = 0;
-  uint64_t parked_lane = 1;
+  uint64_t parked_lane = 1;  // 0 when `messages` is 1 (DrainLoop::Refill)
   bool Full(const TopicState& ts) const {
     return ts.in_window >= messages || ts.window_bytes >= bytes;
   }
@@ -166,6 +170,15 @@ int32_t LaneFor(int32_t partition, const std::optional<std::string_view>& key,
 inline bool Parked(int32_t lane, const TopicLayout& layout) {
   return lane >= 0 && !absl::IsNotFound(layout.status) && lane < layout.partition_count() &&
          !layout.HasLeader(lane);
+}
+
+// The topic's keyed entries were routed by another partition count than the layout's
+// (DrainLoop::Reroute is due): until it has run, a key's entries may sit in two lanes,
+// so nothing may be read for the topic (CatchUp) or forgotten from it (Evict), or a
+// key's newer entry could go out before an older one left unread.
+inline bool RerouteDue(const TopicState& ts, const TopicLayout& layout) {
+  return layout.status.ok() && layout.partition_count() > 0 &&
+         layout.partition_count() != ts.routed_partitions;
 }
 
 }  // namespace kspool::agent

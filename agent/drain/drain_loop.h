@@ -130,6 +130,10 @@ class DrainLoop {
   // lane holds its share already; `taken` counts what this pass took per lane.
   bool HoldsBack(TopicState& ts, const wal::ScanCandidate& c, const TopicLayout& layout,
                  const Shares& shares, std::map<int32_t, uint64_t>* taken);
+  // True when the lane's entries cannot go out for now: its partition has no leader
+  // (Parked), or the producer does not know it yet and its retry is not due. Such a lane
+  // keeps at most Shares::parked_lane entries; the rest wait unread.
+  bool Held(const TopicState& ts, int32_t lane, const TopicLayout& layout) const;
   void Evict(const Shares& shares);
   // Discards entries older than max_message_age_ms that are not in the client: those in
   // lanes and those left unread (drain_expire.cc). At most once per expire interval.
@@ -151,7 +155,8 @@ class DrainLoop {
   // Routes the topic's keyed entries again after its partition count changed (a topic
   // deleted and recreated, partitions added). False while entries routed by the old
   // count are with the producer: the topic waits for their reports, so that no newer
-  // entry of a key overtakes them.
+  // entry of a key overtakes them. The topic's entries left unread for leaderless
+  // partitions are looked at again by its next catch-up, under the new lanes.
   bool Reroute(const std::string& topic, TopicState& ts, const TopicLayout& layout);
   // Back to its lane, not produced: the client gave it back, or is gone.
   void Requeue(uint64_t seq, Slot& slot);

@@ -37,6 +37,7 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
       ts.last_delivery_ms = now;
       producer_failures_ = 0;
       ts.LaneOf(slot.lane).failures = 0;
+      if (!ts.client_lags.empty()) ts.client_lags.erase(slot.produced_to);
       continue;
     }
     if (options_.metrics) options_.metrics->ProduceError(r.error_name);
@@ -69,6 +70,12 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
                   "older than --max-message-age; last error: " + r.error);
         } else {
           Retry(r.seq, slot, r.error, now);
+          // An ordered lane whose partition the producer does not know yet waits for its
+          // retry as a leaderless partition's lane does: it keeps at most its share of
+          // the window, so its topic's other partitions are not starved meanwhile.
+          if (slot.lane >= 0 && r.result == DeliveryResult::kUnknownPartition) {
+            ts.client_lags[slot.lane] = ts.LaneOf(slot.lane).retry_at_ms;
+          }
         }
         break;
       }

@@ -139,12 +139,25 @@ bool DrainLoop::Reroute(const std::string& topic, TopicState& ts, const TopicLay
   for (auto it = ts.partitions.begin(); it != ts.partitions.end();) {
     it = it->second.empty() ? ts.partitions.erase(it) : std::next(it);
   }
+  // The lanes skipped for a leaderless partition were numbered by the old count: the
+  // next catch-up looks at every unread entry again (CatchUp waits for this), so a key's
+  // entries are taken in order into their new lanes.
+  if (ts.unread_from != 0) ts.scan_from = ts.unread_from;
+  ts.skipped_lanes.clear();
+  ts.client_lags.clear();
   if (ts.routed_partitions != 0) {
     spdlog::warn("kafka: topic {} has {} partitions now, not {}; {} keyed entries routed again",
                  topic, layout.partition_count(), ts.routed_partitions, keyed.size());
   }
   ts.routed_partitions = layout.partition_count();
   return true;
+}
+
+bool DrainLoop::Held(const TopicState& ts, int32_t lane, const TopicLayout& layout) const {
+  if (Parked(lane, layout)) return true;
+  if (ts.client_lags.empty()) return false;
+  auto it = ts.client_lags.find(lane);
+  return it != ts.client_lags.end() && options_.clock->MonotonicMillis() < it->second;
 }
 
 void DrainLoop::Requeue(uint64_t seq, Slot& slot) {
@@ -166,8 +179,9 @@ void DrainLoop::ProduceDue(int64_t now) {
     if (ts.in_window == 0 && ts.skipped_lanes.empty()) continue;
     std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(name);
     for (int32_t lane : ts.skipped_lanes) {
-      if (!Parked(lane, *layout)) {
-        // A partition has a leader again: read what was left unread for it.
+      if (!Held(ts, lane, *layout)) {
+        // A partition has a leader again (or its retry is due): read what was left
+        // unread for it.
         ts.scan_from = ts.unread_from;
         ts.skipped_lanes.clear();
         break;
@@ -190,8 +204,7 @@ void DrainLoop::ProduceDue(int64_t now) {
         }
       }
     }
-    if (layout->status.ok() && layout->partition_count() > 0 &&
-        layout->partition_count() != ts.routed_partitions && !Reroute(name, ts, *layout)) {
+    if (RerouteDue(ts, *layout) && !Reroute(name, ts, *layout)) {
       continue;  // waits for the reports of entries routed by the old partition count
     }
     if (!ts.unrouted.waiting.empty() && now < ts.unrouted.retry_at_ms) continue;

@@ -29,9 +29,13 @@ bool DrainLoop::Refill(int64_t now) {
   competing = std::max<size_t>(competing, 1);
   // A share is at least one message: with more topics than the window holds messages,
   // each topic still gets its turn (the window's own bound is kept by WindowRoom()).
-  const Shares shares{std::max<uint64_t>(1, options_.max_inflight_messages / competing),
-                      std::max<uint64_t>(1, options_.max_inflight_bytes / competing),
-                      std::max<uint64_t>(1, options_.max_inflight_messages / competing / 4)};
+  const uint64_t messages = std::max<uint64_t>(1, options_.max_inflight_messages / competing);
+  // A partition without a leader holds a quarter of that, at least one entry, but none
+  // when the share is one entry: holding its topic's only entry, it would starve the
+  // topic's partitions that have a leader until its own leader is back. Its entries
+  // then wait unread (HoldsBack, Evict) and are read once it has a leader again.
+  const Shares shares{messages, std::max<uint64_t>(1, options_.max_inflight_bytes / competing),
+                      messages > 1 ? std::max<uint64_t>(1, messages / 4) : 0};
   bool added = false;
   // Topics with unread entries take turns for the room: each pass starts after the
   // topic served last, so that the first ones by name cannot take every turn.
@@ -59,6 +63,14 @@ bool DrainLoop::Refill(int64_t now) {
 bool DrainLoop::CatchUp(const std::string& topic, TopicState& ts, const Shares& shares) {
   Room room = WindowRoom();
   std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(topic);
+  // After the topic's partition count changed, its skipped lanes are numbered by the old
+  // count: under the new one, a key's newer entry would be taken while its older ones,
+  // left unread for a leaderless partition, wait. Nothing is read until Reroute (called
+  // here too: ProduceDue passes over a topic with nothing in the window) has routed the
+  // topic by the new count and had its unread entries looked at again.
+  if (RerouteDue(ts, *layout) && !Reroute(topic, ts, *layout)) {
+    return false;  // entries routed by the old count are with the producer
+  }
   std::map<int32_t, uint64_t> taken;
   std::optional<int64_t> stopped_at_ms;
   std::vector<wal::Entry> entries;
@@ -96,7 +108,7 @@ bool DrainLoop::HoldsBack(TopicState& ts, const wal::ScanCandidate& c, const Top
   const int32_t lane = LaneFor(c.partition, c.key, layout);
   if (lane < 0) return false;
   if (ts.skipped_lanes.count(lane)) return true;  // its older entries are unread: keep order
-  if (!Parked(lane, layout)) return false;
+  if (!Held(ts, lane, layout)) return false;
   uint64_t& n = (*taken)[lane];
   if (ts.LaneLoad(lane) + n < shares.parked_lane) {
     ++n;
@@ -124,7 +136,14 @@ bool DrainLoop::ReadNew(const Shares& shares) {
         TopicState& ts = t->second;
         // An unreadable record is taken whatever the room: it is quarantined at once.
         if (!c.topic.empty()) {
-          if (ts.unread_from != 0) return wal::ScanChoice::kSkip;  // read in order by CatchUp
+          if (ts.unread_from != 0) {
+            // Read in order by CatchUp, from unread_from on. Below it: after a WAL reopen
+            // the cursor is back at the head while the window kept its entries, and one
+            // forgotten since marked the topic unread above this one. Left unread, it must
+            // lower unread_from, or no pass would read it and the commit point would pass it.
+            if (c.seq < ts.unread_from) ts.MarkUnread(c.seq, c.receive_time_ms);
+            return wal::ScanChoice::kSkip;
+          }
           if (!layout || layout_topic != c.topic) {
             layout = options_.partitions->Get(t->first);
             layout_topic = t->first;
@@ -211,19 +230,22 @@ void DrainLoop::Evict(const Shares& shares) {
     }
     return true;
   };
-  // A partition without a leader keeps at most its share of the window: the rest of
-  // its entries wait unread, so they cannot crowd out the topic's other partitions.
+  // A Held lane (no leader, or unknown to the producer yet) keeps at most its share of
+  // the window, none while its topic is over its byte share (a share of about one entry):
+  // the rest wait unread, so they cannot crowd out the topic's other partitions.
   for (auto& [name, ts] : topics_) {
     if (ts.partitions.empty()) continue;
     std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(name);
+    if (RerouteDue(ts, *layout)) continue;
     for (auto& [p, lane] : ts.partitions) {
-      if (!Parked(p, *layout) || ts.LaneLoad(p) <= shares.parked_lane) continue;
+      auto keep = [&] { return ts.window_bytes >= shares.bytes ? 0 : shares.parked_lane; };
+      if (!Held(ts, p, *layout) || ts.LaneLoad(p) <= keep()) continue;
       ts.skipped_lanes.insert(p);
       std::vector<uint64_t> evictable(lane.ready.begin(), lane.ready.end());
       evictable.insert(evictable.end(), lane.waiting.begin(), lane.waiting.end());
       std::sort(evictable.begin(), evictable.end(), std::greater<>());
       for (uint64_t seq : evictable) {
-        if (ts.LaneLoad(p) <= shares.parked_lane) break;
+        if (ts.LaneLoad(p) <= keep()) break;
         if (forgettable(ts, window_.at(seq), seq)) Forget(seq, window_.at(seq));
       }
     }
@@ -236,6 +258,7 @@ void DrainLoop::Evict(const Shares& shares) {
   if (!someone_waits) return;
   for (auto& [name, ts] : topics_) {
     if (ts.in_window <= shares.messages && ts.window_bytes <= shares.bytes) continue;
+    if (RerouteDue(ts, *options_.partitions->Get(name))) continue;
     // Only entries not handed to the producer can leave; the newest go first, so the
     // topic keeps its oldest entries and its order. A topic keeps one entry even when
     // it alone outsizes the byte share: evicted, it would be read again at its next

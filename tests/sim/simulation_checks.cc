@@ -3,8 +3,8 @@
 //  1. the drain's own recount of its window (DrainLoop::CheckInvariants);
 //  2. what lands in Kafka is the value that was appended (no freed or reused buffers);
 //  3. per-key order per partition: a key's entry never lands after a later entry of the
-//     same key landed there, unless it landed there before (a duplicate after a crash
-//     or a lost report is allowed, a reorder is not);
+//     same key landed there, unless it landed before, there or in another partition of
+//     the topic (a duplicate after a crash or a lost report is allowed, a reorder is not);
 //  4. nothing acknowledged leaves the WAL before it landed in Kafka or was discarded
 //     with a reason;
 //  5. the commit points never decrease (also across restarts) and never reach the
@@ -39,10 +39,13 @@ void Simulation::OnLand(const std::string& topic, int32_t partition, const Lande
   if (e.acked && e.seq != l.seq) {
     Fail("seq " + std::to_string(l.seq) + " landed with the value of seq " + std::to_string(e.seq));
   }
+  const bool landed_before = e.landed;
   e.landed = true;
   if (!l.key) return;
   KeyOrder& k = order_[{topic, partition, *l.key}];
-  if (k.seen.count(l.seq)) return;  // a duplicate
+  // A duplicate: here, or in another partition before the topic's partition count
+  // changed (produced again after a crash, it goes to its key's partition of now).
+  if (k.seen.count(l.seq) || landed_before) return;
   if (l.seq < k.max_seq) {
     Fail("per-key order: key " + *l.key + " of " + topic + "/" + std::to_string(partition) +
          " received seq " + std::to_string(l.seq) + " after seq " + std::to_string(k.max_seq));

@@ -144,6 +144,101 @@ TEST_F(DrainLayout, KeysForAddedPartitionsWaitForTheClientInOrderWhileOthersFlow
   EXPECT_EQ(Live("t"), 0u);
 }
 
+// Partition 1 has no leader and holds its share of the window (one entry): the newer
+// entries of its keys are left unread, its lane skipped. Then a partition is added, and
+// under 3 partitions the key goes to partition 0, which has a leader. Its entries left
+// unread, and the ones appended while the agent learns of the new count, are produced
+// in sequence order: none overtakes an older one still unread (found by drain_sim,
+// seeds 532092372913 and 753485064948: defect 4f).
+TEST_F(DrainLayout, EntriesLeftUnreadForALeaderlessPartitionKeepTheirKeysOrderAfterPartitionsAreAdded) {
+  std::string key;
+  for (int i = 0; key.empty(); ++i) {
+    const std::string k = "key-" + std::to_string(i);
+    if (KeyPartition(k, 2) == 1 && KeyPartition(k, 3) == 0) key = k;
+  }
+  kafka_.leaders["t"] = {true, false};
+  {
+    DrainOptions o;
+    o.max_inflight_messages = 4;  // a leaderless partition's share: one entry
+    StartDrain(o);
+  }
+  Append("t", 3, {key});
+  Run(20);
+  ASSERT_TRUE(kafka_.delivered.empty());
+  // Partition 2 is added; one entry of the key per pass while the agent's metadata
+  // learns of it (within a second), and after.
+  kafka_.leaders["t"] = {true, false, true};
+  for (int i = 0; i < 200; ++i) {
+    Append("t", 1, {key});
+    Run(1);
+  }
+  Run(100);
+  EXPECT_EQ(kafka_.delivered.size(), 203u) << drain_->DebugString();  // none waits for p1
+  kafka_.leaders["t"][1] = true;
+  Run(200);
+  ASSERT_EQ(kafka_.delivered.size(), 203u) << drain_->DebugString();
+  const std::vector<std::pair<int32_t, uint64_t>> delivered = DeliveredByKey()[key];
+  for (size_t i = 0; i < delivered.size(); ++i) {
+    EXPECT_EQ(delivered[i].first, 0) << "seq " << delivered[i].second;
+    if (i > 0) {
+      EXPECT_LT(delivered[i - 1].second, delivered[i].second) << "delivered " << i;
+    }
+  }
+  EXPECT_EQ(Live("t"), 0u);
+}
+
+// A partition is added while a key's entries wait for their retry in the lane of the old
+// count, and an entry of another partition is still in the client (the topic waits for
+// its report before routing again). A newer entry of the key, read meanwhile, is in its
+// new lane. The report comes, and the agent learns in the next pass that the old lane's
+// partition lost its leader: the lane is over its share. Its entries must stay in the
+// window until the topic is routed again (in that pass): left unread, they would be
+// read after the newer one went out (found by drain_sim, seed 484936108875, once held
+// lanes left the window more often).
+TEST_F(DrainLayout, EntriesRoutedByTheOldCountStayInTheWindowUntilRoutedAgain) {
+  std::string key;
+  for (int i = 0; key.empty(); ++i) {
+    const std::string k = "key-" + std::to_string(i);
+    if (KeyPartition(k, 2) == 1 && KeyPartition(k, 3) == 0) key = k;
+  }
+  kafka_.leaders["t"] = {true, true};
+  {
+    DrainOptions o;
+    o.max_inflight_messages = 4;  // a leaderless partition's share: one entry
+    o.retry_backoff_ms = 5000;
+    o.retry_backoff_max_ms = 5000;
+    StartDrain(o);
+  }
+  const uint64_t held = wal_->GetStats().next_seq;
+  kafka_.hold.insert(held);  // its report comes late
+  Append("t", 1, {}, /*partition=*/0);
+  kafka_.fail_once[held + 1] = testing::FakeKafka::Transient("REQUEST_TIMED_OUT");
+  Append("t", 3, {key});  // fail together, and wait for their retry in lane 1
+  Run(2);
+  ASSERT_EQ(kafka_.produced.size(), 4u) << drain_->DebugString();
+  // A third partition: the agent's metadata learns it within a second. A newer entry of
+  // the key is read into its new lane, 0. Then partition 1 loses its leader.
+  kafka_.leaders["t"] = {true, true, true};
+  Run(150);
+  Append("t", 1, {key});
+  Run(5);
+  ASSERT_EQ(kafka_.produced.size(), 4u) << drain_->DebugString();  // the topic waits
+  kafka_.hold.clear();
+  Run(1);  // the report comes: the topic can be routed again at the next pass
+  kafka_.leaders["t"][1] = false;
+  cache_->RequestRefresh("t");  // that pass learns of it first
+  Run(10);
+  kafka_.leaders["t"][1] = true;
+  Run(300);
+  ASSERT_EQ(kafka_.delivered.size(), 5u) << drain_->DebugString();
+  const std::vector<std::pair<int32_t, uint64_t>> delivered = DeliveredByKey()[key];
+  ASSERT_EQ(delivered.size(), 4u);
+  for (size_t i = 1; i < delivered.size(); ++i) {
+    EXPECT_LT(delivered[i - 1].second, delivered[i].second) << "delivered " << i;
+  }
+  EXPECT_EQ(Live("t"), 0u);
+}
+
 TEST_F(DrainLayout, KeysTheClientCannotRouteAreDiscardedOnceOlderThanTheMaxAge) {
   kafka_.leaders["t"] = std::vector<bool>(6, true);
   kafka_.client_partitions["t"] = 3;  // and it never catches up

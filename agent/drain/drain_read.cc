@@ -238,7 +238,9 @@ void DrainLoop::Evict(const Shares& shares) {
     std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(name);
     if (RerouteDue(ts, *layout)) continue;
     for (auto& [p, lane] : ts.partitions) {
-      auto keep = [&] { return ts.window_bytes >= shares.bytes ? 0 : shares.parked_lane; };
+      auto keep = [&t = ts, &shares] {  // clang < 16 cannot capture a structured binding
+        return t.window_bytes >= shares.bytes ? 0 : shares.parked_lane;
+      };
       if (!Held(ts, p, *layout) || ts.LaneLoad(p) <= keep()) continue;
       ts.skipped_lanes.insert(p);
       std::vector<uint64_t> evictable(lane.ready.begin(), lane.ready.end());

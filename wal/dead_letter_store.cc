@@ -66,16 +66,18 @@ void DeadLetterStore::NoteTrimmed(const Trim& trim) {
 Counts DeadLetterStore::Keep(const std::vector<Outcome>& outcomes, int64_t now_ms,
                              const OpenDb& db, rocksdb::WriteBatch* wb) {
   Counts added;
+  uint64_t lowest = UINT64_MAX;
   for (const Outcome& o : outcomes) {
     if (!o.discarded()) continue;
-    {
-      MutexLock l(&mu_);  // one settled out of order may land below the last trim
-      none_below_ = std::min(none_below_, o.seq);
-    }
+    lowest = std::min(lowest, o.seq);
     std::string letter = EncodeDeadLetter(o, now_ms);
     added.count += 1;
     added.bytes += letter.size();
     wb->Put(db.dead, keys::Seq(o.seq), letter);
+  }
+  if (lowest != UINT64_MAX) {
+    MutexLock l(&mu_);  // one settled out of order may land below the last trim
+    none_below_ = std::min(none_below_, lowest);
   }
   return added;
 }

@@ -155,7 +155,8 @@ absl::StatusOr<DeliveryIndex::Trim> DeliveryIndex::PlanTrim(const OpenDb& db, ui
     floor = std::max(floor, run.ok() ? run->end_seq() : seq + 1);
     return TakeKey::kTake;
   };
-  ASSIGN_OR_RETURN(OldestPrefix removed, TakeOldest(db.db.get(), db.delivery, from, kMaxTrimRuns, take));
+  ASSIGN_OR_RETURN(OldestPrefix removed,
+                   TakeOldest(db.db.get(), db.delivery, from, kMaxTrimRuns, take));
   trim.removed.more = removed.more;
   if (removed.taken.empty()) return trim;
 

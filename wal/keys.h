@@ -64,6 +64,8 @@ inline constexpr std::string_view kReceiveFloor = "receive_floor_ms";
 inline constexpr std::string_view kReportPoint = "report_point_ms";
 inline constexpr std::string_view kDeliveryIndex = "delivery_index";
 inline constexpr std::string_view kDeliveryFloor = "delivery_floor_seq";
+// Present once no entry is stored below head_seq (FORMAT.md, "Deletes").
+inline constexpr std::string_view kNoneBelowHead = "none_below_head";
 
 inline std::string Accepted(std::string_view topic) {
   return std::string(kAcceptedPrefix) + std::string(topic);

@@ -29,10 +29,10 @@ absl::StatusOr<std::unique_ptr<OpenDb>> OpenDb::Open(const std::string& dir, roc
   db_opts.max_open_files = kMaxOpenFiles;
   db_opts.avoid_flush_during_shutdown = true;  // the log replays; exit fast
   // What an open replays is flushed at once (RocksDB's default), which needs room on the
-  // volume: the reserve (open_reserve.h) keeps that room, and bounds the logs to fit it. Keeping the replay
-  // in memtables instead (avoid_flush_during_recovery) is not safe here: with it, drain_sim
-  // found, after power cuts, a commit point past the receive time of an entry still in
-  // the WAL (seeds in tests/sim/regressions.txt, "open").
+  // volume: the reserve (open_reserve.h) keeps that room, and bounds the logs to fit it.
+  // Keeping the replay in memtables instead (avoid_flush_during_recovery) is not safe
+  // here: with it, drain_sim found, after power cuts, a commit point past the receive
+  // time of an entry still in the WAL (seeds in tests/sim/regressions.txt, "open").
   db_opts.db_write_buffer_size = 96 << 20;
   db_opts.max_total_wal_size = max_log_bytes;
   if (env) db_opts.env = env;

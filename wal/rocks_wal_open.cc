@@ -136,8 +136,13 @@ absl::Status RocksWal::LoadState(bool reopen) {
   // Entries below the persisted head are settled. Each settle deletes its own entries in
   // its batch, so only a WAL written by an older version (whose trailing range delete
   // had not caught up when it stopped) still stores some: they go here, key by key
-  // (never a range tombstone: FORMAT.md, "Deletes").
-  if (!options_.read_only && m.head > 0) {
+  // (never a range tombstone: FORMAT.md, "Deletes"), once. Later opens skip this walk
+  // over the settled prefix's tombstones, so that startup does not grow with them.
+  ASSIGN_OR_RETURN(const bool none_below_head, get(keys::kNoneBelowHead, &v));
+  if (!options_.read_only && !none_below_head) {
+    once.Put(meta, keys::kNoneBelowHead, "1");
+  }
+  if (!options_.read_only && !none_below_head && m.head > 0) {
     const std::string below = keys::Seq(m.head);
     const rocksdb::Slice below_s(below);
     rocksdb::ReadOptions ro;

@@ -120,8 +120,8 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   // cand and the settle still succeeds: its batch is durable, and every entry below cand
   // is settled, so cand is a true lower bound of the live entries. Taking the error for
   // "nothing live" would put the head past entries that were never delivered: scans
-  // start at the head, and the next settle's DeleteRange would remove them. A head left
-  // on a gap costs nothing: scans and later settles pass over it (deleted_above_head_).
+  // start at the head, so they would never be read. A head left on a gap costs nothing:
+  // scans and later settles pass over it (deleted_above_head_).
   absl::StatusOr<std::optional<uint64_t>> first = FirstLiveAtOrAfter(cand, limit);
   const uint64_t new_head = !first.ok() ? cand : first->value_or(limit);
   deleted_above_head_.EraseBelow(new_head);

@@ -209,7 +209,8 @@ class DrainLoop {
   // Finished (delivered or discarded) entries wait in the window until they can leave
   // the WAL in few batches: the finished prefix of the window goes out as one settle
   // (one point tombstone per entry, wal/FORMAT.md "Deletes"); entries finished out of
-  // order wait up to settle_delay_ms for the prefix to reach them, then go out too. `finished_` lists them in finishing order.
+  // order wait up to settle_delay_ms for the prefix to reach them, then go out too.
+  // `finished_` lists them in finishing order.
   std::deque<uint64_t> finished_;
   // Finished entries whose settle failed and that the listener was told of
   // (OutcomeListener::NotSettled): not told again until a settle succeeds.

@@ -16,6 +16,7 @@
 #include "tests/support/raw_wal.h"
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
+#include "wal/keys.h"
 #include "wal/wal.h"
 
 namespace kspool::wal {
@@ -167,6 +168,10 @@ TEST_F(WalCompactionFault, OpenDeletesEntriesAnOlderVersionLeftBelowTheHead) {
   const std::string key3("\0\0\0\0\0\0\0\3", 8);
   ASSERT_TRUE(kspool::testing::WithRawWal(dir_.path(), [&](rocksdb::DB* db,
                                                            kspool::testing::RawHandles& cf) {
+                // An older version's WAL: the entry, and no none_below_head marker.
+                rocksdb::Status s = db->Delete(rocksdb::WriteOptions(), cf.at("meta"),
+                                               std::string(keys::kNoneBelowHead));
+                if (!s.ok()) return s;
                 return db->Put(rocksdb::WriteOptions(), cf.at("log"), key3, leftover);
               }).ok());
   {

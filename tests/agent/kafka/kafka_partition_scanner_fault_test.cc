@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 
 #include "agent/kafka/kafka_partition_scanner.h"
 #include "tests/agent/kafka/scan_test_records.h"
@@ -115,6 +116,72 @@ TEST_F(ScannerFaults, AStartBelowTheLogStartBeginsThereAndSaysSo) {
   ASSERT_TRUE(from.ok()) << from.status();
   EXPECT_FALSE(from->below_log_start);
   EXPECT_EQ(from->found, want);
+}
+
+TEST_F(ScannerFaults, RecordsProducedDuringTheScanAreNotWaitedForNorRead) {
+  StartKafka({"t:1"});
+  std::vector<TestRecord> records;
+  for (uint64_t seq = 1; seq <= 6; ++seq) records.push_back(Ours(seq));
+  ASSERT_EQ(ProduceRecords(kafka_->bootstrap(), "t", 0, records, /*separate_batches=*/true).back(),
+            5);
+  ASSERT_EQ(kafka_->Command("broker rtt all 400"), "OK");  // one batch per fetch: 2.4 s
+  auto scanner = NewScanner();
+  absl::StatusOr<PartitionScan> scan;
+  std::thread scanning(
+      [&] { scan = scanner->Scan("t", ScanStart::AtOffset(0, 0), Budget(30s), kAgent); });
+  std::this_thread::sleep_for(1500ms);
+  std::vector<TestRecord> later;
+  for (uint64_t seq = 7; seq <= 12; ++seq) later.push_back(Ours(seq));
+  EXPECT_EQ(ProduceRecords(kafka_->bootstrap(), "t", 0, later, true).back(), 11);
+  scanning.join();
+  ASSERT_TRUE(scan.ok()) << scan.status();
+  EXPECT_EQ(scan->high_watermark, 6);
+  EXPECT_EQ(scan->next_offset, 6);
+  EXPECT_EQ(scan->end, ScanEnd::kReachedEnd);
+  std::vector<FoundRecord> want;
+  for (int64_t o = 0; o < 6; ++o) want.push_back({static_cast<uint64_t>(o + 1), o});
+  EXPECT_EQ(scan->found, want);
+}
+
+TEST_F(ScannerFaults, ALogStartPassingTheReadPositionDuringTheScanIsSaidAndTheScanGoesOn) {
+  StartKafka({"t:1"});
+  std::vector<TestRecord> records;
+  for (uint64_t seq = 1; seq <= 10; ++seq) records.push_back(Ours(seq, std::string(450000, 'x')));
+  ASSERT_EQ(ProduceRecords(kafka_->bootstrap(), "t", 0, records, /*separate_batches=*/true).back(),
+            9);
+  // One batch per fetch, 500 ms each: the scan takes 5 s or more to read the ten.
+  ASSERT_EQ(kafka_->Command("broker rtt all 500"), "OK");
+  auto scanner = NewScanner();
+  absl::StatusOr<PartitionScan> scan;
+  std::thread scanning(
+      [&] { scan = scanner->Scan("t", ScanStart::AtOffset(0, 0), Budget(30s), kAgent); });
+  // Meanwhile 12 more push the first ten out of the mock's 5 MB.
+  std::this_thread::sleep_for(2s);
+  std::vector<TestRecord> more(12, With({}, std::string(450000, 'y')));
+  EXPECT_EQ(ProduceRecords(kafka_->bootstrap(), "t", 0, more).back(), 21);
+  scanning.join();
+  ASSERT_TRUE(scan.ok()) << scan.status();
+  EXPECT_TRUE(scan->below_log_start);
+  EXPECT_GE(scan->log_start, 10);
+  EXPECT_EQ(scan->end, ScanEnd::kReachedEnd);
+  EXPECT_EQ(scan->high_watermark, 10);
+  EXPECT_EQ(scan->next_offset, 10);
+  ASSERT_LT(scan->found.size(), 10u) << "read them all before the log start moved";
+  for (size_t i = 0; i < scan->found.size(); ++i) {
+    EXPECT_EQ(scan->found[i], (FoundRecord{i + 1, static_cast<int64_t>(i)}));
+  }
+}
+
+TEST_F(ScannerFaults, AReadPositionOutOfRangeOfALogThatDidNotMoveIsOutOfRange) {
+  StartKafka({"t:1"});
+  ASSERT_EQ(ProduceRecords(kafka_->bootstrap(), "t", 0, {Ours(1), Ours(2)}).back(), 1);
+  // What a broker says of an offset after an unclean leader election shortened the log.
+  ASSERT_EQ(kafka_->Command("request error Fetch 1 OFFSET_OUT_OF_RANGE"), "OK");
+  auto scanner = NewScanner();
+  const auto start = steady_clock::now();
+  auto scan = scanner->Scan("t", ScanStart::AtOffset(0, 0), Budget(5s), kAgent);
+  EXPECT_LT(steady_clock::now() - start, 5s + 1s);
+  EXPECT_EQ(scan.status().code(), absl::StatusCode::kOutOfRange) << scan.status();
 }
 
 TEST_F(ScannerFaults, AnUnknownTopicOrPartitionIsNotFound) {

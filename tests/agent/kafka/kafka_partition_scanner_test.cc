@@ -43,8 +43,13 @@ TEST_F(ScannerFinds, ThisAgentsRecordsWithTheirOffsetsAndNoOneElses) {
        With({{"kspool.agent", kAgent}, {"kspool.seq", "12x"}}), Ours(13),
        With({{"kspool.agent", kAgent}}), With({{"kspool.seq", "14"}}),
        With({{"kspool.agent", std::string(kAgent) + "0"}, {"kspool.seq", "15"}}),
-       With({{"other", "x"}, {"kspool.agent", kAgent}, {"kspool.seq", "16"}}), Ours(17)});
-  ASSERT_EQ(offsets.size(), 10u);
+       With({{"other", "x"}, {"kspool.agent", kAgent}, {"kspool.seq", "16"}}), Ours(17),
+       // The first of a header counts: the producer writes its own before the client's.
+       With({{"kspool.agent", "fedcba9876543210"},
+             {"kspool.seq", "18"},
+             {"kspool.agent", kAgent},
+             {"kspool.seq", "19"}})});
+  ASSERT_EQ(offsets.size(), 11u);
   auto scanner = NewScanner();
   auto scan = scanner->Scan("t", ScanStart::AtOffset(0, 0), ScanLimits{}, kAgent);
   ASSERT_TRUE(scan.ok()) << scan.status();
@@ -52,12 +57,12 @@ TEST_F(ScannerFinds, ThisAgentsRecordsWithTheirOffsetsAndNoOneElses) {
       {11, offsets[0]}, {13, offsets[4]}, {16, offsets[8]}, {17, offsets[9]}};
   EXPECT_EQ(scan->found, want);
   EXPECT_EQ(scan->malformed, 2u);  // "12x", and no kspool.seq at all
-  EXPECT_EQ(scan->records, 10u);
+  EXPECT_EQ(scan->records, 11u);
   EXPECT_EQ(scan->end, ScanEnd::kReachedEnd);
   EXPECT_EQ(scan->start_offset, 0);
-  EXPECT_EQ(scan->last_offset, offsets[9]);
-  EXPECT_EQ(scan->next_offset, offsets[9] + 1);
-  EXPECT_EQ(scan->high_watermark, offsets[9] + 1);
+  EXPECT_EQ(scan->last_offset, offsets[10]);
+  EXPECT_EQ(scan->next_offset, offsets[10] + 1);
+  EXPECT_EQ(scan->high_watermark, offsets[10] + 1);
   EXPECT_FALSE(scan->below_log_start);
   EXPECT_GT(scan->bytes, 10u * (1 + 10));  // values and header names at least
 }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,13 @@
 #include "agent/kafka/kafka_partition_scanner.h"
 #include "tests/support/dev_kafka.h"
 #include "tests/support/temp_dir.h"
+
+namespace kspool::agent {
+// gtest prints a FoundRecord as {seq@offset}.
+inline void PrintTo(const FoundRecord& r, std::ostream* os) {
+  *os << "{" << r.seq << "@" << r.offset << "}";
+}
+}  // namespace kspool::agent
 
 namespace kspool::testing {
 

@@ -9,9 +9,10 @@
 //    entry raises it: it never decreases. Discards and deliveries without a known
 //    partition or offset (-1) do not move it.
 //  * What is read is what is durable: the highest offset among the delivered outcomes
-//    the WAL holds settled for the partition, never one of a settle that failed. After
-//    a crash or a power cut a watermark may be older than what the agent saw, never
-//    newer than what its delivery index holds.
+//    settled for the partition (the delivery index holds the same outcomes while it
+//    keeps them), never one of a settle that failed. After a failed sync, a crash or a
+//    power cut a watermark may be older than what the agent saw, never newer than what
+//    was durably settled.
 //  * It is not an end of this agent's copies: a topic deleted and recreated restarts
 //    its offsets, so a watermark may lie beyond the partition's current end. A reader
 //    uses it only as where to start looking, clamped to the partition's end offset

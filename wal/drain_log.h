@@ -11,7 +11,8 @@
 //    and applies it once if not: accepted = delivered + discarded + live always holds.
 //  * Settle() also writes each entry's outcome into the delivery index, in the same
 //    batch (no extra fsync), so that DeliveryQueries can say what became of a sequence
-//    number after the entry is gone.
+//    number after the entry is gone, and raises the settled watermark of each partition
+//    its delivered outcomes name (settled_watermarks.h).
 //  * After a write error (LogStatus::health) Settle() fails with UNAVAILABLE until
 //    Reopen() succeeds.
 //  * Every outcome given to Settle() is kDelivered, or kDiscarded with a reason

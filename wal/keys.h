@@ -66,6 +66,8 @@ inline constexpr std::string_view kDeliveryIndex = "delivery_index";
 inline constexpr std::string_view kDeliveryFloor = "delivery_floor_seq";
 // Present once no entry is stored below head_seq (FORMAT.md, "Deletes").
 inline constexpr std::string_view kNoneBelowHead = "none_below_head";
+// `watermark/<topic>/<partition as 8 hex digits>` (FORMAT.md, "Settled watermarks").
+inline constexpr std::string_view kWatermarkPrefix = "watermark/";
 
 inline std::string Accepted(std::string_view topic) {
   return std::string(kAcceptedPrefix) + std::string(topic);
@@ -85,6 +87,34 @@ inline std::string TopicCommitPoint(std::string_view topic) {
 }
 inline std::string TopicLeasedPoint(std::string_view topic) {
   return std::string(kLeasedPointTopicPrefix) + std::string(topic);
+}
+// Every watermark of `topic` starts with this (topic names cannot contain '/').
+inline std::string WatermarkTopicPrefix(std::string_view topic) {
+  return std::string(kWatermarkPrefix) + std::string(topic) + "/";
+}
+inline std::string Watermark(std::string_view topic, int32_t partition) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string k = WatermarkTopicPrefix(topic);
+  const auto p = static_cast<uint32_t>(partition);
+  for (int shift = 28; shift >= 0; shift -= 4) k += kHex[(p >> shift) & 0xf];
+  return k;
+}
+// The topic and partition of a `watermark/` key; false if it is not one this build writes.
+inline bool ParseWatermark(std::string_view k, std::string* topic, int32_t* partition) {
+  if (k.substr(0, kWatermarkPrefix.size()) != kWatermarkPrefix) return false;
+  k.remove_prefix(kWatermarkPrefix.size());
+  const size_t slash = k.rfind('/');
+  if (slash == std::string_view::npos || slash == 0 || k.size() - slash - 1 != 8) return false;
+  uint32_t p = 0;
+  for (char c : k.substr(slash + 1)) {
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return false;
+    p = (p << 4) | static_cast<uint32_t>(d);
+  }
+  if (p > 0x7fffffffu) return false;
+  *topic = std::string(k.substr(0, slash));
+  *partition = static_cast<int32_t>(p);
+  return true;
 }
 
 }  // namespace kspool::wal::keys

@@ -9,6 +9,7 @@
 //                                         admission, topic tracking (under mu_)
 //   DeliveryIndex    delivery_index.h     the index of settled outcomes (leaf lock)
 //   DeadLetterStore  dead_letter_store.h  the dead letters and their limits (leaf lock)
+//   WatermarkStore   watermark_store.h    the settled watermarks (under settle_mu_)
 //   ReportSplit      report_split.h       the discard report's split (under mu_)
 //   KnownGaps        known_gaps.h         the log's gaps learnt by scans (under mu_)
 //   CommitLease      commit_lease.h       the commit points and their lease (under mu_)
@@ -58,6 +59,7 @@
 #include "wal/report_split.h"
 #include "wal/seq_runs.h"
 #include "wal/wal.h"
+#include "wal/watermark_store.h"
 
 namespace kspool::wal {
 
@@ -106,6 +108,8 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
   absl::Status ScanDeliveries(uint64_t from_seq, size_t max_entries, std::vector<Outcome>* out,
                               uint64_t* next) override;
   absl::StatusOr<DeliveryTrim> TrimDeliveries() override;
+  absl::StatusOr<std::vector<Watermark>> Watermarks() override;
+  absl::StatusOr<std::vector<Watermark>> WatermarksOf(std::string_view topic) override;
 
   // Options::read_only (rocks_wal_read_only.cc): a view of `wal` whose writing methods fail
   // with FAILED_PRECONDITION.
@@ -245,6 +249,9 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
   // Settle() is serialized: it owns the delete bookkeeping.
   mutable Mutex settle_mu_;
   SeqRuns deleted_above_head_ ABSL_GUARDED_BY(settle_mu_);
+  // The settled watermarks' durable maxima (watermark_store.h): written by Settle() and
+  // ForgetIdleTopics(), loaded by LoadState(), all under settle_mu_.
+  WatermarkStore watermarks_ ABSL_GUARDED_BY(settle_mu_);
 };
 
 }  // namespace kspool::wal

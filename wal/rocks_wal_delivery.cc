@@ -1,6 +1,6 @@
 // RocksWal: DeliveryQueries and Maintenance::TrimDeliveries, by its DeliveryIndex
-// (delivery_index.h), under the locks that keep the database open and its writers
-// serialized.
+// (delivery_index.h), and SettledWatermarks, by its WatermarkStore (watermark_store.h),
+// under the locks that keep the database open and its writers serialized.
 #include "wal/rocks_status.h"
 #include "wal/rocks_wal.h"
 
@@ -48,6 +48,19 @@ absl::StatusOr<DeliveryTrim> RocksWal::TrimDeliveries() {
   delivery_index_.SetTotals(trim.totals);
   delivery_index_.NoteTrimmed(trim);
   return trim.removed;
+}
+
+absl::StatusOr<std::vector<Watermark>> RocksWal::Watermarks() {
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
+  return WatermarkStore::Read(*db_, nullptr);
+}
+
+absl::StatusOr<std::vector<Watermark>> RocksWal::WatermarksOf(std::string_view topic) {
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
+  const std::string name(topic);
+  return WatermarkStore::Read(*db_, &name);
 }
 
 }  // namespace kspool::wal

@@ -4,6 +4,7 @@
 #include "wal/rocks_wal.h"
 #include "wal/rocks_wal_meta.h"
 #include "wal/rocks_status.h"
+#include "wal/watermark_store.h"
 
 namespace kspool::wal {
 namespace {
@@ -63,6 +64,9 @@ absl::StatusOr<MetaState> ReadMeta(rocksdb::DB* db, rocksdb::ColumnFamilyHandle*
     std::string topic, name;
     if (StartsWith(k, "split/")) {
       m.split.emplace_back(k, val);
+    } else if (StartsWith(k, keys::kWatermarkPrefix)) {
+      Watermark w;
+      if (WatermarkStore::Parse(k, val, &w)) m.watermarks.push_back(std::move(w));
     } else if (StartsWith(k, keys::kCommitPointTopicPrefix) ||
                StartsWith(k, keys::kLeasedPointTopicPrefix)) {
       const size_t prefix = StartsWith(k, keys::kCommitPointTopicPrefix)

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "rocksdb/db.h"
+#include "wal/settled_watermarks.h"
 #include "wal/stats.h"
 
 namespace kspool::wal {
@@ -29,6 +30,9 @@ struct MetaState {
   std::map<std::string, TopicStats> topics;
   std::map<std::string, int64_t> last_append;  // by topic, where recorded
   std::vector<std::pair<std::string, std::string>> split;  // `split/` keys and values
+  // `watermark/` keys (none in WALs written before them); one that does not parse is
+  // left out (a watermark only ever lowers where a reader starts).
+  std::vector<Watermark> watermarks;
 };
 
 absl::StatusOr<MetaState> ReadMeta(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta);

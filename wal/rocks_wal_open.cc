@@ -184,6 +184,8 @@ absl::Status RocksWal::LoadState(bool reopen) {
     for (const auto& [k, val] : m.split) report_.Load(k, val);
     dead_letters_.Load(*m.dead);
     delivery_index_.Load(m.delivery_index, *m.delivery_floor);
+    // Disk only, also on a reopen: memory may hold none but durable maxima.
+    watermarks_.Load(m.watermarks);
     lease_.SetDurable(points);
     ledger_.TrackAtOpen(reopen, m.last_append, tail_.Now(options_.clock->NowMillis()), &points);
     if (reopen) {

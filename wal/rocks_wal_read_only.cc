@@ -81,6 +81,10 @@ class ReadOnlyWal final : public Wal {
     return wal_->ScanDeliveries(from_seq, max_entries, out, next);
   }
   absl::StatusOr<DeliveryTrim> TrimDeliveries() override { return Refused(); }
+  absl::StatusOr<std::vector<Watermark>> Watermarks() override { return wal_->Watermarks(); }
+  absl::StatusOr<std::vector<Watermark>> WatermarksOf(std::string_view topic) override {
+    return wal_->WatermarksOf(topic);
+  }
 
  private:
   absl::Status Refused() const {

@@ -1,6 +1,7 @@
 // RocksWal::Settle: removes settled entries, counts their outcomes, keeps the discarded
-// ones as dead letters, splits the counts for the discard report and indexes the
-// outcomes, all in one synced write batch (the contract: drain_log.h).
+// ones as dead letters, splits the counts for the discard report, indexes the outcomes
+// and raises the partitions' watermarks, all in one synced write batch (the contracts:
+// drain_log.h, settled_watermarks.h).
 //
 // The log is used as a queue, so deletes pile up at its head: each settled entry gets a
 // point tombstone in the settle's batch, never a range tombstone (RocksDB 7.8.3 aborts
@@ -98,12 +99,14 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
     report_.Split(outcomes, lease_.saved().global_ms + 1, db_->meta, &wb, &split);
   }
   const Counts index = delivery_index_.Index(outcomes, now_ms, *db_, &wb);
+  const WatermarkStore::Raised raised = watermarks_.Plan(outcomes, *db_, &wb);
   rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
     RecordWriteError(s, "settle");
     return FromRocks(s, "settle WAL entries");
   }
 
+  watermarks_.Apply(raised);
   uint64_t limit;
   {
     MutexLock l(&mu_);

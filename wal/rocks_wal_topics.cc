@@ -1,6 +1,7 @@
 // RocksWal: topic tracking (Ledger keeps and decides, ledger.h). A topic with nothing
-// live and no append for Options::topic_idle_forget_ms loses its commit point, and so
-// do the longest idle beyond Options::max_tracked_topics; their counters stay.
+// live and no append for Options::topic_idle_forget_ms loses its commit point and its
+// watermarks, and so do the longest idle beyond Options::max_tracked_topics; their
+// counters stay.
 #include "wal/keys.h"
 #include "wal/rocks_status.h"
 #include "wal/rocks_wal.h"
@@ -38,6 +39,8 @@ absl::StatusOr<std::vector<std::string>> RocksWal::ForgetIdleTopics() {
     wb.Delete(db_->meta, keys::TopicCommitPoint(topic));
     wb.Delete(db_->meta, keys::TopicLeasedPoint(topic));
   }
+  // A topic with nothing live needs no watermark; one recreated meanwhile starts afresh.
+  watermarks_.PlanForget(gone, *db_, &wb);
   // Without their points, the floor (above every saved point, these included) keeps a
   // returning topic's receive times above them, also after a restart.
   wb.Put(db_->meta, keys::kReceiveFloor,
@@ -49,6 +52,7 @@ absl::StatusOr<std::vector<std::string>> RocksWal::ForgetIdleTopics() {
     return FromRocks(s, "forget idle topics");
   }
   ledger_.Forget(gone);
+  watermarks_.Forget(gone);
   for (const std::string& topic : gone) lease_.Forget(topic);
   return gone;
 }

@@ -11,6 +11,7 @@
 //   maintenance.h         Maintenance: trims, forgetting idle topics, compaction
 //   inspection.h          Inspection: report, scans, newest entry, recount (read-only)
 //   dead_letter_admin.h   DeadLetterAdmin: replay and purge dead letters (kspoolctl)
+//   settled_watermarks.h  SettledWatermarks: per partition, the highest offset settled
 // The owner (the agent's wiring, kspoolctl, tests) holds the Wal from Open() and hands
 // each component a pointer to the narrowest interface it needs.
 //
@@ -39,6 +40,7 @@
 #include "wal/options.h"
 #include "wal/outcome.h"
 #include "wal/report.h"
+#include "wal/settled_watermarks.h"
 #include "wal/stats.h"
 
 namespace kspool::wal {
@@ -49,7 +51,8 @@ class Wal : public AppendLog,
             public DeliveryQueries,
             public Maintenance,
             public Inspection,
-            public DeadLetterAdmin {
+            public DeadLetterAdmin,
+            public SettledWatermarks {
  public:
   ~Wal() override = default;
 

@@ -151,7 +151,8 @@ int main(int argc, char** argv) {
   auto* wal = app.add_subcommand("wal", "Inspect a WAL directory (read-only)");
   wal->require_subcommand(1);
   auto* wal_stats = wal->add_subcommand(
-      "stats", "Entries and bytes, per topic; oldest and newest entry; commit point; counters; dead letters");
+      "stats", "Entries and bytes, per topic; oldest and newest entry; commit point; counters; dead letters; "
+      "settled watermarks");
   auto* wal_list = wal->add_subcommand("list", "One line per entry");
   auto* wal_show = wal->add_subcommand("show", "One whole entry");
   auto* wal_dump = wal->add_subcommand("dump", "Every entry as JSON Lines, with values");

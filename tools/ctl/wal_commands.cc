@@ -65,6 +65,8 @@ int WalStats(const std::string& dir, const Output& out) {
   }
   absl::StatusOr<std::optional<wal::Entry>> newest = wal.Newest();
   if (!newest.ok()) return Fail(newest.status());
+  absl::StatusOr<std::vector<wal::Watermark>> watermarks = (**opened).Watermarks();
+  if (!watermarks.ok()) return Fail(watermarks.status());
   wal::Counts dead;
   std::map<std::string, wal::Counts> dead_by_reason;
   absl::Status s = ForEachDeadLetter(wal, 0, {"counting dead letters"}, [&](const wal::DeadLetter& d) {
@@ -100,6 +102,10 @@ int WalStats(const std::string& dir, const Output& out) {
       jt["commit_point_ms"] = p == points.topics_ms.end() ? Json() : Json(p->second);
       j["topics"][topic] = std::move(jt);
     }
+    j["watermarks"] = Json::array();
+    for (const wal::Watermark& w : *watermarks) {
+      j["watermarks"].push_back({{"topic", w.topic}, {"partition", w.partition}, {"offset", w.offset}});
+    }
     std::cout << JsonLine(j) << "\n";
     return kExitOk;
   }
@@ -111,7 +117,7 @@ int WalStats(const std::string& dir, const Output& out) {
             << "next sequence  " << stats.next_seq << "\n"
             << "commit point   " << FormatTime(points.global_ms) << "\n"
             << "dead letters   " << CountsText(dead) << "\n";
-  if (stats.topics.empty()) return kExitOk;
+  if (stats.topics.empty()) return kExitOk;  // a watermark's topic has counters
   Table topics({"TOPIC", ">PENDING", ">BYTES", ">ACCEPTED", ">DELIVERED", ">DISCARDED", "COMMIT POINT"});
   Table discards({"TOPIC", "REASON", ">COUNT", ">BYTES"});
   for (const auto& [topic, t] : stats.topics) {
@@ -130,6 +136,14 @@ int WalStats(const std::string& dir, const Output& out) {
   if (!discards.empty()) {
     std::cout << "\ndiscarded, by reason (all time)\n";
     discards.Print(std::cout);
+  }
+  if (!watermarks->empty()) {
+    Table marks({"TOPIC", ">PARTITION", ">WATERMARK"});
+    for (const wal::Watermark& w : *watermarks) {
+      marks.Add({w.topic, std::to_string(w.partition), std::to_string(w.offset)});
+    }
+    std::cout << "\nsettled watermarks (highest offset delivered and settled)\n";
+    marks.Print(std::cout);
   }
   return kExitOk;
 }

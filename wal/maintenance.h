@@ -56,7 +56,9 @@ class Maintenance : public virtual LogStatus {
   // on, and future receive times stay above their last points. Their counters stay.
   // Returns the topics forgotten.
   [[nodiscard]] virtual absl::StatusOr<std::vector<std::string>> ForgetIdleTopics() = 0;
-  // Compacts away the dead range below the oldest live entry.
+  // Compacts away the dead range below the oldest live entry. A failure for space, or
+  // RocksDB's refusal after one (CompactionTooLarge: it keeps refusing until the volume
+  // has room it may never get), is a write error: health() fails until Reopen().
   [[nodiscard]] virtual absl::Status CompactDeadRange() = 0;
   // Makes the reserve again (open_reserve.h) if it is missing and the volume has twice
   // its size free; appends are accepted again from then. True when it was

@@ -70,8 +70,16 @@ absl::Status RocksWal::CompactDeadRange() {
   }
   std::string end = keys::Seq(head);
   rocksdb::Slice end_slice(end);
-  return FromRocks(db_->db->CompactRange(rocksdb::CompactRangeOptions(), db_->log, nullptr, &end_slice),
-                   "compact WAL dead range");
+  const rocksdb::Status s =
+      db_->db->CompactRange(rocksdb::CompactRangeOptions(), db_->log, nullptr, &end_slice);
+  // After a compaction failed for space, RocksDB refuses every compaction (this one:
+  // CompactionTooLarge) until the volume has the failed one's input and its write
+  // buffer free: on a volume the WAL filled, never, and nothing settled would be freed.
+  // A reopen (the drain's, as after a failed write) starts without that state.
+  if (s.IsNoSpace() || s.IsCompactionTooLarge()) {
+    RecordWriteError(s, "compaction of the dead range");
+  }
+  return FromRocks(s, "compact WAL dead range");
 }
 
 Report RocksWal::GetReport() const {

@@ -123,6 +123,21 @@ class SpoolService final : public SpoolServiceBase {
     on_received_ = std::move(f);
   }
 
+  // Test seam (the agent never sets it): moments in a SendStream call's life, told to
+  // `hook` on the thread where they happen, with the call's address. kCancelled: OnCancel
+  // has marked the call cancelled; kCompleting: a request's completion is about to take
+  // the call's lock; kFinished: the call's Finish() was issued, its lock still held (the
+  // window in which gRPC may run OnDone on another thread); kDone: OnDone runs;
+  // kDestroyed: the call is being destroyed. A hook may block to widen a window. Set
+  // before serving.
+  enum class StreamEvent { kCancelled, kCompleting, kFinished, kDone, kDestroyed };
+  void set_stream_hook_for_test(std::function<void(StreamEvent, const void* call)> hook) {
+    stream_hook_ = std::move(hook);
+  }
+  void StreamHook(StreamEvent e, const void* call) const {
+    if (stream_hook_) stream_hook_(e, call);
+  }
+
  private:
   struct BroadcastCall;
   struct KafkaWait;
@@ -166,6 +181,7 @@ class SpoolService final : public SpoolServiceBase {
   const std::function<int64_t(absl::StatusCode)> retry_after_ms_;
   Metrics* const metrics_;
   std::function<void(const std::string& peer, size_t bytes)> on_received_;
+  std::function<void(StreamEvent, const void*)> stream_hook_;
   KafkaMetadata* const metadata_;
   Clock* const clock_;
   DeliveryWaiters* const waiters_;

@@ -24,6 +24,9 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
         context_(context),
         metrics_(metrics),
         identities_(service->Identities(*context)) {}
+  ~SendStreamCall() override {
+    service_->StreamHook(SpoolService::StreamEvent::kDestroyed, this);
+  }
 
   // Starts reading; `self` (this call) is released at OnDone.
   void Begin(std::shared_ptr<SendStreamCall> self) {
@@ -87,11 +90,15 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
       }
       MaybeFinishLocked();
     }
+    service_->StreamHook(SpoolService::StreamEvent::kCancelled, this);
     // Each completes its slot with CANCELLED; appends still in flight complete by themselves.
     for (DeliveryWaiters::Id id : waiting) service_->waiters()->Cancel(id);
   }
 
-  void OnDone() override { self_.reset(); }  // may destroy this
+  void OnDone() override {
+    service_->StreamHook(SpoolService::StreamEvent::kDone, this);
+    self_.reset();  // may destroy this
+  }
 
  private:
   struct Slot {
@@ -113,6 +120,7 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       if (!r.status.ok()) metrics_->SendRejected(r.status.error_code());
     }
+    service_->StreamHook(SpoolService::StreamEvent::kCompleting, this);
     MutexLock l(&mu_);
     Slot* s = SlotLocked(index);
     s->done = true;
@@ -160,6 +168,7 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
     if (!half_closed_ && !cancelled_) return;
     finished_ = true;
     Finish(cancelled_ ? grpc::Status::CANCELLED : grpc::Status::OK);
+    service_->StreamHook(SpoolService::StreamEvent::kFinished, this);
   }
 
   std::shared_ptr<SendStreamCall> self_;  // set by Begin, released at OnDone

@@ -87,6 +87,16 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   uint64_t injected_table_sync_failures() const { return injected_table_sync_failures_.load(); }
   // While set, every append fails with IOStatus::NoSpace (a disk that stays full).
   void SetNoSpace(bool no_space) { no_space_.store(no_space); }
+  // While set (>= 0), GetFreeSpace() answers this many bytes: the volume as RocksDB's
+  // SstFileManager sees it (its room checks after a failure for space). -1: the real one.
+  void SetFreeSpace(int64_t bytes) { free_space_.store(bytes); }
+  rocksdb::IOStatus GetFreeSpace(const std::string& path, const rocksdb::IOOptions& opts,
+                                 uint64_t* diskfree, rocksdb::IODebugContext* dbg) override {
+    const int64_t fake = free_space_.load();
+    if (fake < 0) return target()->GetFreeSpace(path, opts, diskfree, dbg);
+    *diskfree = static_cast<uint64_t>(fake);
+    return rocksdb::IOStatus::OK();
+  }
 
   // Arms the failure of one write's sync: the next append to a `*.log` file whose bytes
   // contain `marker` (possibly spread over consecutive appends) dooms that file's next
@@ -194,6 +204,7 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   std::atomic<int> fail_appends_{0};
   std::atomic<bool> appends_no_space_{false};
   std::atomic<bool> no_space_{false};
+  std::atomic<int64_t> free_space_{-1};
 };
 
 // An Env whose file system is `fs`, for wal::Options::env.

@@ -175,10 +175,10 @@ inline bool Parked(int32_t lane, const TopicLayout& layout) {
 // The topic's keyed entries were routed by another partition count than the layout's
 // (DrainLoop::Reroute is due): until it has run, a key's entries may sit in two lanes,
 // so nothing may be read for the topic (CatchUp) or forgotten from it (Evict), or a
-// key's newer entry could go out before an older one left unread.
+// key's newer entry could go out before an older one left unread. Also while lookups
+// fail: the layout keeps the count it last knew, by which LaneFor routes new entries.
 inline bool RerouteDue(const TopicState& ts, const TopicLayout& layout) {
-  return layout.status.ok() && layout.partition_count() > 0 &&
-         layout.partition_count() != ts.routed_partitions;
+  return layout.partition_count() > 0 && layout.partition_count() != ts.routed_partitions;
 }
 
 }  // namespace kspool::agent

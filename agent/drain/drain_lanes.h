@@ -100,6 +100,10 @@ struct TopicState {
   int64_t last_delivery_ms = 0;   // monotonic
   bool reported_stuck = false;
   bool idle() const { return in_window == 0 && unread_from == 0; }
+  // Some of the topic's entries are with the producer, waiting for their reports.
+  bool InClient() const {
+    return std::any_of(in_kafka.begin(), in_kafka.end(), [](const auto& pn) { return pn.second > 0; });
+  }
   // Entries of an ordered lane in the window: waiting, or handed to the producer.
   uint64_t LaneLoad(int32_t lane) {
     auto l = partitions.find(lane);

@@ -115,9 +115,7 @@ bool DrainLoop::Reroute(const std::string& topic, TopicState& ts, const TopicLay
   // the client's own while the topic's partitions were unknown: its metadata may lag, as
   // after a topic was recreated) are answered first, or a newer entry of their key,
   // routed by the new layout, could overtake them.
-  for (const auto& [p, n] : ts.in_kafka) {
-    if (n > 0) return false;
-  }
+  if (ts.InClient()) return false;
   std::vector<uint64_t> keyed;
   for (auto& [p, lane] : ts.partitions) {
     auto collect = [&](uint64_t seq) {
@@ -208,6 +206,12 @@ void DrainLoop::ProduceDue(int64_t now) {
       continue;  // waits for the reports of entries routed by the old partition count
     }
     if (!ts.unrouted.waiting.empty() && now < ts.unrouted.retry_at_ms) continue;
+    // The client partitions what goes out unrouted by the partitions it knows, which may
+    // change between two rounds (a topic recreated smaller): a round in the client for a
+    // partition that vanished would fail after a newer round of its keys landed. The
+    // next round goes out once the client answered the last (all the topic's entries
+    // are unrouted while its layout is unknown).
+    if (!ts.unrouted.empty() && ts.InClient()) continue;
     ProduceLane(ts, ts.unrouted, kLaneUnrouted, *layout, now, &queue_full);
     if (queue_full) break;
     if (!ts.unrouted.waiting.empty()) continue;  // the whole topic waits for its retry

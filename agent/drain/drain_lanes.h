@@ -86,7 +86,8 @@ struct TopicState {
   std::set<int32_t> skipped_lanes;
   // Partitions the layout has and the producer does not know yet (its metadata lags the
   // agent's, as after partitions were added): until its retry is due (monotonic ms), such
-  // a lane is held back as a leaderless partition's is (DrainLoop::Held).
+  // a lane is held back as a leaderless partition's is (DrainLoop::Held), and entries
+  // without a key go to other partitions (PickPartition).
   std::map<int32_t, int64_t> client_lags;
   // Unknown-topic checks: fresh metadata answers that said the target is missing.
   uint64_t checked_generation = 0;

@@ -16,6 +16,7 @@
 #include "agent/drain/drain_loop.h"
 #include "agent/drain/partition_cache.h"
 #include "tests/support/partial_scan_log.h"
+#include "tests/sim/sim_env.h"
 #include "tests/sim/simulation.h"
 #include "tests/sim/sim_kafka.h"
 #include "tests/support/fault_fs.h"
@@ -57,7 +58,8 @@ class Simulation : public agent::OutcomeListener {
         rng_(c.seed),
         clock_(1'700'000'000'000),
         fs_(std::make_shared<testing::FaultInjectionFileSystem>()),
-        env_(testing::EnvFor(fs_)),
+        jobs_env_(std::make_shared<BackgroundJobsEnv>(testing::EnvFor(fs_))),
+        env_(jobs_env_),
         kafka_(&rng_, &clock_, [this](const std::string& t, int32_t p, const Landed& l,
                                       const char*, size_t) { OnLand(t, p, l); }) {}
 
@@ -109,6 +111,11 @@ class Simulation : public agent::OutcomeListener {
   void InjectFaults();
   void Schedule(int64_t at, std::function<void()> fn) { events_.emplace(std::make_pair(at, next_event_++), std::move(fn)); }
   void RunEvents();
+  // Waits for RocksDB's background jobs (BackgroundJobsEnv), so that what a scan reads
+  // and what a crash finds do not depend on their timing.
+  void Quiesce() {
+    if (!jobs_env_->WaitIdle(std::chrono::seconds(30))) Trace("RocksDB's background jobs still run");
+  }
   void Pass(bool faults);
   void Heal();
   void Check();
@@ -122,6 +129,7 @@ class Simulation : public agent::OutcomeListener {
   ManualClock clock_;
   testing::TempDir dir_;
   std::shared_ptr<testing::FaultInjectionFileSystem> fs_;
+  std::shared_ptr<BackgroundJobsEnv> jobs_env_;
   std::shared_ptr<rocksdb::Env> env_;
   SimKafka kafka_;
   agent::DrainOptions opts_;

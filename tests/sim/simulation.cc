@@ -30,6 +30,13 @@ void Simulation::Configure() {
   opts_.purge_interval_ms = 500 + Below(2000);
   opts_.scan_max_keys = Chance(0.5) ? 4 + Below(60) : 65536;
   opts_.stuck_after_ms = 5000;
+  // As the agent's producer (kafka_producer.cc): the client's message timeout is at most
+  // the age limit, so an entry it holds for a leaderless partition comes back in time to
+  // be discarded as expired, also while the drain cannot know the partition is leaderless.
+  if (opts_.max_message_age_ms > 0) {
+    kafka_.message_timeout_ms =
+        std::min(kafka_.message_timeout_ms, static_cast<int64_t>(opts_.max_message_age_ms));
+  }
   kafka_.report_delay_max_ms = On(Fault::kSlowReports) ? std::vector<int64_t>{5, 200, 2000}[Below(3)] : 5;
   kafka_.transient_rate = On(Fault::kTransientError) ? 0.01 : 0;
   kafka_.permanent_rate = On(Fault::kPermanentError) ? 0.002 : 0;

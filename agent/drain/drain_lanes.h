@@ -89,6 +89,11 @@ struct TopicState {
   // a lane is held back as a leaderless partition's is (DrainLoop::Held), and entries
   // without a key go to other partitions (PickPartition).
   std::map<int32_t, int64_t> client_lags;
+  // An entry produced unrouted (the client chose its partition) and still with the client
+  // is past the age limit (ExpireOld): the client may hold it for a partition without a
+  // leader that the drain cannot name, and its message timeout counts from the produce,
+  // so ProduceDue takes back every message the client queues for the topic.
+  bool client_holds_expired = false;
   // Unknown-topic checks: fresh metadata answers that said the target is missing.
   uint64_t checked_generation = 0;
   int missing_answers = 0;

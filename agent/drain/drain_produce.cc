@@ -202,6 +202,9 @@ void DrainLoop::ProduceDue(int64_t now) {
       // Entries the client partitioned itself before the layout was known: those it
       // holds for a partition without a leader come back too, or the routing by the
       // layout (Reroute waits for them) would hold the whole topic until it gives up.
+      if (n > 0 && p == kAnyPartition && ts.client_holds_expired) {
+        to_purge_.insert({name, kEveryPartition});  // expired ones are discarded then
+      }
       if (n > 0 && p == kAnyPartition && layout->status.ok()) {
         for (int32_t q = 0; q < layout->partition_count(); ++q) {
           if (layout->HasLeader(q)) continue;
@@ -241,6 +244,9 @@ void DrainLoop::ProduceDue(int64_t now) {
                  to_purge_.size(), to_purge_.begin()->topic, to_purge_.begin()->partition);
     Degraded("leaderless_partition_purge");
     producer_->PurgeQueued(std::vector<TopicPartition>(to_purge_.begin(), to_purge_.end()));
+    for (const TopicPartition& tp : to_purge_) {
+      if (tp.partition == kEveryPartition) topics_[tp.topic].client_holds_expired = false;
+    }
     to_purge_.clear();
   }
 }

@@ -100,5 +100,30 @@ TEST_F(DrainLookups, KeyedEntriesThePartitionerRoutesKeepTheirOrderWhenTheTopicS
   EXPECT_EQ(Live("t"), 0u);
 }
 
+// The layout was never known (every lookup fails) and the producer put a key's entries
+// on its partition, which has no leader: the client holds them, and its message timeout
+// counts from the produce. Once they pass the age limit, the drain takes them back and
+// discards them, though it cannot know their partition (found by drain_sim, seeds
+// 19462442724 and 720777102102: defect 15).
+TEST_F(DrainLookups, EntriesTheClientHoldsWhileTheLayoutIsUnknownExpireWithinTheAgeLimit) {
+  const std::string key = KeyMoving(2, 1, 2, 1);
+  kafka_.leaders["t"] = {true, false};
+  kafka_.partition_by_key = true;
+  metadata_fails_ = true;
+  {
+    DrainOptions o;
+    o.max_message_age_ms = 2000;
+    o.purge_interval_ms = 500;
+    StartDrain(o);
+  }
+  const int64_t received = Append("t", 4, {key});
+  Run(5);
+  ASSERT_EQ(kafka_.produced.size(), 4u) << drain_->DebugString();
+  while (clock_.NowMillis() < received + 3000) Run(1);
+  EXPECT_EQ(Live("t"), 0u) << drain_->DebugString();
+  EXPECT_EQ(wal_->GetStats().topics["t"].discarded["expired"].count, 4u);
+  EXPECT_TRUE(kafka_.delivered.empty());
+}
+
 }  // namespace
 }  // namespace kspool::agent

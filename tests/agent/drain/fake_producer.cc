@@ -151,7 +151,8 @@ void FakeProducer::PurgeQueued(const std::vector<agent::TopicPartition>& partiti
   for (FakeKafka::Produced& p : queued_) {
     // kAnyPartition: where this client put it, partition 0.
     const bool purged = std::any_of(partitions.begin(), partitions.end(), [&](const auto& tp) {
-      return tp.topic == p.topic && tp.partition == std::max(p.partition, 0);
+      return tp.topic == p.topic &&
+             (tp.partition == agent::kEveryPartition || tp.partition == std::max(p.partition, 0));
     });
     if (purged) {
       purged_.push_back(Report(p, DeliveryResult::kPurged, "_PURGE_QUEUE", "purged"));

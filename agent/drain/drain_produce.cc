@@ -199,12 +199,14 @@ void DrainLoop::ProduceDue(int64_t now) {
       if (n > 0 && p >= 0 && layout->status.ok() && !layout->HasLeader(p)) {
         to_purge_.insert({name, p});
       }
+      // Entries the client partitioned itself, one of them past the age limit
+      // (ExpireInClient): all the topic's come back, and the expired ones are discarded.
+      if (n > 0 && p == kAnyPartition && ts.client_holds_expired) {
+        to_purge_.insert({name, kEveryPartition});
+      }
       // Entries the client partitioned itself before the layout was known: those it
       // holds for a partition without a leader come back too, or the routing by the
       // layout (Reroute waits for them) would hold the whole topic until it gives up.
-      if (n > 0 && p == kAnyPartition && ts.client_holds_expired) {
-        to_purge_.insert({name, kEveryPartition});  // expired ones are discarded then
-      }
       if (n > 0 && p == kAnyPartition && layout->status.ok()) {
         for (int32_t q = 0; q < layout->partition_count(); ++q) {
           if (layout->HasLeader(q)) continue;

@@ -9,7 +9,10 @@
 // the limit plus an interval plus the settle delay, and the commit points move on.
 // Entries handed to the producer are left to it: the client's message.timeout.ms is at
 // most the age limit (agent/kafka/), and a timeout comes back as a failed report, which
-// checks the age.
+// checks the age. But that timeout counts from the produce: an entry the client
+// partitioned itself (its topic's layout unknown) and holds past the limit is taken back
+// (ExpireInClient, ProduceDue), since the drain cannot tell whether its partition has a
+// leader (those for a known leaderless partition are taken back anyway).
 // Receive times never decrease with the sequence number (the WAL assigns them so), so
 // the first unread entry young enough ends the look at a topic's unread entries.
 #include <spdlog/spdlog.h>
@@ -42,7 +45,24 @@ void DrainLoop::ExpireOld(int64_t now) {
   for (auto& [name, ts] : topics_) {
     if (ts.unread_from != 0 && ts.unread_receive_ms < cutoff) ExpireUnread(name, ts, cutoff);
   }
+  ExpireInClient(cutoff);
   inflight_.store(window_.size());
+}
+
+void DrainLoop::ExpireInClient(int64_t cutoff) {
+  bool unrouted_in_client = false;
+  for (auto& [name, ts] : topics_) {
+    auto k = ts.in_kafka.find(kAnyPartition);
+    unrouted_in_client |= k != ts.in_kafka.end() && k->second > 0;
+  }
+  if (!unrouted_in_client) return;
+  for (const auto& [seq, slot] : window_) {
+    if (slot.state != Slot::kInKafka || slot.produced_to != kAnyPartition ||
+        !slot.entry.status.ok() || slot.entry.record.receive_time_ms >= cutoff) {
+      continue;
+    }
+    topics_[slot.entry.record.topic].client_holds_expired = true;
+  }
 }
 
 void DrainLoop::ExpireLane(Lane& lane, int64_t cutoff) {

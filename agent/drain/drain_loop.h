@@ -140,6 +140,9 @@ class DrainLoop {
   void ExpireOld(int64_t now);
   void ExpireLane(Lane& lane, int64_t cutoff);
   void ExpireUnread(const std::string& topic, TopicState& ts, int64_t cutoff);
+  // Marks the topics whose unrouted entries the client holds past the age limit
+  // (TopicState::client_holds_expired).
+  void ExpireInClient(int64_t cutoff);
   // How far ExpireUnread() may take the window past its limits: expired entries are
   // discarded at once and leave at the next settle, so a full window still lets a stuck
   // topic's old entries go, and memory stays within the limits plus this.

@@ -19,6 +19,9 @@ namespace kspool::agent {
 // Produce() with this partition lets the producer choose (murmur2 of the key, as the
 // Java client; any partition without a key).
 inline constexpr int32_t kAnyPartition = -1;
+// For PurgeQueued: every message of the topic the client still queues, wherever it put
+// it (the drain may not know the partitions the client chose).
+inline constexpr int32_t kEveryPartition = -3;
 
 // What happened to a message handed to the producer.
 enum class DeliveryResult {
@@ -84,7 +87,7 @@ class Producer {
   // Takes back the messages still queued in the client (not those on the wire) for
   // these partitions: they are reported kPurged by the next Poll(). Other partitions'
   // messages stay queued, in order. Used to take back messages waiting for a partition
-  // that has no leader.
+  // that has no leader. A partition of kEveryPartition names all of its topic's.
   virtual void PurgeQueued(const std::vector<TopicPartition>& partitions) = 0;
   // The same for every message, also those in flight. At shutdown and after a fatal error.
   virtual void PurgeAll() = 0;

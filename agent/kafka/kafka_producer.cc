@@ -176,7 +176,9 @@ bool KafkaProducer::ProduceAgain(const rd_kafka_message_t* msg) {
   const std::string topic = rd_kafka_topic_name(msg->rkt);
   const std::pair<std::string, int32_t> tp{topic, msg->partition};
   for (const TopicPartition& p : *purging_) {
-    if (p.topic == topic && p.partition == msg->partition) return false;
+    if (p.topic == topic && (p.partition == msg->partition || p.partition == kEveryPartition)) {
+      return false;
+    }
   }
   // Once one message of a partition is given back, the later ones are too: none may
   // overtake it.

@@ -261,7 +261,15 @@ int SimProducer::OutstandingMessages() const {
 }
 
 void SimProducer::PurgeQueued(const std::vector<agent::TopicPartition>& partitions) {
-  for (const agent::TopicPartition& tp : partitions) PurgeQueue(tp.topic, tp.partition);
+  for (const agent::TopicPartition& tp : partitions) {
+    if (tp.partition != agent::kEveryPartition) {
+      PurgeQueue(tp.topic, tp.partition);
+      continue;
+    }
+    for (const auto& [where, q] : queues_) {
+      if (where.first == tp.topic) PurgeQueue(where.first, where.second);
+    }
+  }
 }
 
 void SimProducer::PurgeAll() {

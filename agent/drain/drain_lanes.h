@@ -188,9 +188,10 @@ inline bool Parked(int32_t lane, const TopicLayout& layout) {
 }
 
 // The topic's keyed entries were routed by another partition count than the layout's,
-// or some of them were (routed_otherwise): DrainLoop::Reroute is due. Until it has run, a key's entries may sit in two lanes,
-// so nothing may be read for the topic (CatchUp) or forgotten from it (Evict), or a
-// key's newer entry could go out before an older one left unread. Also while lookups
+// or some of them were (routed_otherwise): DrainLoop::Reroute is due. Until it has run,
+// a key's entries may sit in two lanes, so nothing may be read for the topic (CatchUp)
+// or forgotten from it (Evict), or a key's newer entry could go out before an older one
+// left unread. Also while lookups
 // fail: the layout keeps the count it last knew, by which LaneFor routes new entries.
 inline bool RerouteDue(const TopicState& ts, const TopicLayout& layout) {
   return layout.partition_count() > 0 &&

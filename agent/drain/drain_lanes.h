@@ -74,6 +74,11 @@ struct TopicState {
   std::set<int32_t> alone;
   // The partition count the keyed entries in the lanes were routed by (0: none yet).
   int routed_partitions = 0;
+  // A keyed entry took its lane by another count than routed_partitions since the last
+  // Reroute (read while one was due): the lanes mix two counts until Reroute runs, also
+  // if the layout meanwhile went back to routed_partitions (a topic that grew, then was
+  // recreated as it was).
+  bool routed_otherwise = false;
   // Every entry of this topic below the reader's cursor and at or above unread_from is
   // in the window or settled, or was skipped for lack of room (0: none skipped).
   // unread_receive_ms is at most the receive time of the oldest skipped one.
@@ -182,13 +187,15 @@ inline bool Parked(int32_t lane, const TopicLayout& layout) {
          !layout.HasLeader(lane);
 }
 
-// The topic's keyed entries were routed by another partition count than the layout's
-// (DrainLoop::Reroute is due): until it has run, a key's entries may sit in two lanes,
-// so nothing may be read for the topic (CatchUp) or forgotten from it (Evict), or a
-// key's newer entry could go out before an older one left unread. Also while lookups
+// The topic's keyed entries were routed by another partition count than the layout's,
+// or some of them were (routed_otherwise): DrainLoop::Reroute is due. Until it has run,
+// a key's entries may sit in two lanes, so nothing may be read for the topic (CatchUp)
+// or forgotten from it (Evict), or a key's newer entry could go out before an older one
+// left unread. Also while lookups
 // fail: the layout keeps the count it last knew, by which LaneFor routes new entries.
 inline bool RerouteDue(const TopicState& ts, const TopicLayout& layout) {
-  return layout.partition_count() > 0 && layout.partition_count() != ts.routed_partitions;
+  return layout.partition_count() > 0 &&
+         (layout.partition_count() != ts.routed_partitions || ts.routed_otherwise);
 }
 
 }  // namespace kspool::agent

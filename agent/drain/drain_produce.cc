@@ -111,7 +111,11 @@ void DrainLoop::Enqueue(uint64_t seq, Slot& slot, const TopicLayout& layout) {
   slot.lane = LaneFor(r.partition,
                       r.key ? std::optional<std::string_view>(*r.key) : std::nullopt, layout);
   slot.state = Slot::kReady;
-  topics_[r.topic].LaneOf(slot.lane).Insert(seq);
+  TopicState& ts = topics_[r.topic];
+  if (slot.lane >= 0 && r.partition < 0 && layout.partition_count() != ts.routed_partitions) {
+    ts.routed_otherwise = true;  // a keyed entry: Reroute is due until it has run
+  }
+  ts.LaneOf(slot.lane).Insert(seq);
 }
 
 void DrainLoop::Unqueue(uint64_t seq, const Slot& slot) {
@@ -156,6 +160,7 @@ bool DrainLoop::Reroute(const std::string& topic, TopicState& ts, const TopicLay
                  topic, layout.partition_count(), ts.routed_partitions, keyed.size());
   }
   ts.routed_partitions = layout.partition_count();
+  ts.routed_otherwise = false;
   return true;
 }
 

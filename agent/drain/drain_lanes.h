@@ -86,7 +86,8 @@ struct TopicState {
   std::set<int32_t> skipped_lanes;
   // Partitions the layout has and the producer does not know yet (its metadata lags the
   // agent's, as after partitions were added): until its retry is due (monotonic ms), such
-  // a lane is held back as a leaderless partition's is (DrainLoop::Held).
+  // a lane is held back as a leaderless partition's is (DrainLoop::Held), and entries
+  // without a key go to other partitions (PickPartition).
   std::map<int32_t, int64_t> client_lags;
   // Unknown-topic checks: fresh metadata answers that said the target is missing.
   uint64_t checked_generation = 0;
@@ -100,6 +101,10 @@ struct TopicState {
   int64_t last_delivery_ms = 0;   // monotonic
   bool reported_stuck = false;
   bool idle() const { return in_window == 0 && unread_from == 0; }
+  // Some of the topic's entries are with the producer, waiting for their reports.
+  bool InClient() const {
+    return std::any_of(in_kafka.begin(), in_kafka.end(), [](const auto& pn) { return pn.second > 0; });
+  }
   // Entries of an ordered lane in the window: waiting, or handed to the producer.
   uint64_t LaneLoad(int32_t lane) {
     auto l = partitions.find(lane);
@@ -175,10 +180,10 @@ inline bool Parked(int32_t lane, const TopicLayout& layout) {
 // The topic's keyed entries were routed by another partition count than the layout's
 // (DrainLoop::Reroute is due): until it has run, a key's entries may sit in two lanes,
 // so nothing may be read for the topic (CatchUp) or forgotten from it (Evict), or a
-// key's newer entry could go out before an older one left unread.
+// key's newer entry could go out before an older one left unread. Also while lookups
+// fail: the layout keeps the count it last knew, by which LaneFor routes new entries.
 inline bool RerouteDue(const TopicState& ts, const TopicLayout& layout) {
-  return layout.status.ok() && layout.partition_count() > 0 &&
-         layout.partition_count() != ts.routed_partitions;
+  return layout.partition_count() > 0 && layout.partition_count() != ts.routed_partitions;
 }
 
 }  // namespace kspool::agent

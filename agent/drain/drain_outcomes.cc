@@ -68,6 +68,15 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
           // or the topic changed): bounded by the age limit, as any other retry.
           Discard(r.seq, slot, kReasonExpired,
                   "older than --max-message-age; last error: " + r.error);
+        } else if (slot.lane == kLaneUnordered && r.result == DeliveryResult::kUnknownPartition) {
+          // An entry without a key sent to a partition the producer does not know yet (its
+          // metadata lags the agent's): it goes to another partition at once, never
+          // waiting for a retry while it holds its place in the window, and its topic's
+          // unkeyed entries pass over that partition for a while (PickPartition).
+          ts.client_lags[slot.produced_to] =
+              now + static_cast<int64_t>(options_.retry_backoff_max_ms);
+          --slot.attempts;  // it never reached a broker
+          Enqueue(r.seq, slot, *options_.partitions->Get(slot.entry.record.topic));
         } else {
           Retry(r.seq, slot, r.error, now);
           // An ordered lane whose partition the producer does not know yet waits for its

@@ -68,13 +68,14 @@ struct Waiting {
 };
 inline const std::vector<Waiting>& WaitingForFixes() {
   static const std::vector<Waiting> waiting = {
-      // Metadata failures and long leader losses: random runs still find liveness failures
-      // (11, 13: a healthy topic's entry undelivered 30 s after its last fault) and, with
-      // every kind, a per-key order failure (12); known_defects.txt, not triaged. Left
-      // out of the random run until fixed. WAL read errors are back in it: defects 9 and
-      // 10 are fixed, and 480 random seeds of ci,+wal_read_error passed.
-      {Fault::kMetadataFailure, 2},
-      {Fault::kLongLeaderLoss, 3},
+      // Metadata failures and long leader losses: defects 11 to 14 are fixed (their seeds
+      // are in regressions.txt), but a 200-seed run of both found defect 15 at its 155th
+      // seed: an entry produced while its topic's layout was unknown, held by the client
+      // for a leaderless partition past the age bound (known_defects.txt). Left out of
+      // the random run until fixed. WAL read errors are back in it: defects 9 and 10 are
+      // fixed, and 480 random seeds of ci,+wal_read_error passed.
+      {Fault::kMetadataFailure, 15},
+      {Fault::kLongLeaderLoss, 15},
       // Partition growth and topic recreation (defects 4 to 4i) are in the random run:
       // twice 300 random seeds of ci,+partition_growth,+topic_recreate passed once 4d to
       // 4i were fixed and check 3 took a duplicate in a new partition for a duplicate

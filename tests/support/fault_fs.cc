@@ -1,5 +1,6 @@
 #include "tests/support/fault_fs.h"
 
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,6 +27,13 @@ bool IsTableFile(const std::string& fname) {
 }
 
 // Takes one unit from a countdown; true if the caller should fail.
+// RocksDB names the threads of its background pools "rocksdb:low", "rocksdb:high", ...
+bool OnRocksDbBackgroundThread() {
+  char name[16] = {};
+  return pthread_getname_np(pthread_self(), name, sizeof name) == 0 &&
+         std::strncmp(name, "rocksdb:", 8) == 0;
+}
+
 bool Take(std::atomic<int>* n) {
   int cur = n->load();
   while (cur > 0) {
@@ -293,6 +301,10 @@ void FaultInjectionFileSystem::AfterAppend(const std::string& fname, FileState* 
 IOStatus FaultInjectionFileSystem::BeforeSync(const std::string& fname, FileState* state,
                                               uint64_t* covered) {
   if (Take(&fail_syncs_)) return IOStatus::IOError("injected sync failure: " + fname);
+  if (fail_foreground_syncs_.load() > 0 && !OnRocksDbBackgroundThread() &&
+      Take(&fail_foreground_syncs_)) {
+    return IOStatus::IOError("injected sync failure: " + fname);
+  }
   if (IsTableFile(fname) && !Take(&table_syncs_to_skip_) && Take(&fail_table_syncs_)) {
     injected_table_sync_failures_.fetch_add(1);
     return IOStatus::IOError("injected table sync failure: " + fname);

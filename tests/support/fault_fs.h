@@ -2,7 +2,8 @@
 // db/fault_injection_test.cc uses through its Env). It can
 //  * count syncs of RocksDB's write-ahead log files (`*.log`);
 //  * fail the next N syncs or appends (as EIO or as a full disk), or every append while
-//    a "disk full" switch is set;
+//    a "disk full" switch is set; or the next N syncs RocksDB's background threads do
+//    not make (FailNextForegroundSyncs: the same sync fails in every replay);
 //  * fail syncs of table files (`*.sst`) only: FailTableSyncs(skip, n) lets `skip` of
 //    them pass, then fails `n` (a flush's or a compaction's output file), leaving the
 //    write-ahead log and the MANIFEST alone;
@@ -75,6 +76,10 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   // Syncs of `*.log` (RocksDB WAL) files that succeeded.
   uint64_t wal_syncs() const { return wal_syncs_.load(); }
   void FailNextSyncs(int n) { fail_syncs_.store(n); }
+  // As FailNextSyncs, but syncs made by RocksDB's background threads (flushes and
+  // compactions, named "rocksdb:<priority>") pass: their timing is not the test's, and a
+  // seeded run (the drain simulator) must fail the same sync every time.
+  void FailNextForegroundSyncs(int n) { fail_foreground_syncs_.store(n); }
   void FailNextAppends(int n, bool no_space) {
     appends_no_space_.store(no_space);
     fail_appends_.store(n);
@@ -188,6 +193,7 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
 
   std::atomic<uint64_t> wal_syncs_{0};
   std::atomic<int> fail_syncs_{0};
+  std::atomic<int> fail_foreground_syncs_{0};
   std::atomic<int> table_syncs_to_skip_{0};
   std::atomic<int> fail_table_syncs_{0};
   std::atomic<uint64_t> injected_table_sync_failures_{0};

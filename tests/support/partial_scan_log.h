@@ -27,10 +27,14 @@ class PartialScanLog final : public wal::DrainLog {
   void FailNextScan(size_t n = kAll) { fail_after_ = n; armed_ = true; }
   void Disarm() { armed_ = false; }
   int failed_scans() const { return failed_scans_; }
+  // Runs before every scan (the drain simulator waits there for RocksDB's background
+  // jobs, so that what a scan reads does not depend on their timing).
+  void BeforeScan(std::function<void()> hook) { before_scan_ = std::move(hook); }
 
   absl::Status ScanChoosing(const wal::ScanRange& range,
                             const std::function<wal::ScanChoice(const wal::ScanCandidate&)>& choose,
                             std::vector<wal::Entry>* out, uint64_t* next) override {
+    if (before_scan_) before_scan_();
     if (!armed_) return wal_->ScanChoosing(range, choose, out, next);
     armed_ = false;
     size_t offered = 0;
@@ -61,6 +65,7 @@ class PartialScanLog final : public wal::DrainLog {
   bool armed_ = false;
   size_t fail_after_ = kAll;
   int failed_scans_ = 0;
+  std::function<void()> before_scan_;
 };
 
 }  // namespace kspool::testing

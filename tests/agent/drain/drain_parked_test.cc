@@ -96,5 +96,30 @@ TEST_F(DrainParked, LeaderlessPartitionDoesNotFillItsTopicsByteShare) {
   EXPECT_EQ(Live("t"), 0u);
 }
 
+// Unkeyed entries after partitions were added, with a window of one message: an entry
+// sent to a partition the producer does not know yet is refused. Waiting for a retry
+// (its backoff growing with every such refusal) it would hold the topic's only window
+// entry; it goes to a partition the producer knows at once instead, and the refusing
+// partition is passed over until its retry is due (found by drain_sim with partition
+// growth and crowded windows, seeds 238498108642 and 415649735825: defects 11 and 13).
+TEST_F(DrainParked, UnkeyedEntryRefusedForAPartitionTheProducerDoesNotKnowGoesElsewhereAtOnce) {
+  kafka_.leaders["t"] = std::vector<bool>(6, true);
+  kafka_.client_partitions["t"] = 3;  // the producer's metadata lags
+  {
+    DrainOptions o;
+    o.max_inflight_messages = 1;
+    o.retry_backoff_ms = 1000;
+    o.retry_backoff_max_ms = 5000;
+    StartDrain(o);
+  }
+  Append("t", 20);
+  Run(60);
+  EXPECT_EQ(Live("t"), 0u) << drain_->DebugString();
+  size_t refused = 0;
+  for (const testing::FakeKafka::Produced& p : kafka_.produced) refused += p.partition >= 3;
+  EXPECT_LE(refused, 3u);  // each unknown partition once
+  for (const testing::FakeKafka::Produced& p : kafka_.delivered) EXPECT_LT(p.partition, 3);
+}
+
 }  // namespace
 }  // namespace kspool::agent

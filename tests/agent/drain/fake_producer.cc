@@ -62,6 +62,14 @@ agent::LayoutSource FakeKafka::Layouts() {
 
 DeliveryReport FakeProducer::Produce(const wal::Entry& entry, int32_t partition) {
   FakeKafka::Produced p{entry.seq, entry.record.topic, partition, entry.record.key};
+  if (kafka_->partition_by_key && partition == agent::kAnyPartition && entry.record.key &&
+      kafka_->leaders.count(entry.record.topic)) {
+    auto known = kafka_->client_partitions.find(entry.record.topic);
+    const size_t n = known != kafka_->client_partitions.end()
+                         ? known->second
+                         : kafka_->leaders[entry.record.topic].size();
+    if (n > 0) p.partition = agent::KeyPartition(*entry.record.key, static_cast<int>(n));
+  }
   kafka_->produced.push_back(p);
   queued_.push_back(std::move(p));
   DeliveryReport queued;

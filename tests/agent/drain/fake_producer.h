@@ -26,7 +26,8 @@ struct FakeKafka {
   struct Produced {
     uint64_t seq;
     std::string topic;
-    int32_t partition;  // as asked; kAnyPartition: the client's choice (here: 0)
+    int32_t partition;  // as asked; kAnyPartition: the client's choice (here: 0), but
+                        // see partition_by_key
     std::optional<std::string> key;
   };
   // Per topic: per partition, whether it has a leader. A topic not here does not exist.
@@ -45,6 +46,9 @@ struct FakeKafka {
   // Per topic: the client's own partition count when its metadata lags the cluster's
   // (absent: the cluster's); a partition beyond it is kUnknownPartition.
   std::map<std::string, size_t> client_partitions;
+  // The client partitions a keyed message sent to kAnyPartition by its key over the
+  // partitions it knows (as librdkafka does), and `partition` is where it put it.
+  bool partition_by_key = false;
   std::string fatal;  // a producer made while this is set reports it as fatal
   int producers_made = 0;
   int purges = 0;

@@ -30,6 +30,8 @@ absl::Status DrainLoop::Start(bool background) {
   if (!p.ok()) return p.status();
   producer_ = std::move(p).value();
   wal_reopens_seen_ = wal_->reopens();
+  // What the WAL holds now was written by an earlier process: in doubt until reconciled.
+  if (options_.reconciler) in_doubt_below_ = wal_->GetStats().next_seq;
   if (background) thread_ = std::thread([this] { Run(); });
   return absl::OkStatus();
 }
@@ -84,6 +86,7 @@ void DrainLoop::RunOnce(int poll_ms) {
   ReplaceProducerIfFatal(now);
   ExpireOld(now);
   read_any_ = Refill(now);
+  PollReconciler(now);
   ProduceDue(now);
   std::vector<DeliveryReport> reports;
   if (producer_) {
@@ -242,7 +245,7 @@ void DrainLoop::UpdateStuck(int64_t now) {
   std::vector<StuckTopic> stuck;
   for (auto it = topics_.begin(); it != topics_.end();) {
     TopicState& ts = it->second;
-    if (ts.idle()) {
+    if (ts.idle() && !ts.gate.holding) {
       if (ts.reported_stuck) spdlog::info("drain: topic '{}' is drained again", it->first);
       it = topics_.erase(it);  // what is tracked is bounded by the topics with work
       continue;

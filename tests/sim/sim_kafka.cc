@@ -223,6 +223,7 @@ DeliveryReport SimProducer::Produce(const wal::Entry& entry, int32_t partition) 
   queues_[{topic, p}].push_back({entry.seq, topic, p, entry.record.key, entry.record.value.data(),
                                  entry.record.value.size(), now});
   ++kafka_->produced_;
+  if (kafka_->on_produce) kafka_->on_produce(entry.seq);
   r.result = DeliveryResult::kQueued;
   return r;
 }

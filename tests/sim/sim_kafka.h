@@ -79,6 +79,8 @@ class SimKafka {
   double permanent_rate = 0;        // per message
   int64_t message_timeout_ms = 30000;
   void FailProducerFatally();       // the current producer reports a fatal error
+  // Told of every message a producer accepts (for the simulation's reconciliation check).
+  std::function<void(uint64_t seq)> on_produce;
 
   // One step of the cluster: producers' views catch up, queues move.
   void Advance();

@@ -1,0 +1,40 @@
+// SimReconciler: the drain's Reconciler (agent/drain/reconciler.h) over the simulated
+// cluster (sim_kafka.h), for the drain simulator: a topic asked about is answered after
+// kAnswerMs of simulated time from the partitions' logs, which know what landed where.
+// A partition without a leader is answered once it has one (looked at again every
+// kAnswerMs; only its lane waits); a topic that does not exist, or a partition beyond its
+// count, is released with nothing found. No randomness, so runs replay.
+// Thread safety: none; the simulation's one thread.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agent/drain/reconciler.h"
+#include "base/clock.h"
+#include "tests/sim/sim_kafka.h"
+
+namespace kspool::sim {
+
+class SimReconciler final : public agent::Reconciler {
+ public:
+  static constexpr int64_t kAnswerMs = 100;
+  SimReconciler(SimKafka* kafka, ManualClock* clock) : kafka_(kafka), clock_(clock) {}
+  void Reconcile(const std::string& topic, int64_t oldest_receive_ms) override;
+  void Poll(std::vector<agent::ReconcileResult>* out) override;
+  uint64_t found() const { return found_; }
+
+ private:
+  struct Job {
+    std::string topic;
+    int64_t due_ms = 0;
+    bool known = false;
+    std::vector<int32_t> pending;
+  };
+  SimKafka* const kafka_;
+  ManualClock* const clock_;
+  std::vector<Job> jobs_;
+  uint64_t found_ = 0;
+};
+
+}  // namespace kspool::sim

@@ -159,6 +159,10 @@ bool KafkaReconciler::Try(PartitionScanner* scanner, Job& job) {
   std::map<std::string, ReconcileResult> by_reason;
   std::vector<int32_t> still;
   for (const PartitionScan& ps : scan->partitions) {
+    spdlog::debug("reconcile: topic '{}' partition {}: offsets {}..{} (log start {}), {} records "
+                  "read, {} ours, end {}: {}",
+                  job.topic, ps.partition, ps.start_offset, ps.high_watermark, ps.log_start,
+                  ps.records, ps.found.size(), ScanEndName(ps.end), ps.status.ToString());
     std::string reason;
     if (ps.status.ok()) {
       if (ps.end == ScanEnd::kByteBound) reason = "max_bytes";

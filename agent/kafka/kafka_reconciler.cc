@@ -14,12 +14,22 @@ KafkaReconciler::KafkaReconciler(ScannerFactory scanners, wal::SettledWatermarks
                                  ReconcilerOptions options, Clock* clock,
                                  std::function<void()> on_result)
     : scanners_(std::move(scanners)),
-      watermarks_(watermarks),
       partitions_(partitions),
       agent_id_(std::move(agent_id)),
       options_(options),
       clock_(clock),
-      on_result_(std::move(on_result)) {}
+      on_result_(std::move(on_result)) {
+  // As they are now, before the drain settles anything: this process's own deliveries
+  // raise them, and a partition must be read from where the last process left it.
+  absl::StatusOr<std::vector<wal::Watermark>> all = watermarks->Watermarks();
+  if (!all.ok()) {
+    spdlog::warn("reconcile: the settled watermarks cannot be read ({}): partitions are read "
+                 "from the receive time of their oldest waiting message",
+                 all.status().ToString());
+    return;
+  }
+  for (const wal::Watermark& w : *all) marks_[w.topic][w.partition] = w.offset;
+}
 
 KafkaReconciler::~KafkaReconciler() {
   {
@@ -130,11 +140,9 @@ bool KafkaReconciler::Try(PartitionScanner* scanner, Job& job) {
     for (int32_t p = 0; p < layout->partition_count(); ++p) job.pending.push_back(p);
     job.known = true;
   }
-  std::map<int32_t, int64_t> marks;
-  if (absl::StatusOr<std::vector<wal::Watermark>> w = watermarks_->WatermarksOf(job.topic);
-      w.ok()) {
-    for (const wal::Watermark& m : *w) marks[m.partition] = m.offset;
-  }
+  static const std::map<int32_t, int64_t> kNone;
+  auto known = marks_.find(job.topic);
+  const std::map<int32_t, int64_t>& marks = known == marks_.end() ? kNone : known->second;
   std::vector<ScanStart> starts;
   for (int32_t p : job.pending) {
     if (!layout->HasLeader(p)) continue;  // read when it has one; others go on meanwhile

@@ -2,7 +2,8 @@
 // For each topic the drain asks about, it reads every partition back on its own threads
 // and answers which in-doubt entries Kafka holds, so the drain never waits on a read.
 //
-// Where a partition is read from: its settled watermark + 1 (wal/settled_watermarks.h);
+// Where a partition is read from: its settled watermark + 1 (wal/settled_watermarks.h) as
+// it was at start (this process's own deliveries raise it);
 // one beyond the partition's end (the scanner's OUT_OF_RANGE: a topic recreated) or none
 // at all: the first record at or after the oldest in-doubt entry's receive time minus
 // `time_margin_ms` (Kafka's timestamps are the producer's create time, which kspool sets
@@ -24,6 +25,7 @@
 
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -43,6 +45,7 @@ namespace kspool::agent {
 class KafkaReconciler final : public Reconciler {
  public:
   using ScannerFactory = std::function<absl::StatusOr<std::unique_ptr<PartitionScanner>>()>;
+  // `watermarks` are read here, once: make it before the drain settles anything.
   // `on_result` is called (from a worker) when results are ready: wake the drain.
   KafkaReconciler(ScannerFactory scanners, wal::SettledWatermarks* watermarks,
                   PartitionCache* partitions, std::string agent_id, ReconcilerOptions options,
@@ -70,7 +73,8 @@ class KafkaReconciler final : public Reconciler {
   void Publish(std::vector<ReconcileResult> results);
 
   const ScannerFactory scanners_;
-  wal::SettledWatermarks* const watermarks_;
+  // The settled watermarks when the agent started, per topic and partition.
+  std::map<std::string, std::map<int32_t, int64_t>> marks_;
   PartitionCache* const partitions_;
   const std::string agent_id_;
   const ReconcilerOptions options_;

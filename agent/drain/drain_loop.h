@@ -194,6 +194,9 @@ class DrainLoop {
   void Forget(uint64_t seq, Slot& slot);
   // Settles what is due; everything finished when `all`.
   void SettleFinished(int64_t now, bool all);
+  // Adds to a settle batch the finished entries delivered below an offset it settles in
+  // the same partition, so that a settled watermark never passes an unsettled copy.
+  void TakeLowerOffsets(std::vector<wal::Outcome>* batch, std::vector<Slot*>* slots);
   // Tells the listener of the outcomes of a failed settle it has not heard of yet.
   void TellNotSettled(const std::vector<wal::Outcome>& batch, const absl::Status& error);
   void UpdateCommitPoint();
@@ -258,7 +261,14 @@ class DrainLoop {
   std::mt19937 rng_;              // retry jitter (DrainOptions::random_seed)
   uint64_t in_doubt_below_ = 0;   // reconciliation: entries below were there at Start()
   std::set<std::string, std::less<>> reconcile_asked_;  // topics asked for, once each
-  std::map<uint64_t, FoundCopy> found_;  // copies found for entries not in the window
+  // Copies found for in-doubt entries not in the window yet, settled when read. (Until
+  // then a delivery above one in its partition may raise the watermark past it: a crash
+  // in between leaves it where the next start does not look; see the README.)
+  struct FoundLater {
+    std::string topic;
+    FoundCopy copy;
+  };
+  std::map<uint64_t, FoundLater> found_;
 
   std::thread thread_;
   std::atomic<bool> stop_{false};

@@ -28,7 +28,7 @@ constexpr int64_t kRecheckMs = 200;  // held unkeyed entries: how often the gate
 bool DrainLoop::AdmitInDoubt(uint64_t seq, Slot& slot, TopicState& ts, int64_t now) {
   if (!options_.reconciler || seq >= in_doubt_below_) return false;
   if (auto f = found_.find(seq); f != found_.end()) {
-    const FoundCopy copy = f->second;
+    const FoundCopy copy = f->second.copy;
     found_.erase(f);
     SettleFound(seq, slot, copy, now);
     return true;
@@ -68,7 +68,7 @@ void DrainLoop::PollReconciler(int64_t now) {
       ++found;
       auto w = window_.find(c.seq);
       if (w == window_.end()) {
-        found_[c.seq] = c;  // settled when read (AdmitInDoubt), if it is still live
+        found_[c.seq] = {r.topic, c};  // settled when read (AdmitInDoubt), if still live
         continue;
       }
       Slot& slot = w->second;

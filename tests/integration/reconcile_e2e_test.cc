@@ -64,6 +64,13 @@ size_t CheckExactlyOnce(AgentProcess& agent, const std::map<uint64_t, std::strin
       continue;
     }
     duplicates += c->second.size() - 1;
+    if (c->second.size() > 1) {
+      std::string where;
+      for (const Copy& x : c->second) {
+        where += " " + x.topic + "[" + std::to_string(x.partition) + "]@" + std::to_string(x.offset);
+      }
+      std::printf("duplicate: seq %llu at%s\n", static_cast<unsigned long long>(seq), where.c_str());
+    }
     seqs.push_back(seq);
   }
   EXPECT_EQ(lost, 0u) << "acked messages missing from Kafka";
@@ -96,6 +103,18 @@ std::string ReadLog(const std::string& path) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
+}
+
+// The agent's lines about reconciliation, for a failure's report.
+std::string ReconcileLines(const std::string& path) {
+  std::istringstream in(ReadLog(path));
+  std::string line, out;
+  while (std::getline(in, line)) {
+    if (line.find("reconcile") != std::string::npos || line.find("wal: opened") != std::string::npos) {
+      out += line + "\n";
+    }
+  }
+  return out;
 }
 
 // Sends `n` messages: to `topic`, at `partition` (-1: by key, or any without one).
@@ -207,7 +226,7 @@ TEST_F(ReconcileE2E, NoDuplicatesAfterRepeatedSigkillUnderLoad) {
   }
   auto copies = ReadCopies(kafka.bootstrap(), {"ra", "rb"}, done.size());
   const size_t duplicates = CheckExactlyOnce(*agent, done, copies);
-  EXPECT_EQ(duplicates, 0u);
+  EXPECT_EQ(duplicates, 0u) << ReconcileLines(log_);
   std::string log = ReadLog(log_);
   size_t reconciled = 0, found = 0;
   for (size_t at = 0; (at = log.find("reconciled in", at)) != std::string::npos; ++at) ++reconciled;
@@ -216,8 +235,15 @@ TEST_F(ReconcileE2E, NoDuplicatesAfterRepeatedSigkillUnderLoad) {
     const size_t from = log.rfind(' ', at - 1) + 1;
     found += std::stoul(log.substr(from, at - from));
   }
-  std::printf("kills=%d acked=%zu duplicates=%zu topic reconciliations=%zu copies found=%zu\n",
-              kKills, done.size(), duplicates, reconciled, found);
+  // How long the in-doubt entries of a topic waited (the restart time reconciliation adds).
+  long longest_ms = 0;
+  const std::string kIn = "reconciled in ";
+  for (size_t at = 0; (at = log.find(kIn, at)) != std::string::npos; ++at) {
+    longest_ms = std::max(longest_ms, std::stol(log.substr(at + kIn.size())));
+  }
+  std::printf("kills=%d acked=%zu duplicates=%zu topic reconciliations=%zu copies found=%zu "
+              "longest hold=%ld ms\n",
+              kKills, done.size(), duplicates, reconciled, found, longest_ms);
   EXPECT_GT(done.size(), 1000u);
 }
 
@@ -244,7 +270,7 @@ TEST_F(ReconcileE2E, LeaderlessPartitionHoldsOnlyItsOwnEntries) {
   PutBack(before);
 
   ASSERT_EQ(kafka.Command("leader la 0 none"), "OK");
-  agent = std::make_unique<AgentProcess>(wal_, log_, kafka.bootstrap());
+  agent = std::make_unique<AgentProcess>(wal_, log_, kafka.bootstrap(), std::vector<std::string>{"--log-level", "debug"});
   std::map<uint64_t, std::string> fresh = SendSome(*agent, "lb", 20, -1, false);
   // Only la's partition 0 waits: 30 entries.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
@@ -258,7 +284,7 @@ TEST_F(ReconcileE2E, LeaderlessPartitionHoldsOnlyItsOwnEntries) {
   ASSERT_TRUE(agent->WaitUntilDrained(std::chrono::seconds(20)));
   acked.merge(fresh);
   auto copies = ReadCopies(kafka.bootstrap(), {"la", "lb"}, acked.size());
-  EXPECT_EQ(CheckExactlyOnce(*agent, acked, copies), 0u);
+  EXPECT_EQ(CheckExactlyOnce(*agent, acked, copies), 0u) << ReconcileLines(log_);
   EXPECT_EQ(kspool::testing::ScrapeMetrics(agent->http_address())["kspool_reconcile_found_total"],
             120);
 }

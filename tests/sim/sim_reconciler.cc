@@ -1,7 +1,19 @@
 // SimReconciler: answering from the simulated cluster's logs (sim_reconciler.h).
 #include "tests/sim/sim_reconciler.h"
 
+#include <cstdlib>
+
 namespace kspool::sim {
+
+SimReconciler::SimReconciler(SimKafka* kafka, ManualClock* clock,
+                             wal::SettledWatermarks* watermarks)
+    : kafka_(kafka), clock_(clock) {
+  const char* mode = std::getenv("KSPOOL_SIM_RECONCILE_FROM_WATERMARKS");
+  if (mode == nullptr || std::string(mode) != "1") return;  // whole logs
+  absl::StatusOr<std::vector<wal::Watermark>> all = watermarks->Watermarks();
+  if (!all.ok()) return;  // read from the start: finds more, never less
+  for (const wal::Watermark& w : *all) marks_[{w.topic, w.partition}] = w.offset;
+}
 
 void SimReconciler::Reconcile(const std::string& topic, int64_t /*oldest_receive_ms*/) {
   jobs_.push_back({topic, clock_->MonotonicMillis() + kAnswerMs, false, {}});
@@ -43,7 +55,12 @@ void SimReconciler::Poll(std::vector<agent::ReconcileResult>* out) {
       }
       r.released.push_back(p);
       const std::vector<Landed>& log = parts[static_cast<size_t>(p)].log;
-      for (size_t off = 0; off < log.size(); ++off) {
+      auto m = marks_.find({job.topic, p});
+      size_t from = 0;
+      if (m != marks_.end() && static_cast<size_t>(m->second) + 1 <= log.size()) {
+        from = static_cast<size_t>(m->second) + 1;
+      }
+      for (size_t off = from; off < log.size(); ++off) {
         r.found.push_back({log[off].seq, p, static_cast<int64_t>(off)});
       }
     }

@@ -93,7 +93,7 @@ void Simulation::Open() {
   opts_.partitions = cache_.get();
   // Every start reconciles what the WAL holds with the simulated Kafka. The hold has no
   // bound here (an hour), so that the check in OnProduce has no exception.
-  reconciler_ = std::make_unique<SimReconciler>(&kafka_, &clock_);
+  reconciler_ = std::make_unique<SimReconciler>(&kafka_, &clock_, wal_.get());
   opts_.reconciler = reconciler_.get();
   opts_.reconcile_max_hold_ms = 3'600'000;
   NoteInKafkaAtOpen();
@@ -223,6 +223,7 @@ void Simulation::InjectFaults() {
         const int64_t at = Mono();
         st.exists = true;
         st.partitions.assign(fewer, SimPartition{});
+        recreated_.insert(name);
         st.view_catches_up_ms = at + static_cast<int64_t>(Below(30000));
         for (auto it = order_.begin(); it != order_.end();) {
           it = std::get<0>(it->first) == name ? order_.erase(it) : std::next(it);

@@ -44,6 +44,10 @@ void Simulation::OnProduce(uint64_t seq) {
   if (it == in_kafka_at_open_.end()) return;
   ++reproduced_checked_;
   const Where& w = it->second;
+  if (recreated_.count(w.topic)) return;
+  // Its copy's report was lost with a producer replaced after a fatal error: such entries
+  // are not reconciled (README, "Guarantees"), and a watermark may have passed the copy.
+  if (kafka_.unreported_at_replacement.count(seq)) return;
   auto t = kafka_.topics().find(w.topic);
   if (t == kafka_.topics().end() || !t->second.exists ||
       w.partition >= static_cast<int32_t>(t->second.partitions.size())) {

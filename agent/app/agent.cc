@@ -180,6 +180,19 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
   dopt.partitions = a->partitions_.get();
   a->outcome_listener_ = std::make_unique<DeliveryListener>(a->waiters_.get(), a->feed_.get());
   dopt.outcomes = a->outcome_listener_.get();
+  if (dopt.reconcile_max_hold_ms > 0 && stats.entries > 0) {
+    // Entries in the WAL at start may be in Kafka already (acknowledged, not settled):
+    // their partitions are read back before they are produced (agent/drain/reconciler.h).
+    ReconcilerOptions ro = config.reconcile;
+    ro.max_hold_ms = static_cast<int64_t>(dopt.reconcile_max_hold_ms);
+    a->reconciler_ = std::make_unique<KafkaReconciler>(
+        [brokers = config.kafka_brokers, options = config.kafka_options] {
+          return PartitionScanner::Create(brokers, options);
+        },
+        a->wal_.get(), a->partitions_.get(), a->agent_id_, ro, deps.clock,
+        [agent = a.get()] { agent->drain_->Notify(); });
+    dopt.reconciler = a->reconciler_.get();
+  }
   a->drain_ = std::make_unique<DrainLoop>(
       a->wal_.get(), a->tracker_.get(),
       [pc]() -> absl::StatusOr<std::unique_ptr<Producer>> {
@@ -417,6 +430,7 @@ void Agent::Shutdown() {
   http_.reset();
   if (drain_) {
     drain_->Stop();
+    reconciler_.reset();  // tells a stopped drain nothing more; waits for a read under way
     drain_.reset();
   }
   feed_.reset();

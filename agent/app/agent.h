@@ -24,6 +24,7 @@
 #include "agent/http/http_server.h"
 #include "agent/kafka/kafka_metadata.h"
 #include "agent/kafka/kafka_producer.h"
+#include "agent/kafka/kafka_reconciler.h"
 #include "agent/drain/partition_cache.h"
 #include "agent/stats/metrics.h"
 #include "agent/api/spool_service.h"
@@ -84,7 +85,8 @@ class Agent {
   std::unique_ptr<CommitTracker> tracker_;
   std::unique_ptr<KafkaMetadata> metadata_;
   std::unique_ptr<PartitionCache> partitions_;  // uses metadata_
-  std::unique_ptr<DrainLoop> drain_;            // uses partitions_
+  std::unique_ptr<KafkaReconciler> reconciler_;  // uses wal_, partitions_; tells drain_
+  std::unique_ptr<DrainLoop> drain_;            // uses partitions_, reconciler_
   std::unique_ptr<Heartbeater> heartbeater_;
   std::unique_ptr<WalMaintenance> maintenance_;
   // Told by drain_ of settled outcomes, so they outlive it.

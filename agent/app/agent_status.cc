@@ -49,6 +49,16 @@ std::string Agent::StatusJson(Clock* clock) const {
                      {"leaderless_partitions", t.leaderless_partitions}});
   }
   j["kafka"]["stuck_topics"] = stuck;
+  // After a restart: topics whose in-doubt entries wait to be read back from Kafka.
+  nlohmann::json reconciling = nlohmann::json::array();
+  for (const ReconcilingTopic& t : drain_->Reconciling()) {
+    reconciling.push_back({{"topic", t.topic},
+                           {"seconds", t.seconds},
+                           {"partitions_read", t.released}});
+  }
+  j["kafka"]["reconciliation"] = {{"in_progress", !reconciling.empty()},
+                                  {"topics", reconciling},
+                                  {"found_in_kafka", drain_->reconciled_found()}};
   // What clients hold at the front door, against its bounds.
   j["front_door"] = {{"grpc_connections", listener_ ? listener_->connections() : 0},
                      {"grpc_connections_max", listener_ ? listener_->max_connections() : 0},

@@ -62,7 +62,19 @@ struct Lane {
   }
 };
 
+// The hold of a topic's in-doubt entries until their reconciliation (DrainLoop,
+// drain_reconcile.cc): a partition's lane waits until that partition is released; the
+// topic's unkeyed in-doubt entries until every partition is.
+struct ReconcileGate {
+  bool holding = false;  // asked for, not all released yet
+  int64_t since_ms = 0;  // monotonic, when asked
+  std::set<int32_t> released;
+  bool HoldsPartition(int32_t lane) const { return holding && lane >= 0 && !released.count(lane); }
+  bool HoldsTopic() const { return holding; }
+};
+
 struct TopicState {
+  ReconcileGate gate;
   std::map<int32_t, Lane> partitions;  // ordered lanes, by partition
   Lane unordered;
   Lane unrouted;

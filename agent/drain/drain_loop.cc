@@ -30,6 +30,8 @@ absl::Status DrainLoop::Start(bool background) {
   if (!p.ok()) return p.status();
   producer_ = std::move(p).value();
   wal_reopens_seen_ = wal_->reopens();
+  // What the WAL holds now was written by an earlier process: in doubt until reconciled.
+  if (options_.reconciler) in_doubt_below_ = wal_->GetStats().next_seq;
   if (background) thread_ = std::thread([this] { Run(); });
   return absl::OkStatus();
 }
@@ -84,6 +86,7 @@ void DrainLoop::RunOnce(int poll_ms) {
   ReplaceProducerIfFatal(now);
   ExpireOld(now);
   read_any_ = Refill(now);
+  PollReconciler(now);
   ProduceDue(now);
   std::vector<DeliveryReport> reports;
   if (producer_) {
@@ -149,6 +152,7 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
     take(w->second);
   }
   if (batch.empty()) return;
+  TakeLowerOffsets(&batch, &slots);
   next_settle_ms_ = now + static_cast<int64_t>(options_.settle_interval_ms);
   absl::Status s = wal_->Settle(batch);
   if (!s.ok()) {
@@ -198,6 +202,33 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
   inflight_.store(window_.size());
 }
 
+void DrainLoop::TakeLowerOffsets(std::vector<wal::Outcome>* batch, std::vector<Slot*>* slots) {
+  // A partition's offsets follow the order entries were produced in, not their sequence
+  // numbers (its keyed and unkeyed lanes go out independently), so an entry finished
+  // after the prefix may lie below an offset the batch settles. Settled alone, that
+  // offset would raise the partition's watermark above a delivered entry not settled yet,
+  // and after a crash the restart reading from the watermark would not find that copy.
+  // Keys own their topic: pushing onto the batch moves its outcomes.
+  std::map<std::pair<std::string, int32_t>, int64_t> highest;
+  for (const wal::Outcome& o : *batch) {
+    if (!o.delivered() || o.offset < 0) continue;
+    int64_t& h = highest[{o.topic, o.partition}];
+    h = std::max(h, o.offset);
+  }
+  if (highest.empty()) return;
+  for (uint64_t seq : finished_) {
+    auto w = window_.find(seq);
+    if (w == window_.end() || w->second.batched || w->second.state != Slot::kSettling) continue;
+    const wal::Outcome& o = w->second.outcome;
+    if (!o.delivered()) continue;
+    auto h = highest.find(std::make_pair(o.topic, o.partition));
+    if (h == highest.end() || o.offset > h->second) continue;
+    w->second.batched = true;
+    batch->push_back(std::move(w->second.outcome));
+    slots->push_back(&w->second);
+  }
+}
+
 void DrainLoop::TellNotSettled(const std::vector<wal::Outcome>& batch, const absl::Status& error) {
   std::vector<wal::Outcome> untold;
   for (const wal::Outcome& o : batch) {
@@ -242,7 +273,7 @@ void DrainLoop::UpdateStuck(int64_t now) {
   std::vector<StuckTopic> stuck;
   for (auto it = topics_.begin(); it != topics_.end();) {
     TopicState& ts = it->second;
-    if (ts.idle()) {
+    if (ts.idle() && !ts.gate.holding) {
       if (ts.reported_stuck) spdlog::info("drain: topic '{}' is drained again", it->first);
       it = topics_.erase(it);  // what is tracked is bounded by the topics with work
       continue;

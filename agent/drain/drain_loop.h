@@ -48,6 +48,7 @@
 #include "agent/drain/outcome_listener.h"
 #include "agent/drain/partition_cache.h"
 #include "agent/drain/producer.h"
+#include "agent/drain/reconciler.h"
 #include "agent/drain/stuck_topic.h"
 #include "base/clock.h"
 #include "base/mutex.h"
@@ -83,6 +84,20 @@ struct DrainOptions {
   OutcomeListener* outcomes = nullptr;
   DrainMetrics* metrics = nullptr;       // optional
   PartitionCache* partitions = nullptr;  // required
+  // Reconciliation at start (reconciler.h; drain_reconcile.cc): entries found in the WAL
+  // at Start() are held back until the reconciler has read their partitions in Kafka;
+  // those found there are settled as delivered. Optional: without it, nothing is held.
+  Reconciler* reconciler = nullptr;
+  // Every hold ends this long after it began, whatever the reconciler says: the
+  // entries not found by then are produced (a duplicate possible, a loss never).
+  uint64_t reconcile_max_hold_ms = 60000;
+};
+
+// A topic whose in-doubt entries wait for their reconciliation (/status).
+struct ReconcilingTopic {
+  std::string topic;
+  double seconds = 0;                 // since the hold began
+  std::vector<int32_t> released;      // partitions read (or given up on) so far
 };
 
 using ProducerFactory = std::function<absl::StatusOr<std::unique_ptr<Producer>>()>;
@@ -111,6 +126,11 @@ class DrainLoop {
   int64_t last_delivery_mono_ms() const { return last_delivery_ms_.load(); }
   int brokers_up() const { return brokers_up_.load(); }
   std::vector<StuckTopic> Stuck() const;
+  // Topics still reconciling after a restart, and the entries found in Kafka so far.
+  std::vector<ReconcilingTopic> Reconciling() const;
+  uint64_t reconciled_found() const { return reconcile_found_.load(); }
+  // Entries below this were in the WAL at Start() (in doubt); 0 without a reconciler.
+  uint64_t in_doubt_below() const { return in_doubt_below_; }
   // Recounts the window's bookkeeping (drain_invariants.cc) and says what disagrees. Run
   // after every pass in builds with KSPOOL_DCHECKS (base/check.h), and by the drain
   // simulator after every step. Owner thread only.
@@ -177,6 +197,9 @@ class DrainLoop {
   void Forget(uint64_t seq, Slot& slot);
   // Settles what is due; everything finished when `all`.
   void SettleFinished(int64_t now, bool all);
+  // Adds to a settle batch the finished entries delivered below an offset it settles in
+  // the same partition, so that a settled watermark never passes an unsettled copy.
+  void TakeLowerOffsets(std::vector<wal::Outcome>* batch, std::vector<Slot*>* slots);
   // Tells the listener of the outcomes of a failed settle it has not heard of yet.
   void TellNotSettled(const std::vector<wal::Outcome>& batch, const absl::Status& error);
   void UpdateCommitPoint();
@@ -187,6 +210,17 @@ class DrainLoop {
     if (options_.metrics) options_.metrics->Degraded(event);
   }
   void DrainForShutdown();
+  // Reconciliation (drain_reconcile.cc). Admitting an in-doubt entry: asks for its
+  // topic's reconciliation the first time; true when a copy found in Kafka settled it.
+  bool AdmitInDoubt(uint64_t seq, Slot& slot, TopicState& ts, int64_t now);
+  // Applies the reconciler's results, and ends holds older than the max hold.
+  void PollReconciler(int64_t now);
+  void SettleFound(uint64_t seq, Slot& slot, const FoundCopy& copy, int64_t now);
+  void HoldUnkeyed(Lane& lane, uint64_t seq, int64_t now);
+  // An unkeyed (or unrouted) in-doubt entry that must wait for its topic's reconciliation.
+  bool InDoubtHeld(const TopicState& ts, uint64_t seq) const {
+    return seq < in_doubt_below_ && ts.gate.HoldsTopic();
+  }
 
   wal::DrainLog* const wal_;
   CommitTracker* const tracker_;
@@ -228,6 +262,16 @@ class DrainLoop {
   int64_t next_producer_ms_ = 0;  // when a replacement producer may be made
   int producer_failures_ = 0;     // fatal errors in a row, for the backoff
   std::mt19937 rng_;              // retry jitter (DrainOptions::random_seed)
+  uint64_t in_doubt_below_ = 0;   // reconciliation: entries below were there at Start()
+  std::set<std::string, std::less<>> reconcile_asked_;  // topics asked for, once each
+  // Copies found for in-doubt entries not in the window yet, settled when read. (Until
+  // then a delivery above one in its partition may raise the watermark past it: a crash
+  // in between leaves it where the next start does not look; see the README.)
+  struct FoundLater {
+    std::string topic;
+    FoundCopy copy;
+  };
+  std::map<uint64_t, FoundLater> found_;
 
   std::thread thread_;
   std::atomic<bool> stop_{false};
@@ -242,6 +286,8 @@ class DrainLoop {
   uint64_t wake_count_ ABSL_GUARDED_BY(wake_mu_) = 0;
   mutable Mutex stuck_mu_;
   std::vector<StuckTopic> stuck_ ABSL_GUARDED_BY(stuck_mu_);
+  std::vector<ReconcilingTopic> reconciling_ ABSL_GUARDED_BY(stuck_mu_);
+  std::atomic<uint64_t> reconcile_found_{0};
 };
 
 }  // namespace kspool::agent

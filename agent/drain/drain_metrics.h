@@ -4,6 +4,7 @@
 // Thread safety: called from the drain's thread only; implementations must not block.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace kspool::agent {
@@ -19,6 +20,12 @@ class DrainMetrics {
   virtual void WalReopened() = 0;
   // A degraded-mode event without a metric of its own ("wal_scan_failed", ...).
   virtual void Degraded(const std::string& event) = 0;
+  // Reconciliation at start (reconciler.h): entries found already in Kafka; bytes read
+  // back and the seconds it took; a hold ended before its partitions were read, by
+  // reason ("max_hold", "max_bytes", "time_budget", "unreadable", ...).
+  virtual void ReconcileFound(uint64_t /*messages*/) {}
+  virtual void ReconcileRead(uint64_t /*bytes*/, double /*seconds*/) {}
+  virtual void ReconcileEndedEarly(const std::string& /*reason*/) {}
 };
 
 }  // namespace kspool::agent

@@ -165,7 +165,7 @@ bool DrainLoop::Reroute(const std::string& topic, TopicState& ts, const TopicLay
 }
 
 bool DrainLoop::Held(const TopicState& ts, int32_t lane, const TopicLayout& layout) const {
-  if (Parked(lane, layout)) return true;
+  if (Parked(lane, layout) || ts.gate.HoldsPartition(lane)) return true;
   if (ts.client_lags.empty()) return false;
   auto it = ts.client_lags.find(lane);
   return it != ts.client_lags.end() && options_.clock->MonotonicMillis() < it->second;
@@ -230,12 +230,15 @@ void DrainLoop::ProduceDue(int64_t now) {
     // next round goes out once the client answered the last (all the topic's entries
     // are unrouted while its layout is unknown).
     if (!ts.unrouted.empty() && ts.InClient()) continue;
+    // Routed by the client: an in-doubt entry there waits for the whole topic's
+    // reconciliation, and the lane's newer entries behind it (drain_reconcile.cc).
+    if (!ts.unrouted.ready.empty() && InDoubtHeld(ts, ts.unrouted.ready.front())) continue;
     ProduceLane(ts, ts.unrouted, kLaneUnrouted, *layout, now, &queue_full);
     if (queue_full) break;
     if (!ts.unrouted.waiting.empty()) continue;  // the whole topic waits for its retry
     for (auto& [p, lane] : ts.partitions) {
       if (lane.empty()) continue;
-      if (Parked(p, *layout)) continue;
+      if (Parked(p, *layout) || ts.gate.HoldsPartition(p)) continue;
       ProduceLane(ts, lane, p, *layout, now, &queue_full);
       if (queue_full) break;
     }
@@ -275,6 +278,11 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
     if (Expired(slot)) {
       lane.ready.pop_front();
       Discard(seq, slot, kReasonExpired, "older than --max-message-age");
+      continue;
+    }
+    if (!ordered && InDoubtHeld(ts, seq)) {
+      lane.ready.pop_front();
+      HoldUnkeyed(lane, seq, now);  // until its topic is reconciled
       continue;
     }
     int32_t partition = slot.entry.record.partition;  // explicit, or kAnyPartition

@@ -212,6 +212,7 @@ bool DrainLoop::Admit(std::vector<wal::Entry>& entries) {
     }
     TopicState& ts = topics_[topic];
     if (ts.pending_since_ms == 0) ts.pending_since_ms = now;
+    if (AdmitInDoubt(seq, slot, ts, now)) continue;  // found in Kafka: settled
     Enqueue(seq, slot, *layout);
   }
   inflight_.store(window_.size());

@@ -355,6 +355,26 @@ Metrics::Metrics(const std::string& version)
                     .Name("kspool_degraded_events_total")
                     .Help("Degraded-mode events, each also logged as a warning, by event")
                     .Register(*registry_)),
+      reconcile_found_(prometheus::BuildCounter()
+                           .Name("kspool_reconcile_found_total")
+                           .Help("Entries found already in Kafka when reconciling after a "
+                                 "restart, settled as delivered instead of produced again")
+                           .Register(*registry_)),
+      reconcile_bytes_(prometheus::BuildCounter()
+                           .Name("kspool_reconcile_bytes_read_total")
+                           .Help("Bytes read back from Kafka to reconcile after a restart")
+                           .Register(*registry_)),
+      reconcile_seconds_(prometheus::BuildCounter()
+                             .Name("kspool_reconcile_seconds_total")
+                             .Help("Seconds spent reading Kafka back to reconcile after a restart")
+                             .Register(*registry_)),
+      reconcile_ended_early_(prometheus::BuildCounter()
+                                 .Name("kspool_reconcile_ended_early_total")
+                                 .Help("Reconciliations ended before their partitions were read "
+                                       "to the end (max_hold, max_bytes, time_budget, "
+                                       "topic_missing, partition_missing, unreadable), by "
+                                       "reason: their entries not found were produced")
+                                 .Register(*registry_)),
       connections_refused_(prometheus::BuildCounter()
                                .Name("kspool_grpc_connections_refused_total")
                                .Help("gRPC client connections the agent closed at once "
@@ -407,6 +427,9 @@ Metrics::Metrics(const std::string& version)
       .Add({{"version", version}})
       .Set(1);
   wal_reopens_.Add({});
+  reconcile_found_.Add({});
+  reconcile_bytes_.Add({});
+  reconcile_seconds_.Add({});
   for (const char* reason :
        {"connection_limit", "out_of_descriptors", "receive_memory", "unix_peer_slots"}) {
     connections_refused_.Add({{"reason", reason}});
@@ -454,6 +477,19 @@ void Metrics::ConnectionRefused(std::string_view reason) {
 }
 
 void Metrics::Degraded(const std::string& event) { degraded_.Add({{"event", event}}).Increment(); }
+
+void Metrics::ReconcileFound(uint64_t messages) {
+  reconcile_found_.Add({}).Increment(static_cast<double>(messages));
+}
+
+void Metrics::ReconcileRead(uint64_t bytes, double seconds) {
+  reconcile_bytes_.Add({}).Increment(static_cast<double>(bytes));
+  reconcile_seconds_.Add({}).Increment(seconds);
+}
+
+void Metrics::ReconcileEndedEarly(const std::string& reason) {
+  reconcile_ended_early_.Add({{"reason", reason}}).Increment();
+}
 
 void Metrics::HttpDropped(std::string_view reason) {
   http_dropped_.Add({{"reason", std::string(reason)}}).Increment();

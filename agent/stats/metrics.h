@@ -70,6 +70,10 @@ class Metrics : public DrainMetrics {
   // A degraded-mode event without a metric of its own: "wal_reopen_failed",
   // "wal_scan_failed", "settle_failed", "commit_point_failed", "producer_replaced".
   void Degraded(const std::string& event) override;
+  // Reconciliation at start (agent/drain/reconciler.h).
+  void ReconcileFound(uint64_t messages) override;
+  void ReconcileRead(uint64_t bytes, double seconds) override;
+  void ReconcileEndedEarly(const std::string& reason) override;
   // The HTTP server closed a connection to keep serving (reasons in http_server.h).
   void HttpDropped(std::string_view reason);
   // The Bruce/Dory-format input (bruce_ingest.h): makes its series visible at 0 (called
@@ -99,6 +103,10 @@ class Metrics : public DrainMetrics {
   prometheus::Family<prometheus::Counter>& heartbeat_failures_;
   prometheus::Family<prometheus::Counter>& wal_reopens_;
   prometheus::Family<prometheus::Counter>& degraded_;
+  prometheus::Family<prometheus::Counter>& reconcile_found_;
+  prometheus::Family<prometheus::Counter>& reconcile_bytes_;
+  prometheus::Family<prometheus::Counter>& reconcile_seconds_;
+  prometheus::Family<prometheus::Counter>& reconcile_ended_early_;
   prometheus::Family<prometheus::Counter>& connections_refused_;
   prometheus::Family<prometheus::Counter>& http_dropped_;
   prometheus::Family<prometheus::Counter>& bruce_rejected_;

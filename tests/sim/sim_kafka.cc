@@ -181,6 +181,13 @@ agent::LayoutSource SimKafka::Layouts() {
 
 SimProducer::~SimProducer() {
   if (kafka_->current_ == this) kafka_->current_ = nullptr;
+  // Replaced after a fatal error: what landed and was never reported is in Kafka while
+  // the drain produces it again (a duplicate reconciliation does not prevent yet).
+  if (!fatal_.empty()) {
+    for (const Pending& p : reports_) {
+      if (p.report.result == DeliveryResult::kDelivered) kafka_->unreported_at_replacement.insert(p.report.seq);
+    }
+  }
 }
 
 DeliveryReport SimProducer::Produce(const wal::Entry& entry, int32_t partition) {
@@ -223,6 +230,7 @@ DeliveryReport SimProducer::Produce(const wal::Entry& entry, int32_t partition) 
   queues_[{topic, p}].push_back({entry.seq, topic, p, entry.record.key, entry.record.value.data(),
                                  entry.record.value.size(), now});
   ++kafka_->produced_;
+  if (kafka_->on_produce) kafka_->on_produce(entry.seq);
   r.result = DeliveryResult::kQueued;
   return r;
 }

@@ -29,6 +29,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,11 @@ class SimKafka {
   double permanent_rate = 0;        // per message
   int64_t message_timeout_ms = 30000;
   void FailProducerFatally();       // the current producer reports a fatal error
+  // Told of every message a producer accepts (for the simulation's reconciliation check).
+  std::function<void(uint64_t seq)> on_produce;
+  // Messages that landed with their report still pending when a producer that hit a
+  // fatal error was replaced: the drain never hears of that copy.
+  std::set<uint64_t> unreported_at_replacement;
 
   // One step of the cluster: producers' views catch up, queues move.
   void Advance();

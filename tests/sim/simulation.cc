@@ -91,6 +91,12 @@ void Simulation::Open() {
   cache_ = std::make_unique<agent::PartitionCache>(kafka_.Layouts(), pco);
   tracker_ = std::make_unique<agent::CommitTracker>(wal_.get());
   opts_.partitions = cache_.get();
+  // Every start reconciles what the WAL holds with the simulated Kafka. The hold has no
+  // bound here (an hour), so that the check in OnProduce has no exception.
+  reconciler_ = std::make_unique<SimReconciler>(&kafka_, &clock_, wal_.get());
+  opts_.reconciler = reconciler_.get();
+  opts_.reconcile_max_hold_ms = 3'600'000;
+  NoteInKafkaAtOpen();
   drain_ = std::make_unique<agent::DrainLoop>(log_.get(), tracker_.get(), kafka_.Factory(), opts_);
   if (absl::Status s = drain_->Start(/*background=*/false); !s.ok()) Fail("drain start: " + s.ToString());
 }
@@ -100,6 +106,7 @@ void Simulation::Crash(bool power) {
   global_fault_ms_ = Mono();
   kafka_.Crash();  // while the drain's buffers are alive: what was on the wire lands
   drain_.reset();
+  reconciler_.reset();
   tracker_.reset();
   cache_.reset();
   if (power) {
@@ -216,6 +223,7 @@ void Simulation::InjectFaults() {
         const int64_t at = Mono();
         st.exists = true;
         st.partitions.assign(fewer, SimPartition{});
+        recreated_.insert(name);
         st.view_catches_up_ms = at + static_cast<int64_t>(Below(30000));
         for (auto it = order_.begin(); it != order_.end();) {
           it = std::get<0>(it->first) == name ? order_.erase(it) : std::next(it);

@@ -26,6 +26,41 @@
 
 namespace kspool::sim {
 
+void Simulation::NoteInKafkaAtOpen() {
+  in_kafka_at_open_.clear();
+  for (const auto& [name, t] : kafka_.topics()) {
+    for (size_t p = 0; p < t.partitions.size(); ++p) {
+      const std::vector<Landed>& log = t.partitions[p].log;
+      for (size_t off = 0; off < log.size(); ++off) {
+        in_kafka_at_open_.try_emplace(log[off].seq, Where{name, static_cast<int32_t>(p), off});
+      }
+    }
+  }
+}
+
+void Simulation::OnProduce(uint64_t seq) {
+  if (!drain_ || seq >= drain_->in_doubt_below()) return;
+  auto it = in_kafka_at_open_.find(seq);
+  if (it == in_kafka_at_open_.end()) return;
+  ++reproduced_checked_;
+  const Where& w = it->second;
+  if (recreated_.count(w.topic)) return;
+  // Its copy's report was lost with a producer replaced after a fatal error: such entries
+  // are not reconciled (README, "Guarantees"), and a watermark may have passed the copy.
+  if (kafka_.unreported_at_replacement.count(seq)) return;
+  auto t = kafka_.topics().find(w.topic);
+  if (t == kafka_.topics().end() || !t->second.exists ||
+      w.partition >= static_cast<int32_t>(t->second.partitions.size())) {
+    return;  // the topic was deleted since: that copy is gone
+  }
+  const std::vector<Landed>& log = t->second.partitions[static_cast<size_t>(w.partition)].log;
+  if (w.offset < log.size() && log[w.offset].seq == seq) {
+    Fail("reconciliation: seq " + std::to_string(seq) + ", in Kafka at " + w.topic + "/" +
+         std::to_string(w.partition) + "@" + std::to_string(w.offset) +
+         " when the agent restarted, was produced again");
+  }
+}
+
 void Simulation::OnLand(const std::string& topic, int32_t partition, const Landed& l) {
   Mix(l.seq);
   Mix(static_cast<uint64_t>(partition));

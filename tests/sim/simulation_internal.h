@@ -19,6 +19,7 @@
 #include "tests/sim/sim_env.h"
 #include "tests/sim/simulation.h"
 #include "tests/sim/sim_kafka.h"
+#include "tests/sim/sim_reconciler.h"
 #include "tests/support/fault_fs.h"
 #include "tests/support/temp_dir.h"
 #include "wal/wal.h"
@@ -61,7 +62,9 @@ class Simulation : public agent::OutcomeListener {
         jobs_env_(std::make_shared<BackgroundJobsEnv>(testing::EnvFor(fs_))),
         env_(jobs_env_),
         kafka_(&rng_, &clock_, [this](const std::string& t, int32_t p, const Landed& l,
-                                      const char*, size_t) { OnLand(t, p, l); }) {}
+                                      const char*, size_t) { OnLand(t, p, l); }) {
+    kafka_.on_produce = [this](uint64_t seq) { OnProduce(seq); };
+  }
 
   SimResult Run();
 
@@ -121,6 +124,10 @@ class Simulation : public agent::OutcomeListener {
   void Check();
   void CheckWal();
   void OnLand(const std::string& topic, int32_t partition, const Landed& l);
+  // Reconciliation: an entry Kafka held when the drain started (and still holds) must not
+  // be produced again by that drain (SimReconciler reads every partition with a leader).
+  void OnProduce(uint64_t seq);
+  void NoteInKafkaAtOpen();
   void Learn(const std::vector<wal::Outcome>& outcomes);
   bool Done(const ModelEntry& e) const { return e.landed || e.discarded; }
 
@@ -139,7 +146,19 @@ class Simulation : public agent::OutcomeListener {
   std::unique_ptr<testing::PartialScanLog> log_;  // the drain's view of wal_
   std::unique_ptr<agent::PartitionCache> cache_;
   std::unique_ptr<agent::CommitTracker> tracker_;
+  std::unique_ptr<SimReconciler> reconciler_;
   std::unique_ptr<agent::DrainLoop> drain_;
+  struct Where {
+    std::string topic;
+    int32_t partition;
+    size_t offset;
+  };
+  std::map<uint64_t, Where> in_kafka_at_open_;  // seq -> a copy, when the drain started
+  uint64_t reproduced_checked_ = 0;             // in-doubt produces checked against it
+  // Topics deleted and recreated: a settled watermark of the old topic may lie inside the
+  // new log, and a restart reading from it misses copies (wal/FORMAT.md, "Settled
+  // watermarks": duplicates only). OnProduce does not check them.
+  std::set<std::string> recreated_;
 
   std::map<uint64_t, ModelEntry> entries_;  // by writer id (in the value)
   std::map<uint64_t, uint64_t> by_seq_;     // acknowledged seq -> writer id

@@ -423,6 +423,21 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
              "A topic with nothing in the WAL and no Send for this long stops being tracked "
              "(its commit point; its counters stay), e.g. 24h; 0 = never",
              ParseDurationMs);
+  add_parsed("reconcile-max-hold", &c.drain.reconcile_max_hold_ms,
+             FormatDurationMs(c.drain.reconcile_max_hold_ms),
+             "After a restart, how long messages found in the WAL may wait for their "
+             "partitions to be read back from Kafka (copies found there are not produced "
+             "again), e.g. 60s; then they are produced; 0 = no reconciliation",
+             ParseDurationMs);
+  add_parsed("reconcile-max-bytes", &c.reconcile.max_bytes_per_partition,
+             FormatByteSize({c.reconcile.max_bytes_per_partition}),
+             "After a restart, the most bytes read back per partition to reconcile, e.g. 64MiB",
+             ParseAbsoluteByteSize);
+  add_parsed("reconcile-time-margin", &c.reconcile.time_margin_ms,
+             FormatDurationMs(static_cast<uint64_t>(c.reconcile.time_margin_ms)),
+             "After a restart, a partition without a settled watermark is read from the "
+             "oldest waiting message's receive time minus this, e.g. 60s",
+             ParseDurationMs);
   add("unknown-topic-checks", &c.drain.unknown_topic_checks,
       "Fresh-metadata checks that a topic does not exist before its messages are discarded")
       ->check(CLI::PositiveNumber);

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "agent/background/heartbeat_options.h"
 #include "agent/drain/drain_loop.h"
+#include "agent/kafka/reconciler_options.h"
 #include "agent/net/grpc_listener.h"
 #include "agent/net/socket_file.h"
 #include "agent/validate/request_validator.h"
@@ -59,6 +60,8 @@ struct Config {
   // period after a WAL I/O error. shutdown_grace_ms: what in-flight produce gets at
   // SIGTERM. Set at start, not by flags: its clock, metrics, partition cache and hooks.
   DrainOptions drain;
+  // Reconciliation at start: how partitions are read back (agent/kafka/kafka_reconciler.h).
+  ReconcilerOptions reconcile;
 
   // Request limits (bad input is INVALID_ARGUMENT), for gRPC Sends and the Bruce input.
   // The size default fits Kafka's default limits with Kafka's and kspool's overhead

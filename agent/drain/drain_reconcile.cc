@@ -1,0 +1,140 @@
+// DrainLoop: reconciliation at start (reconciler.h).
+//
+// The entries in the WAL when the drain starts are "in doubt": the process before may
+// have had them acknowledged by Kafka without settling them. The first time the reader
+// admits one of a topic, the drain asks the Reconciler for that topic and holds back
+// (TopicState::gate):
+//  * each ordered lane (a key's or an explicit partition's) until its partition is
+//    released: its in-doubt entries and, behind them in the lane, the new entries of
+//    their keys (order per key); the lane keeps its share of the window as a leaderless
+//    partition's does (Held), so the topic's other partitions go on;
+//  * the topic's unkeyed in-doubt entries until every partition is released (they may
+//    be in any of them); they wait in the unordered lane's `waiting` set, looked at again
+//    every kRecheckMs, while the topic's new unkeyed entries are produced.
+// Copies found are settled as delivered at the partition and offset found, through the
+// normal settle path (delivery index, watermark, listener). Other topics are never held.
+// Every hold ends after reconcile_max_hold_ms (counted as "max_hold").
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "agent/drain/drain_loop.h"
+
+namespace kspool::agent {
+namespace {
+constexpr int64_t kRecheckMs = 200;  // held unkeyed entries: how often the gate is looked at
+}  // namespace
+
+bool DrainLoop::AdmitInDoubt(uint64_t seq, Slot& slot, TopicState& ts, int64_t now) {
+  if (!options_.reconciler || seq >= in_doubt_below_) return false;
+  if (auto f = found_.find(seq); f != found_.end()) {
+    const FoundCopy copy = f->second.copy;
+    found_.erase(f);
+    SettleFound(seq, slot, copy, now);
+    return true;
+  }
+  const std::string& topic = slot.entry.record.topic;
+  if (reconcile_asked_.insert(topic).second) {
+    ts.gate.holding = true;
+    ts.gate.since_ms = now;
+    // Read in order per topic: the first in-doubt entry admitted is the topic's oldest.
+    spdlog::info("reconcile: holding the in-doubt entries of topic '{}' (from seq {}) until "
+                 "its partitions are read back from Kafka",
+                 topic, seq);
+    options_.reconciler->Reconcile(topic, slot.entry.record.receive_time_ms);
+  }
+  return false;
+}
+
+void DrainLoop::SettleFound(uint64_t seq, Slot& slot, const FoundCopy& copy, int64_t now) {
+  wal::Outcome delivered = wal::Outcome::Delivered(seq, slot.entry.record.topic, copy.partition,
+                                                   copy.offset, options_.clock->NowMillis());
+  delivered.size = slot.entry.size;
+  delivered.receive_time_ms = slot.entry.record.receive_time_ms;
+  Finish(seq, slot, std::move(delivered), now);
+}
+
+void DrainLoop::PollReconciler(int64_t now) {
+  if (!options_.reconciler) return;
+  std::vector<ReconcileResult> results;
+  options_.reconciler->Poll(&results);
+  for (ReconcileResult& r : results) {
+    if (options_.metrics && (r.bytes_read > 0 || r.seconds > 0)) {
+      options_.metrics->ReconcileRead(r.bytes_read, r.seconds);
+    }
+    uint64_t found = 0;
+    for (const FoundCopy& c : r.found) {
+      if (c.seq >= in_doubt_below_) continue;  // not ours to settle: produced by this process
+      ++found;
+      auto w = window_.find(c.seq);
+      if (w == window_.end()) {
+        found_[c.seq] = {r.topic, c};  // settled when read (AdmitInDoubt), if still live
+        continue;
+      }
+      Slot& slot = w->second;
+      // Handed to the producer already (the hold ended first): that copy is a duplicate.
+      if (slot.state != Slot::kReady && slot.state != Slot::kBackoff) continue;
+      Unqueue(c.seq, slot);
+      SettleFound(c.seq, slot, c, now);
+    }
+    if (found > 0) {
+      reconcile_found_.fetch_add(found);
+      if (options_.metrics) options_.metrics->ReconcileFound(found);
+    }
+    if (!r.ended_early.empty()) {
+      spdlog::warn("reconcile: topic '{}': {} partition(s) released before they were read to "
+                   "their end ({}): their in-doubt entries not found are produced (a duplicate "
+                   "is possible)",
+                   r.topic, r.released.size(), r.ended_early);
+      if (options_.metrics) options_.metrics->ReconcileEndedEarly(r.ended_early);
+    }
+    auto t = topics_.find(r.topic);
+    if (t == topics_.end() || !t->second.gate.holding) continue;
+    ReconcileGate& gate = t->second.gate;
+    gate.released.insert(r.released.begin(), r.released.end());
+    if (r.all_released) {
+      spdlog::info("reconcile: topic '{}' reconciled in {} ms; {} in-doubt entries found in Kafka "
+                   "so far",
+                   r.topic, now - gate.since_ms, reconcile_found_.load());
+      gate = ReconcileGate{};
+      t->second.unordered.retry_at_ms = 0;  // its held unkeyed entries go now
+    }
+  }
+  bool any = false;
+  for (auto& [name, ts] : topics_) {
+    if (!ts.gate.holding) continue;
+    if (now - ts.gate.since_ms >= static_cast<int64_t>(options_.reconcile_max_hold_ms)) {
+      spdlog::warn("reconcile: topic '{}': still not read back after {} ms "
+                   "(--reconcile-max-hold); producing its in-doubt entries not found (a "
+                   "duplicate is possible)",
+                   name, now - ts.gate.since_ms);
+      if (options_.metrics) options_.metrics->ReconcileEndedEarly("max_hold");
+      ts.gate = ReconcileGate{};
+      ts.unordered.retry_at_ms = 0;
+      continue;
+    }
+    any = true;
+  }
+  MutexLock l(&stuck_mu_);
+  if (!any && reconciling_.empty()) return;
+  reconciling_.clear();
+  for (const auto& [name, ts] : topics_) {
+    if (!ts.gate.holding) continue;
+    reconciling_.push_back({name, (now - ts.gate.since_ms) / 1000.0,
+                            std::vector<int32_t>(ts.gate.released.begin(), ts.gate.released.end())});
+  }
+}
+
+std::vector<ReconcilingTopic> DrainLoop::Reconciling() const {
+  MutexLock l(&stuck_mu_);
+  return reconciling_;
+}
+
+// An unkeyed in-doubt entry whose topic is not reconciled yet: set aside in the lane's
+// waiting set, looked at again soon (ProduceLane).
+void DrainLoop::HoldUnkeyed(Lane& lane, uint64_t seq, int64_t now) {
+  lane.waiting.insert(seq);
+  lane.retry_at_ms = std::max(lane.retry_at_ms, now + kRecheckMs);
+}
+
+}  // namespace kspool::agent

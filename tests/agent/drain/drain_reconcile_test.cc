@@ -1,0 +1,200 @@
+// The drain's reconciliation at start (agent/drain/drain_reconcile.cc) against a scripted
+// Reconciler: what waits for which release, what a copy found does, and the hold bound.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "tests/agent/drain/drain_fixture.h"
+
+namespace kspool::testing {
+namespace {
+
+// Answers only what the test scripts; remembers what it was asked.
+class ScriptedReconciler final : public agent::Reconciler {
+ public:
+  void Reconcile(const std::string& topic, int64_t oldest_receive_ms) override {
+    asked[topic] = oldest_receive_ms;
+  }
+  void Poll(std::vector<agent::ReconcileResult>* out) override {
+    for (auto& r : ready) out->push_back(std::move(r));
+    ready.clear();
+  }
+  void Release(const std::string& topic, std::vector<int32_t> partitions, bool all,
+               std::vector<agent::FoundCopy> found = {}, std::string ended_early = "") {
+    agent::ReconcileResult r;
+    r.topic = topic;
+    r.released = std::move(partitions);
+    r.all_released = all;
+    r.found = std::move(found);
+    r.ended_early = std::move(ended_early);
+    r.bytes_read = 100;
+    ready.push_back(std::move(r));
+  }
+  std::map<std::string, int64_t> asked;
+  std::vector<agent::ReconcileResult> ready;
+};
+
+struct CountingMetrics final : agent::DrainMetrics {
+  void ProduceError(const std::string&) override {}
+  void Redelivered(const std::string&) override {}
+  void WalReopened() override {}
+  void Degraded(const std::string&) override {}
+  void ReconcileFound(uint64_t n) override { found += n; }
+  void ReconcileRead(uint64_t b, double) override { bytes += b; }
+  void ReconcileEndedEarly(const std::string& reason) override { ended_early[reason]++; }
+  uint64_t found = 0;
+  uint64_t bytes = 0;
+  std::map<std::string, int> ended_early;
+};
+
+class DrainReconcile : public DrainFixture {
+ protected:
+  void StartReconciling(uint64_t max_hold_ms = 60000) {
+    agent::DrainOptions o;
+    o.reconciler = &reconciler_;
+    o.metrics = &metrics_;
+    o.reconcile_max_hold_ms = max_hold_ms;
+    o.random_seed = 7;
+    StartDrain(o);
+  }
+  bool Produced(uint64_t seq) const {
+    return std::any_of(kafka_.produced.begin(), kafka_.produced.end(),
+                       [&](const FakeKafka::Produced& p) { return p.seq == seq; });
+  }
+  std::vector<uint64_t> ProducedOf(const std::string& topic) const {
+    std::vector<uint64_t> seqs;
+    for (const auto& p : kafka_.produced) {
+      if (p.topic == topic) seqs.push_back(p.seq);
+    }
+    return seqs;
+  }
+  ScriptedReconciler reconciler_;
+  CountingMetrics metrics_;
+};
+
+TEST_F(DrainReconcile, InDoubtEntriesWaitForTheirTopicWhileOtherTopicsDeliver) {
+  kafka_.leaders["a"] = {true, true};
+  kafka_.leaders["b"] = {true, true};
+  Append("a", 4, KeysFor(0, 2, 2));  // seqs 1..4, all bound for partition 0
+  Append("b", 3);                    // seqs 5..7, no key
+  StartReconciling();
+  Run(5);
+  ASSERT_EQ(reconciler_.asked.size(), 2u);
+  EXPECT_TRUE(kafka_.produced.empty()) << "nothing in doubt goes before its topic is read";
+  reconciler_.Release("b", {0, 1}, /*all=*/true);
+  Run(10);
+  EXPECT_EQ(ProducedOf("b"), (std::vector<uint64_t>{5, 6, 7}));
+  EXPECT_TRUE(ProducedOf("a").empty()) << "topic a is still being reconciled";
+  EXPECT_EQ(Live("b"), 0u);
+  EXPECT_EQ(drain_->Reconciling().size(), 1u);
+  EXPECT_EQ(drain_->Reconciling()[0].topic, "a");
+}
+
+TEST_F(DrainReconcile, CopiesFoundAreSettledAtTheirOffsetAndNotProducedAgain) {
+  kafka_.leaders["a"] = {true, true};
+  Append("a", 4, KeysFor(1, 2, 1));  // seqs 1..4 on partition 1
+  StartReconciling();
+  Run(3);
+  reconciler_.Release("a", {0, 1}, true, {{1, 1, 40}, {2, 1, 41}});
+  Run(10);
+  EXPECT_EQ(ProducedOf("a"), (std::vector<uint64_t>{3, 4}));
+  EXPECT_EQ(Live("a"), 0u);
+  std::vector<wal::Outcome> out;
+  ASSERT_TRUE(wal_->LookupDeliveries({1, 2, 3}, &out).ok());
+  EXPECT_EQ(out[0].state, wal::Outcome::State::kDelivered);
+  EXPECT_EQ(out[0].partition, 1);
+  EXPECT_EQ(out[0].offset, 40);
+  EXPECT_EQ(out[1].offset, 41);
+  EXPECT_EQ(out[2].state, wal::Outcome::State::kDelivered);
+  absl::StatusOr<std::vector<wal::Watermark>> wm = wal_->WatermarksOf("a");
+  ASSERT_TRUE(wm.ok());
+  ASSERT_FALSE(wm->empty());
+  EXPECT_EQ(metrics_.found, 2u);
+  EXPECT_EQ(drain_->reconciled_found(), 2u);
+  EXPECT_TRUE(drain_->Reconciling().empty());
+}
+
+TEST_F(DrainReconcile, KeyedLaneWaitsForItsPartitionOnlyAndNewEntriesOfItsKeysWaitBehind) {
+  kafka_.leaders["a"] = {true, true};
+  Append("a", 2, KeysFor(0, 2, 1));  // 1, 2: partition 0
+  Append("a", 2, KeysFor(1, 2, 1));  // 3, 4: partition 1
+  Append("a", 2);                    // 5, 6: no key
+  StartReconciling();
+  Append("a", 1, KeysFor(0, 2, 1));  // 7: new, partition 0's key
+  Append("a", 1);                    // 8: new, no key
+  Run(5);
+  reconciler_.Release("a", {1}, /*all=*/false);
+  Run(10);
+  std::vector<uint64_t> got = ProducedOf("a");
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<uint64_t>{3, 4, 8}))
+      << "partition 1 is read; new unkeyed entries go; partition 0 and in-doubt unkeyed wait";
+  reconciler_.Release("a", {0}, /*all=*/true, {{5, 1, 7}});
+  Run(40);
+  got = ProducedOf("a");
+  EXPECT_EQ(got.size(), 7u);  // 5 was found
+  EXPECT_FALSE(Produced(5));
+  auto at = [&](uint64_t seq) { return std::find(got.begin(), got.end(), seq) - got.begin(); };
+  EXPECT_LT(at(1), at(7));
+  EXPECT_LT(at(2), at(7));
+  EXPECT_EQ(Live("a"), 0u);
+}
+
+TEST_F(DrainReconcile, HoldEndsAtTheBoundAndTheEntriesAreProduced) {
+  kafka_.leaders["a"] = {true};
+  Append("a", 3);
+  StartReconciling(/*max_hold_ms=*/1000);
+  Run(50, 10);  // 500 ms
+  EXPECT_TRUE(kafka_.produced.empty());
+  Run(100, 10);
+  EXPECT_EQ(ProducedOf("a").size(), 3u);
+  EXPECT_EQ(metrics_.ended_early["max_hold"], 1);
+  EXPECT_EQ(Live("a"), 0u);
+  EXPECT_TRUE(drain_->Reconciling().empty());
+}
+
+TEST_F(DrainReconcile, EndedEarlyIsCountedByReasonAndItsEntriesProduced) {
+  kafka_.leaders["a"] = {true};
+  Append("a", 2);
+  StartReconciling();
+  Run(3);
+  reconciler_.Release("a", {0}, true, {{1, 0, 3}}, "max_bytes");
+  Run(10);
+  EXPECT_EQ(ProducedOf("a"), (std::vector<uint64_t>{2}));
+  EXPECT_EQ(metrics_.ended_early["max_bytes"], 1);
+  EXPECT_EQ(metrics_.bytes, 100u);
+}
+
+TEST_F(DrainReconcile, CopyFoundForAnEntryNotYetReadIsSettledWhenRead) {
+  kafka_.leaders["a"] = {true};
+  kafka_.leaders["b"] = {true};
+  Append("a", 1);
+  Append("b", 6);  // 2..7: beyond a window of 2 at first
+  agent::DrainOptions o;
+  o.reconciler = &reconciler_;
+  o.metrics = &metrics_;
+  o.max_inflight_messages = 2;
+  StartDrain(o);
+  Run(3);
+  reconciler_.Release("a", {0}, true);
+  reconciler_.Release("b", {0}, true, {{6, 0, 9}, {7, 0, 10}});
+  Run(60);
+  EXPECT_EQ(ProducedOf("b"), (std::vector<uint64_t>{2, 3, 4, 5}));
+  EXPECT_EQ(Live("b"), 0u);
+  std::vector<wal::Outcome> out;
+  ASSERT_TRUE(wal_->LookupDeliveries({7}, &out).ok());
+  EXPECT_EQ(out[0].offset, 10);
+}
+
+TEST_F(DrainReconcile, EntriesAppendedAfterStartAreNeverHeld) {
+  kafka_.leaders["c"] = {true, true};
+  StartReconciling();
+  Append("c", 3, {"k"});
+  Run(5);
+  EXPECT_EQ(ProducedOf("c").size(), 3u);
+  EXPECT_TRUE(reconciler_.asked.empty());
+}
+
+}  // namespace
+}  // namespace kspool::testing

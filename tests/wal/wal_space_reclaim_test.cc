@@ -9,9 +9,11 @@
 // Here over the fault-injecting file system, which also shows RocksDB a full volume.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/fault_fs.h"
@@ -95,10 +97,15 @@ TEST_F(WalSpaceReclaim, AfterACompactionFailedForSpaceDrainingStillFreesTheDeadR
   std::vector<Entry> rest = ScanAll(wal.get());
   ASSERT_EQ(rest.size(), 50u);
   ASSERT_TRUE(wal->Settle(Delivered(rest)).ok());
-  absl::Status compacted = wal->CompactDeadRange();
-  if (!compacted.ok()) {  // WalMaintenance tries again a second later, after the reopen
+  // WalMaintenance compacts the dead range again every second while the reserve is
+  // missing, after the drain's reopen if it failed: a few rounds, as a background
+  // compaction started by the reopen may hold the files the first round needs.
+  absl::Status compacted;
+  for (int round = 0; round < 10; ++round) {
     ReopenIfFailed(wal.get());
     compacted = wal->CompactDeadRange();
+    if (compacted.ok() && TableBytes() < (100u << 10)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   EXPECT_TRUE(compacted.ok()) << compacted;
   EXPECT_LT(TableBytes(), 100u << 10) << "of " << full << " bytes in table files before";

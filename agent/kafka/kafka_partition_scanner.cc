@@ -20,13 +20,13 @@ using SteadyClock = std::chrono::steady_clock;
 // partition whose queue is full only once a second, and a 1 MB fetch of small records is
 // more than 10,000 messages (100,000 records of 84 bytes: 3 to 5 s with 10,000, 0.15 s
 // without); and an end of partition seen within 100 ms.
-const std::vector<std::pair<std::string, std::string>> kDefaults = {
+const std::vector<std::pair<std::string, std::string>> kScannerDefaults = {
     {"queued.max.messages.kbytes", "4096"},
     {"queued.min.messages", "10000000"},
     {"fetch.wait.max.ms", "100"},
     {"log_level", "4"}};
 // Set after it: what a scan is.
-const std::vector<std::pair<std::string, std::string>> kFixed = {
+const std::vector<std::pair<std::string, std::string>> kScannerFixed = {
     {"enable.auto.commit", "false"},
     {"enable.auto.offset.store", "false"},
     {"isolation.level", "read_uncommitted"},
@@ -129,7 +129,7 @@ absl::StatusOr<std::unique_ptr<PartitionScanner>> PartitionScanner::Create(
     return absl::OkStatus();
   };
   absl::Status st = set("bootstrap.servers", brokers);
-  for (const auto& [k, v] : kDefaults) {
+  for (const auto& [k, v] : kScannerDefaults) {
     if (st.ok()) st = set(k, v);
   }
   for (const std::string& kv : options) {
@@ -141,7 +141,7 @@ absl::StatusOr<std::unique_ptr<PartitionScanner>> PartitionScanner::Create(
       st = set(kv.substr(0, eq), kv.substr(eq + 1));
     }
   }
-  for (const auto& [k, v] : kFixed) {
+  for (const auto& [k, v] : kScannerFixed) {
     if (st.ok()) st = set(k, v);
   }
   if (!st.ok()) {

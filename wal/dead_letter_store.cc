@@ -37,9 +37,10 @@ std::string DeadLetterTopic(const absl::StatusOr<DeadLetter>& d) {
 
 }  // namespace
 
-absl::StatusOr<Counts> CountDeadLetters(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* dead) {
+absl::StatusOr<Counts> CountDeadLetters(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* dead,
+                                        const rocksdb::ReadOptions& scan) {
   Counts c;
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), dead));
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(scan, dead));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     c.count += 1;
     c.bytes += it->value().size();
@@ -122,8 +123,9 @@ absl::StatusOr<DeadLetterStore::Trim> DeadLetterStore::PlanTrim(const OpenDb& db
     removed_bytes += value.size();
     return TakeKey::kTake;
   };
-  ASSIGN_OR_RETURN(OldestPrefix removed,
-                   TakeOldest(db.db.get(), db.dead, from, kMaxTrimEntries, take));
+  ASSIGN_OR_RETURN(
+      OldestPrefix removed,
+      TakeOldest(db.db.get(), db.dead, db.IteratorOptions(db.dead), from, kMaxTrimEntries, take));
   trim.more = removed.more;
   if (removed.taken.empty()) return plan;
 
@@ -137,7 +139,7 @@ absl::StatusOr<DeadLetterStore::Trim> DeadLetterStore::PlanTrim(const OpenDb& db
 absl::Status DeadLetterStore::Scan(const OpenDb& db, uint64_t from_seq, size_t max_entries,
                                    std::vector<DeadLetter>* out) const {
   std::string lo = keys::Seq(from_seq);
-  std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(rocksdb::ReadOptions(), db.dead));
+  std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(db.IteratorOptions(db.dead), db.dead));
   for (it->Seek(lo); it->Valid() && out->size() < max_entries; it->Next()) {
     uint64_t seq = keys::ParseSeq(std::string_view(it->key().data(), it->key().size()));
     absl::StatusOr<DeadLetter> d =

@@ -37,7 +37,8 @@ namespace kspool::wal {
 
 // The dead letters' totals, counted by scanning `dead`: once, for a WAL written before
 // they were kept in `meta`.
-absl::StatusOr<Counts> CountDeadLetters(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* dead);
+absl::StatusOr<Counts> CountDeadLetters(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* dead,
+                                        const rocksdb::ReadOptions& scan);
 
 class DeadLetterStore {
  public:

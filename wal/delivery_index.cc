@@ -156,7 +156,8 @@ absl::StatusOr<DeliveryIndex::Trim> DeliveryIndex::PlanTrim(const OpenDb& db, ui
     return TakeKey::kTake;
   };
   ASSIGN_OR_RETURN(OldestPrefix removed,
-                   TakeOldest(db.db.get(), db.delivery, from, kMaxTrimRuns, take));
+                   TakeOldest(db.db.get(), db.delivery, db.IteratorOptions(db.delivery), from,
+                              kMaxTrimRuns, take));
   trim.removed.more = removed.more;
   if (removed.taken.empty()) return trim;
 

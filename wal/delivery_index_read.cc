@@ -48,13 +48,14 @@ absl::Status DeliveryIndex::Lookup(const OpenDb& db, uint64_t head, uint64_t nex
                                    std::vector<Outcome>* out) const {
   rocksdb::ManagedSnapshot snapshot(db.db.get());
   const uint64_t floor = this->floor();
-  rocksdb::ReadOptions index_ro;
+  rocksdb::ReadOptions index_ro = db.IteratorOptions(db.delivery);
   index_ro.snapshot = snapshot.snapshot();
   std::unique_ptr<rocksdb::Iterator> index;
   if (db.delivery) index.reset(db.db->NewIterator(index_ro, db.delivery));
   const std::string lo = keys::Seq(head), hi = keys::Seq(next);
   const rocksdb::Slice lo_s(lo), hi_s(hi);
-  rocksdb::ReadOptions log_ro = index_ro;
+  rocksdb::ReadOptions log_ro = db.IteratorOptions(db.log);
+  log_ro.snapshot = snapshot.snapshot();
   log_ro.iterate_lower_bound = &lo_s;
   log_ro.iterate_upper_bound = &hi_s;
   std::unique_ptr<rocksdb::Iterator> log(db.db->NewIterator(log_ro, db.log));
@@ -112,7 +113,7 @@ absl::Status DeliveryIndex::Scan(const OpenDb& db, uint64_t head, uint64_t from_
                                  uint64_t* next) const {
   const std::string hi = keys::Seq(head);
   const rocksdb::Slice hi_s(hi);
-  rocksdb::ReadOptions ro;
+  rocksdb::ReadOptions ro = db.IteratorOptions(db.delivery);
   ro.iterate_upper_bound = &hi_s;
   std::unique_ptr<rocksdb::Iterator> it;
   if (db.delivery) it.reset(db.db->NewIterator(ro, db.delivery));

@@ -45,11 +45,12 @@ inline void DeleteTaken(const OldestPrefix& p, rocksdb::ColumnFamilyHandle* cf,
 // `take(seq, value)`, until it answers other than kTake or max_keys keys were taken.
 template <typename Take>
 absl::StatusOr<OldestPrefix> TakeOldest(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
-                                        uint64_t from_seq, size_t max_keys, const Take& take) {
+                                        const rocksdb::ReadOptions& scan, uint64_t from_seq,
+                                        size_t max_keys, const Take& take) {
   OldestPrefix p;
   const std::string lo = keys::Seq(from_seq);
   const rocksdb::Slice lo_s(lo);
-  rocksdb::ReadOptions ro;
+  rocksdb::ReadOptions ro = scan;
   ro.iterate_lower_bound = &lo_s;
   std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro, cf));
   for (it->Seek(lo_s); it->Valid(); it->Next()) {

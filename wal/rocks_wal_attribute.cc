@@ -46,7 +46,7 @@ absl::Status RocksWal::CountLiveBetween(uint64_t from, uint64_t limit,
                                         std::map<std::string, Counts>* out) const {
   std::string lo = keys::Seq(from), hi = keys::Seq(limit);
   rocksdb::Slice lo_s(lo), hi_s(hi);
-  rocksdb::ReadOptions ro;
+  rocksdb::ReadOptions ro = db_->IteratorOptions(db_->log);
   ro.iterate_lower_bound = &lo_s;
   if (limit != UINT64_MAX) ro.iterate_upper_bound = &hi_s;
   ro.fill_cache = false;

@@ -13,7 +13,8 @@ bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.s
 
 }  // namespace
 
-absl::StatusOr<MetaState> ReadMeta(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta) {
+absl::StatusOr<MetaState> ReadMeta(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta,
+                                   const rocksdb::ReadOptions& scan) {
   auto get = [&](std::string_view key, std::string* v) -> absl::StatusOr<bool> {
     rocksdb::Status s = db->Get(rocksdb::ReadOptions(), meta, key, v);
     if (s.IsNotFound()) return false;
@@ -57,7 +58,7 @@ absl::StatusOr<MetaState> ReadMeta(rocksdb::DB* db, rocksdb::ColumnFamilyHandle*
     *b = std::string(rest.substr(slash + 1));
     return true;
   };
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), meta));
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(scan, meta));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     std::string_view k(it->key().data(), it->key().size());
     std::string_view val(it->value().data(), it->value().size());

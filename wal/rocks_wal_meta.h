@@ -35,6 +35,7 @@ struct MetaState {
   std::vector<Watermark> watermarks;
 };
 
-absl::StatusOr<MetaState> ReadMeta(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta);
+absl::StatusOr<MetaState> ReadMeta(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* meta,
+                                   const rocksdb::ReadOptions& scan);
 
 }  // namespace kspool::wal

@@ -112,19 +112,20 @@ absl::Status RocksWal::LoadState(bool reopen) {
   }
   if (init.Count() > 0) RETURN_IF_ERROR(FromRocks(SyncedWrite(&init), "initialize WAL meta"));
 
-  ASSIGN_OR_RETURN(MetaState m, ReadMeta(db, meta));
+  ASSIGN_OR_RETURN(MetaState m, ReadMeta(db, meta, db_->IteratorOptions(meta)));
   uint64_t next_seq = m.next_seq;
   int64_t last_receive = m.last_receive;
   CommitPoints points = std::move(m.points);
   // What a WAL written before some totals were kept lacks: found once, and saved.
   rocksdb::WriteBatch once;
   if (!m.dead) {
-    ASSIGN_OR_RETURN(m.dead, CountDeadLetters(db, db_->dead));
+    ASSIGN_OR_RETURN(m.dead, CountDeadLetters(db, db_->dead, db_->IteratorOptions(db_->dead)));
     once.Put(meta, keys::kDeadLetters, keys::EncodeCounts(*m.dead));
   }
 
   // The log's own last key is authoritative if meta somehow lags behind it.
-  std::unique_ptr<rocksdb::Iterator> log_it(db->NewIterator(rocksdb::ReadOptions(), db_->log));
+  std::unique_ptr<rocksdb::Iterator> log_it(
+      db->NewIterator(db_->IteratorOptions(db_->log), db_->log));
   // Each positioning is checked before the next one resets the iterator's status: an
   // iterator stopped by a read error is not Valid() either, and taking that for an empty
   // log would reuse sequence numbers (the last key) or put the head past live entries
@@ -145,7 +146,7 @@ absl::Status RocksWal::LoadState(bool reopen) {
   if (!options_.read_only && !none_below_head && m.head > 0) {
     const std::string below = keys::Seq(m.head);
     const rocksdb::Slice below_s(below);
-    rocksdb::ReadOptions ro;
+    rocksdb::ReadOptions ro = db_->IteratorOptions(db_->log);
     ro.iterate_upper_bound = &below_s;
     std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro, db_->log));
     for (it->SeekToFirst(); it->Valid(); it->Next()) once.Delete(db_->log, it->key());

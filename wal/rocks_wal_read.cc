@@ -33,7 +33,7 @@ absl::StatusOr<std::optional<uint64_t>> RocksWal::FirstLiveAtOrAfter(uint64_t fr
   if (from >= limit || !db_) return std::nullopt;
   std::string lo = keys::Seq(from), hi = keys::Seq(limit);
   rocksdb::Slice lo_s(lo), hi_s(hi);
-  rocksdb::ReadOptions ro;
+  rocksdb::ReadOptions ro = db_->IteratorOptions(db_->log);
   ro.iterate_lower_bound = &lo_s;
   ro.iterate_upper_bound = &hi_s;
   std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->log));
@@ -64,7 +64,7 @@ absl::Status RocksWal::Scan(uint64_t from_seq, size_t max_entries, size_t max_by
   if (lower >= upper || max_entries == 0) return absl::OkStatus();
   std::string lo = keys::Seq(lower), hi = keys::Seq(upper);
   rocksdb::Slice lo_s(lo), hi_s(hi);
-  rocksdb::ReadOptions ro;
+  rocksdb::ReadOptions ro = db_->IteratorOptions(db_->log);
   ro.iterate_lower_bound = &lo_s;
   ro.iterate_upper_bound = &hi_s;
   // Each entry is read once, in order: caching its blocks only evicts useful ones.
@@ -139,7 +139,7 @@ absl::Status RocksWal::ScanChoosing(const ScanRange& range,
   if (range.max_keys == 0) return absl::OkStatus();
   std::string lo = keys::Seq(lower), hi = keys::Seq(upper);
   rocksdb::Slice lo_s(lo), hi_s(hi);
-  rocksdb::ReadOptions ro;
+  rocksdb::ReadOptions ro = db_->IteratorOptions(db_->log);
   ro.iterate_lower_bound = &lo_s;
   ro.iterate_upper_bound = &hi_s;
   ro.fill_cache = false;  // each entry is read once, in order
@@ -184,7 +184,7 @@ absl::StatusOr<std::optional<Entry>> RocksWal::Newest() {
   if (lower >= upper) return std::nullopt;
   std::string lo = keys::Seq(lower), hi = keys::Seq(upper);
   rocksdb::Slice lo_s(lo), hi_s(hi);
-  rocksdb::ReadOptions ro;
+  rocksdb::ReadOptions ro = db_->IteratorOptions(db_->log);
   ro.iterate_lower_bound = &lo_s;
   ro.iterate_upper_bound = &hi_s;
   std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->log));

@@ -153,6 +153,7 @@ absl::StatusOr<std::unique_ptr<OpenDb>> RocksWal::OpenDatabaseReadOnly() const {
   db->meta = db->handles[2];
   db->dead = db->handles[3];
   if (has_delivery) db->delivery = db->handles[4];
+  db->NoteRangeTombstones();
   return db;
 }
 

@@ -88,7 +88,7 @@ absl::StatusOr<std::vector<Watermark>> WatermarkStore::Read(const OpenDb& db,
   std::string end = prefix;
   end.back() = static_cast<char>(end.back() + 1);  // '/' + 1: just past the prefix
   const rocksdb::Slice end_s(end);
-  rocksdb::ReadOptions ro;
+  rocksdb::ReadOptions ro = db.IteratorOptions(db.meta);
   ro.iterate_upper_bound = &end_s;
   std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(ro, db.meta));
   std::vector<Watermark> out;

@@ -34,6 +34,7 @@ namespace {
 
 using kspool::testing::AgentProcess;
 using kspool::testing::DevKafka;
+using kspool::testing::TableBytes;
 using kspool::testing::TmpfsVolume;
 using kspool::testing::WaitUntil;
 using namespace std::chrono_literals;
@@ -105,16 +106,6 @@ int InfoLogFiles(const std::string& wal) {
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(wal, ec)) {
     if (e.path().filename().string().rfind("LOG", 0) == 0) ++n;
-  }
-  return n;
-}
-
-// The bytes of RocksDB's table files (*.sst) in the WAL directory.
-uint64_t TableBytes(const std::string& wal) {
-  uint64_t n = 0;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(wal, ec)) {
-    if (e.path().extension() == ".sst") n += e.file_size(ec);
   }
   return n;
 }

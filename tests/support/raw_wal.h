@@ -14,15 +14,23 @@ namespace kspool::testing {
 
 using RawHandles = std::map<std::string, rocksdb::ColumnFamilyHandle*>;
 
+using RawOptions = std::function<void(const std::string& cf, rocksdb::ColumnFamilyOptions*)>;
+
 // Opens the (closed) WAL at `dir` with every column family it has (RocksDB refuses an
-// open that leaves one out) and runs `edit` on it, with the handles by name.
-inline rocksdb::Status WithRawWal(const std::string& dir,
-                                  const std::function<rocksdb::Status(rocksdb::DB*, RawHandles&)>& edit) {
+// open that leaves one out) and runs `edit` on it, with the handles by name; `options`,
+// when given, sets a column family's options for this open.
+inline rocksdb::Status WithRawWal(
+    const std::string& dir, const std::function<rocksdb::Status(rocksdb::DB*, RawHandles&)>& edit,
+    const RawOptions& options = nullptr) {
   std::vector<std::string> names;
   rocksdb::Status s = rocksdb::DB::ListColumnFamilies(rocksdb::DBOptions(), dir, &names);
   if (!s.ok()) return s;
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
-  for (const std::string& n : names) cfs.emplace_back(n, rocksdb::ColumnFamilyOptions());
+  for (const std::string& n : names) {
+    rocksdb::ColumnFamilyOptions o;
+    if (options) options(n, &o);
+    cfs.emplace_back(n, o);
+  }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
   s = rocksdb::DB::Open(rocksdb::DBOptions(), dir, cfs, &handles, &db);
@@ -50,6 +58,33 @@ inline rocksdb::Status EditLogEntry(const std::string& dir, uint64_t seq,
     wo.sync = true;
     return db->Put(wo, cf.at("log"), key, value);
   });
+}
+
+// Rewrites the (closed) WAL's log into table files of about `table_bytes` each, in one
+// level below level 0, so that a scan steps from one table file to the next inside a
+// level; `*files` is how many that level then holds.
+inline rocksdb::Status SpreadLogOverTables(const std::string& dir, uint64_t table_bytes,
+                                           uint64_t* files) {
+  return WithRawWal(
+      dir,
+      [&](rocksdb::DB* db, RawHandles& cf) {
+        rocksdb::CompactRangeOptions o;
+        o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+        rocksdb::Status s = db->CompactRange(o, cf.at("log"), nullptr, nullptr);
+        if (!s.ok()) return s;
+        *files = 0;
+        for (int level = 1; level < 7 && *files == 0; ++level) {
+          std::string n;
+          if (db->GetProperty(cf.at("log"), "rocksdb.num-files-at-level" + std::to_string(level),
+                              &n)) {
+            *files = std::stoull(n);
+          }
+        }
+        return s;
+      },
+      [&](const std::string& name, rocksdb::ColumnFamilyOptions* o) {
+        if (name == "log") o->target_file_size_base = table_bytes;
+      });
 }
 
 }  // namespace kspool::testing

@@ -1,6 +1,8 @@
 // TempDir: a fresh directory under $TMPDIR for one test, removed afterwards.
+// TableBytes: the bytes of RocksDB's table files (*.sst) in a directory.
 #pragma once
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -23,5 +25,18 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// RocksDB deletes table files from its background threads at any time, so a
+// file listed may be gone when it is measured: it counts as zero bytes.
+inline uint64_t TableBytes(const std::string& dir) {
+  uint64_t n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".sst") continue;
+    const uintmax_t size = e.file_size(ec);
+    if (!ec) n += size;
+  }
+  return n;
+}
 
 }  // namespace kspool::testing

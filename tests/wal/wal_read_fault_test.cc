@@ -165,5 +165,41 @@ TEST_F(WalReadFault, ScanDeliveriesWhoseSeekFailsDoesNotSkipOutcomes) {
       << s << ": " << out.size() << " outcomes, next " << next << " (from " << from << ")";
 }
 
+// RocksDB 7.8.3 lost the error of a table file opened or read as a scan stepped into it
+// from the previous file of its level, and the scan ended OK without that level's rest.
+TEST_F(WalReadFault, AScanThatCannotReadTheNextTableFileFailsInsteadOfSkippingIt) {
+  Fill();
+  uint64_t files = 0;
+  ASSERT_TRUE(kspool::testing::SpreadLogOverTables(dir_.path(), 16 << 10, &files).ok());
+  ASSERT_GE(files, 3u) << "the log is not spread over table files of one level";
+  std::unique_ptr<Wal> wal = OpenWal();
+  ASSERT_NE(wal, nullptr);
+  ASSERT_EQ(ScanAll(wal.get()).size(), static_cast<size_t>(kEntries));
+
+  // Fail each read of a whole scan in turn, as an I/O error or a checksum failure.
+  int failed = 0, skip = 0;
+  for (; skip < 400; ++skip) {
+    const uint64_t faults = fs_->injected_read_faults();
+    fs_->FailReadsOnThisThread(skip, 1, /*corrupt=*/skip % 2 == 1);
+    std::vector<Entry> out;
+    uint64_t next = 0;
+    absl::Status s = wal->ScanChoosing(
+        {0, UINT64_MAX, 65536}, [](const ScanCandidate&) { return ScanChoice::kTake; }, &out,
+        &next);
+    HealReads();
+    if (fs_->injected_read_faults() == faults) break;  // the scan made fewer reads than skip
+    if (!s.ok()) {
+      ++failed;
+      if (!out.empty()) EXPECT_EQ(next, out.back().seq + 1) << "read " << skip << ": " << s;
+      continue;
+    }
+    ASSERT_EQ(out.size(), static_cast<size_t>(kEntries))
+        << "read " << skip << " of the scan failed, and the scan ended OK without "
+        << kEntries - out.size() << " live entries (next " << next << ")";
+  }
+  ASSERT_LT(skip, 400) << "the scan did not stop reading";
+  EXPECT_GE(failed, 2) << "of " << skip << " reads failed, no scan reported one";
+}
+
 }  // namespace
 }  // namespace kspool::wal

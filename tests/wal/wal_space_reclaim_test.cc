@@ -57,13 +57,7 @@ class WalSpaceReclaim : public ::testing::Test {
     if (!wal->health().ok()) ASSERT_TRUE(wal->Reopen().ok()) << wal->health();
   }
 
-  uint64_t TableBytes() {
-    uint64_t n = 0;
-    for (const auto& e : std::filesystem::directory_iterator(dir_.path())) {
-      if (e.path().extension() == ".sst") n += e.file_size();
-    }
-    return n;
-  }
+  uint64_t TableBytes() const { return kspool::testing::TableBytes(dir_.path()); }
 
   kspool::testing::TempDir dir_;
   ManualClock clock_{1'700'000'000'000};

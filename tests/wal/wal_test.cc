@@ -3,10 +3,11 @@
 #include <gtest/gtest.h>
 
 #include "rocksdb/db.h"
-#include "tests/support/raw_wal.h"
 #include "tests/support/fault_fs.h"
+#include "tests/support/raw_wal.h"
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
+#include "wal/record.h"
 
 namespace kspool::wal {
 namespace {
@@ -112,6 +113,37 @@ TEST_F(WalTest, SettledPrefixStaysDeadAcrossReopenBeforeItIsPhysicallyDeleted) {
   clock_.Advance(2000);
   ASSERT_TRUE(wal->Settle(Delivered({rest[0]})).ok());
   EXPECT_EQ(ScanAll(wal.get()).size(), 2u);
+}
+
+// Reads ignore range tombstones only where that changes no answer (open_db.h): an older
+// version trimmed dead letters with one, and those it trimmed stay gone.
+TEST_F(WalTest, DeadLettersAnOlderVersionTrimmedWithARangeDeleteStayGone) {
+  {
+    auto wal = OpenWal();
+    ASSERT_TRUE(wal->Append(MakeBatch("a", 6, "x")).ok());
+    std::vector<Outcome> discards;
+    for (const Entry& e : ScanAll(wal.get())) {
+      discards.push_back(SettleDiscarded(e.seq, "a", e.size, "permanent_error", "refused",
+                                         EncodeRecord(e.record)));
+    }
+    ASSERT_TRUE(wal->Settle(discards).ok());
+    std::vector<DeadLetter> dead;
+    ASSERT_TRUE(wal->ScanDeadLetters(0, 100, &dead).ok());
+    ASSERT_EQ(dead.size(), 6u);
+  }
+  ASSERT_TRUE(kspool::testing::WithRawWal(dir_.path(), [](rocksdb::DB* db, auto& cf) {
+                std::vector<std::string> keys;
+                std::unique_ptr<rocksdb::Iterator> it(db->NewIterator({}, cf.at("dead")));
+                for (it->SeekToFirst(); it->Valid(); it->Next())
+                  keys.push_back(it->key().ToString());
+                if (keys.size() != 6) return rocksdb::Status::Corruption("not 6 dead letters");
+                rocksdb::Status s = db->DeleteRange({}, cf.at("dead"), keys[0], keys[2]);
+                return s.ok() ? db->Flush({}, cf.at("dead")) : s;
+              }).ok());
+  auto wal = OpenWal();
+  std::vector<DeadLetter> dead;
+  ASSERT_TRUE(wal->ScanDeadLetters(0, 100, &dead).ok());
+  EXPECT_EQ(dead.size(), 4u) << "dead letters under a range tombstone came back";
 }
 
 TEST_F(WalTest, SequenceNumbersContinueAfterFullDrainAndReopen) {

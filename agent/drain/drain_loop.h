@@ -221,6 +221,10 @@ class DrainLoop {
   bool InDoubtHeld(const TopicState& ts, uint64_t seq) const {
     return seq < in_doubt_below_ && ts.gate.HoldsTopic();
   }
+  // A keyed in-doubt entry at the head of its lane, whose copy may be in a partition
+  // not released yet (drain_reconcile.cc).
+  bool InDoubtKeyHeld(const TopicState& ts, uint64_t seq, const Slot& slot,
+                      const TopicLayout& layout) const;
 
   wal::DrainLog* const wal_;
   CommitTracker* const tracker_;

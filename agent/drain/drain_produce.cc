@@ -285,6 +285,7 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
       HoldUnkeyed(lane, seq, now);  // until its topic is reconciled
       continue;
     }
+    if (lane_id >= 0 && InDoubtKeyHeld(ts, seq, slot, layout)) return;  // the lane waits
     int32_t partition = slot.entry.record.partition;  // explicit, or kAnyPartition
     if (lane_id >= 0) {
       partition = lane_id;

@@ -7,7 +7,10 @@
 //  * each ordered lane (a key's or an explicit partition's) until its partition is
 //    released: its in-doubt entries and, behind them in the lane, the new entries of
 //    their keys (order per key); the lane keeps its share of the window as a leaderless
-//    partition's does (Held), so the topic's other partitions go on;
+//    partition's does (Held), so the topic's other partitions go on. A keyed in-doubt
+//    entry also waits for every partition its key had under a smaller partition count
+//    (InDoubtKeyHeld): it may have been produced before the topic grew, and a count
+//    only grows (a topic recreated smaller lost its copies with its old partitions);
 //  * the topic's unkeyed in-doubt entries until every partition is released (they may
 //    be in any of them); they wait in the unordered lane's `waiting` set, looked at again
 //    every kRecheckMs, while the topic's new unkeyed entries are produced.
@@ -128,6 +131,22 @@ void DrainLoop::PollReconciler(int64_t now) {
 std::vector<ReconcilingTopic> DrainLoop::Reconciling() const {
   MutexLock l(&stuck_mu_);
   return reconciling_;
+}
+
+bool DrainLoop::InDoubtKeyHeld(const TopicState& ts, uint64_t seq, const Slot& slot,
+                               const TopicLayout& layout) const {
+  if (seq >= in_doubt_below_ || !ts.gate.holding) return false;
+  const wal::Record& r = slot.entry.record;
+  if (r.partition >= 0 || !r.key) return false;  // an explicit partition: its lane's gate
+  // The partition of the key under each count up to today's; the Java client's hash,
+  // computed once (KeyPartition's formula).
+  const uint32_t hash = Murmur2(*r.key) & 0x7fffffff;
+  for (int n = 1; n <= layout.partition_count(); ++n) {
+    if (!ts.gate.released.count(static_cast<int32_t>(hash % static_cast<uint32_t>(n)))) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // An unkeyed in-doubt entry whose topic is not reconciled yet: set aside in the lane's

@@ -22,7 +22,7 @@ struct SimConfig {
   int steps = 3000;      // faulty steps; then a healing phase that must drain everything
   bool verbose = false;  // trace faults and the drain's configuration on stderr
   // Fail when an entry Kafka held at the restart is produced again (the one-copy
-  // invariant of reconciliation). Off in the CI run until known defect 18 is fixed.
+  // invariant of reconciliation).
   bool check_reconcile = true;
 };
 

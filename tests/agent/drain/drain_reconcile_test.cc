@@ -115,29 +115,65 @@ TEST_F(DrainReconcile, CopiesFoundAreSettledAtTheirOffsetAndNotProducedAgain) {
   EXPECT_TRUE(drain_->Reconciling().empty());
 }
 
-TEST_F(DrainReconcile, KeyedLaneWaitsForItsPartitionOnlyAndNewEntriesOfItsKeysWaitBehind) {
+TEST_F(DrainReconcile, KeyedLaneWaitsForItsKeysPartitionsOnlyAndNewEntriesOfItsKeysWaitBehind) {
   kafka_.leaders["a"] = {true, true};
-  Append("a", 2, KeysFor(0, 2, 1));  // 1, 2: partition 0
-  Append("a", 2, KeysFor(1, 2, 1));  // 3, 4: partition 1
+  Append("a", 2, KeysFor(0, 2, 1));  // 1, 2: partition 0 (under 1 partition too)
+  Append("a", 2, KeysFor(1, 2, 1));  // 3, 4: partition 1 (0 if the topic had 1)
   Append("a", 2);                    // 5, 6: no key
   StartReconciling();
   Append("a", 1, KeysFor(0, 2, 1));  // 7: new, partition 0's key
-  Append("a", 1);                    // 8: new, no key
+  Append("a", 1, KeysFor(1, 2, 1));  // 8: new, partition 1's key
+  Append("a", 1);                    // 9: new, no key
   Run(5);
-  reconciler_.Release("a", {1}, /*all=*/false);
+  EXPECT_EQ(ProducedOf("a"), (std::vector<uint64_t>{9})) << "only what is not in doubt goes";
+  reconciler_.Release("a", {0}, /*all=*/false);
   Run(10);
   std::vector<uint64_t> got = ProducedOf("a");
   std::sort(got.begin(), got.end());
-  EXPECT_EQ(got, (std::vector<uint64_t>{3, 4, 8}))
-      << "partition 1 is read; new unkeyed entries go; partition 0 and in-doubt unkeyed wait";
-  reconciler_.Release("a", {0}, /*all=*/true, {{5, 1, 7}});
+  EXPECT_EQ(got, (std::vector<uint64_t>{1, 2, 7, 9}))
+      << "partition 0 is read: its keys go; partition 1's and in-doubt unkeyed wait";
+  reconciler_.Release("a", {1}, /*all=*/true, {{5, 1, 7}});
   Run(40);
   got = ProducedOf("a");
-  EXPECT_EQ(got.size(), 7u);  // 5 was found
+  EXPECT_EQ(got.size(), 8u);  // 5 was found
   EXPECT_FALSE(Produced(5));
   auto at = [&](uint64_t seq) { return std::find(got.begin(), got.end(), seq) - got.begin(); };
   EXPECT_LT(at(1), at(7));
   EXPECT_LT(at(2), at(7));
+  EXPECT_LT(at(3), at(8));
+  EXPECT_LT(at(4), at(8));
+  EXPECT_EQ(Live("a"), 0u);
+}
+
+// A key whose partition under each count (count -> partition) is as given.
+std::string KeyWith(const std::map<int, int>& partitions) {
+  for (int i = 0;; ++i) {
+    std::string k = "key-" + std::to_string(i);
+    if (std::all_of(partitions.begin(), partitions.end(), [&](const auto& cp) {
+          return agent::KeyPartition(k, cp.first) == cp.second;
+        })) {
+      return k;
+    }
+  }
+}
+
+// The topic has 4 partitions at the restart; it may have had 2 or 3 when the previous
+// process produced, and the copy is then where the key went under that count.
+TEST_F(DrainReconcile, KeyedEntryWaitsForEveryPartitionItsKeyHadUnderASmallerCount) {
+  kafka_.leaders["a"] = {true, true, true, true};
+  const std::string moved = KeyWith({{2, 1}, {3, 0}, {4, 3}});   // 0, 1 or 3
+  const std::string stayed = KeyWith({{2, 0}, {3, 0}, {4, 0}});  // always 0
+  Append("a", 1, {moved});                                       // 1
+  Append("a", 1, {stayed});                                      // 2
+  StartReconciling();
+  Run(5);
+  reconciler_.Release("a", {0, 2, 3}, /*all=*/false);
+  Run(10);
+  EXPECT_EQ(ProducedOf("a"), (std::vector<uint64_t>{2}))
+      << "seq 1's key was on partition 1 while the topic had 2: its copy may be there";
+  reconciler_.Release("a", {1}, /*all=*/true, {{1, 1, 40}});
+  Run(10);
+  EXPECT_FALSE(Produced(1)) << "its copy was found on partition 1";
   EXPECT_EQ(Live("a"), 0u);
 }
 

@@ -24,12 +24,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "wal/entry.h"
 #include "wal/log_status.h"
 #include "wal/outcome.h"
+#include "wal/routing_bounds.h"
 
 namespace kspool::wal {
 
@@ -58,6 +60,16 @@ class DrainLog : public virtual LogStatus {
   // that sees reopens() change must scan again from the head.
   [[nodiscard]] virtual absl::Status Reopen() = 0;
   virtual uint64_t reopens() const = 0;
+
+  // The routing bounds saved for `topic` (routing_bounds.h), oldest first; empty when it
+  // has none. DATA_LOSS names a stored value that does not parse.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<RoutingBound>> RoutingBounds(
+      const std::string& topic) = 0;
+  // Adds `bound` as `topic`'s newest (AddRoutingBound, with the head as it is now) in a
+  // synced write of its own: the caller saves it before it produces with that count.
+  // A failed write is a write error (LogStatus::health). Returns the bounds now saved.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<RoutingBound>> SaveRoutingBound(
+      const std::string& topic, RoutingBound bound) = 0;
 };
 
 }  // namespace kspool::wal

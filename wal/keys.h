@@ -69,6 +69,12 @@ inline constexpr std::string_view kNoneBelowHead = "none_below_head";
 // `watermark/<topic>/<partition as 8 hex digits>` (FORMAT.md, "Settled watermarks").
 inline constexpr std::string_view kWatermarkPrefix = "watermark/";
 
+// `routing/<topic>` (FORMAT.md, "Routing bounds").
+inline constexpr std::string_view kRoutingPrefix = "routing/";
+inline std::string Routing(std::string_view topic) {
+  return std::string(kRoutingPrefix) + std::string(topic);
+}
+
 inline std::string Accepted(std::string_view topic) {
   return std::string(kAcceptedPrefix) + std::string(topic);
 }

@@ -96,6 +96,9 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
   absl::Status health() const override;
   absl::Status Reopen() override;
   uint64_t reopens() const override;
+  absl::StatusOr<std::vector<RoutingBound>> RoutingBounds(const std::string& topic) override;
+  absl::StatusOr<std::vector<RoutingBound>> SaveRoutingBound(const std::string& topic,
+                                                             RoutingBound bound) override;
   absl::Status ScanDeadLetters(uint64_t from_seq, size_t max_entries,
                                std::vector<DeadLetter>* out) override;
   absl::Status CountLive(std::map<std::string, Counts>* out) override;

@@ -59,6 +59,13 @@ class ReadOnlyWal final : public Wal {
   absl::Status health() const override { return wal_->health(); }
   absl::Status Reopen() override { return Refused(); }
   uint64_t reopens() const override { return 0; }
+  absl::StatusOr<std::vector<RoutingBound>> RoutingBounds(const std::string& topic) override {
+    return wal_->RoutingBounds(topic);
+  }
+  absl::StatusOr<std::vector<RoutingBound>> SaveRoutingBound(const std::string&,
+                                                             RoutingBound) override {
+    return Refused();
+  }
   absl::Status ScanDeadLetters(uint64_t from_seq, size_t max_entries,
                                std::vector<DeadLetter>* out) override {
     return wal_->ScanDeadLetters(from_seq, max_entries, out);

@@ -38,6 +38,7 @@ absl::StatusOr<std::vector<std::string>> RocksWal::ForgetIdleTopics() {
   for (const std::string& topic : gone) {
     wb.Delete(db_->meta, keys::TopicCommitPoint(topic));
     wb.Delete(db_->meta, keys::TopicLeasedPoint(topic));
+    wb.Delete(db_->meta, keys::Routing(topic));  // nothing live is left to route
   }
   // A topic with nothing live needs no watermark; one recreated meanwhile starts afresh.
   watermarks_.PlanForget(gone, *db_, &wb);

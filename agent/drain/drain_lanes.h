@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -16,6 +16,7 @@
 #include "agent/drain/producer.h"
 #include "wal/entry.h"
 #include "wal/outcome.h"
+#include "wal/routing_bounds.h"
 
 namespace kspool::agent {
 
@@ -91,6 +92,12 @@ struct TopicState {
   // if the layout meanwhile went back to routed_partitions (a topic that grew, then was
   // recreated as it was).
   bool routed_otherwise = false;
+  // The topic's routing bounds as saved (wal/routing_bounds.h), read at its first
+  // Reroute; and whether a keyed entry went out unrouted (partitioned by the client, by
+  // a count the drain does not know) since the last bound was saved.
+  std::optional<std::vector<wal::RoutingBound>> routing;
+  bool keyed_unrouted = false;
+  int bound_saved_for = 0;  // the count the saved bounds cover this process's produces for
   // Every entry of this topic below the reader's cursor and at or above unread_from is
   // in the window or settled, or was skipped for lack of room (0: none skipped).
   // unread_receive_ms is at most the receive time of the oldest skipped one.

@@ -221,6 +221,12 @@ class DrainLoop {
   bool InDoubtHeld(const TopicState& ts, uint64_t seq) const {
     return seq < in_doubt_below_ && ts.gate.HoldsTopic();
   }
+  // The routing bounds of `topic` (drain_reconcile.cc), read once. When the count its
+  // keyed entries are routed by changes (Reroute), and before a keyed entry is produced
+  // with a count the saved bounds do not cover, SaveRouting saves the bound that says
+  // so. False when the WAL refused it: a keyed entry's lane waits for the next pass.
+  void LoadRouting(const std::string& topic, TopicState& ts);
+  bool SaveRouting(const std::string& topic, TopicState& ts, int32_t count);
   // A keyed in-doubt entry at the head of its lane, whose copy may be in a partition
   // not released yet (drain_reconcile.cc).
   bool InDoubtKeyHeld(const TopicState& ts, uint64_t seq, const Slot& slot,
@@ -268,6 +274,8 @@ class DrainLoop {
   std::mt19937 rng_;              // retry jitter (DrainOptions::random_seed)
   uint64_t in_doubt_below_ = 0;   // reconciliation: entries below were there at Start()
   std::set<std::string, std::less<>> reconcile_asked_;  // topics asked for, once each
+  std::set<std::string, std::less<>> routed_topics_;    // topics routed by this process
+  int64_t last_routing_error_log_ms_ = 0;
   // Copies found for in-doubt entries not in the window yet, settled when read. (Until
   // then a delivery above one in its partition may raise the watermark past it: a crash
   // in between leaves it where the next start does not look; see the README.)

@@ -128,6 +128,10 @@ bool DrainLoop::Reroute(const std::string& topic, TopicState& ts, const TopicLay
   // after a topic was recreated) are answered first, or a newer entry of their key,
   // routed by the new layout, could overtake them.
   if (ts.InClient()) return false;
+  // Saved now, not only before a keyed entry goes out, so that after a crash the keyed
+  // entries of a topic whose count never changed wait for their own partition only,
+  // also those that were never produced. Failing, it is tried again before one goes.
+  SaveRouting(topic, ts, layout.partition_count());
   std::vector<uint64_t> keyed;
   for (auto& [p, lane] : ts.partitions) {
     auto collect = [&](uint64_t seq) {
@@ -300,6 +304,15 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
     if (slot.alone) {
       auto k = ts.in_kafka.find(partition);
       if (k != ts.in_kafka.end() && k->second > 0) return;
+    }
+    // Keyed: the routing bounds must say how it is partitioned before it goes (SaveRouting).
+    if (slot.entry.record.key && slot.entry.record.partition < 0) {
+      if (lane_id == kLaneUnrouted) {
+        ts.keyed_unrouted = true;  // by the client, by a count the drain does not know
+      } else if ((ts.keyed_unrouted || ts.bound_saved_for != layout.partition_count()) &&
+                 !SaveRouting(slot.entry.record.topic, ts, layout.partition_count())) {
+        return;  // the lane waits for the WAL
+      }
     }
     DeliveryReport r = producer_->Produce(slot.entry, partition);
     if (r.result == DeliveryResult::kQueueFull) {

@@ -9,8 +9,11 @@
 //    their keys (order per key); the lane keeps its share of the window as a leaderless
 //    partition's does (Held), so the topic's other partitions go on. A keyed in-doubt
 //    entry also waits for every partition its key had under a smaller partition count
-//    (InDoubtKeyHeld): it may have been produced before the topic grew, and a count
-//    only grows (a topic recreated smaller lost its copies with its old partitions);
+//    it may have been produced with (InDoubtKeyHeld): the topic may have grown since.
+//    The routing bounds the drain saves whenever its count for a topic changes
+//    (SaveRouting, wal/routing_bounds.h) say which counts: with a count that never
+//    changed, only its key's partition of today. A topic recreated smaller lost its
+//    copies with its old partitions;
 //  * the topic's unkeyed in-doubt entries until every partition is released (they may
 //    be in any of them); they wait in the unordered lane's `waiting` set, looked at again
 //    every kRecheckMs, while the topic's new unkeyed entries are produced.
@@ -133,15 +136,65 @@ std::vector<ReconcilingTopic> DrainLoop::Reconciling() const {
   return reconciling_;
 }
 
+void DrainLoop::LoadRouting(const std::string& topic, TopicState& ts) {
+  if (ts.routing) return;
+  absl::StatusOr<std::vector<wal::RoutingBound>> saved = wal_->RoutingBounds(topic);
+  if (!saved.ok()) {
+    spdlog::warn(
+        "drain: reading the routing bounds of topic '{}' failed ({}): its keyed "
+        "entries from before this start wait for every partition their key may "
+        "have had",
+        topic, saved.status().ToString());
+    Degraded("routing_bounds_unread");
+  }
+  ts.routing = saved.ok() ? std::move(saved).value() : std::vector<wal::RoutingBound>{};
+}
+
+bool DrainLoop::SaveRouting(const std::string& topic, TopicState& ts, int32_t count) {
+  LoadRouting(topic, ts);
+  // Entries at or above the first this process appended are produced by it alone; once
+  // it routed the topic, those it has not read yet.
+  const uint64_t from =
+      routed_topics_.count(topic) ? std::max(cursor_, recheck_below_) : in_doubt_below_;
+  std::vector<wal::RoutingBound> add;
+  // Keyed entries the client partitioned: by any count, as far as the drain knows.
+  if (ts.keyed_unrouted) add.push_back({from, 1});
+  if (!add.empty() || ts.routing->empty() || ts.routing->back().partitions != count) {
+    add.push_back({from, count});
+  }
+  for (const wal::RoutingBound& b : add) {
+    absl::StatusOr<std::vector<wal::RoutingBound>> saved = wal_->SaveRoutingBound(topic, b);
+    if (!saved.ok()) {
+      Degraded("routing_bound_unsaved");
+      const int64_t now = options_.clock->MonotonicMillis();
+      if (now - last_routing_error_log_ms_ > 5000) {
+        spdlog::warn(
+            "drain: saving the routing bound of topic '{}' ({} partitions) failed, its "
+            "keyed entries wait: {}",
+            topic, count, saved.status().ToString());
+        last_routing_error_log_ms_ = now;
+      }
+      return false;
+    }
+    ts.routing = std::move(saved).value();
+  }
+  routed_topics_.insert(topic);
+  ts.keyed_unrouted = false;
+  ts.bound_saved_for = count;
+  return true;
+}
+
 bool DrainLoop::InDoubtKeyHeld(const TopicState& ts, uint64_t seq, const Slot& slot,
                                const TopicLayout& layout) const {
   if (seq >= in_doubt_below_ || !ts.gate.holding) return false;
   const wal::Record& r = slot.entry.record;
   if (r.partition >= 0 || !r.key) return false;  // an explicit partition: its lane's gate
-  // The partition of the key under each count up to today's; the Java client's hash,
-  // computed once (KeyPartition's formula).
+  // The partition of the key under each count it may have been produced with (the
+  // routing bounds), up to today's; the Java client's hash, computed once (KeyPartition).
   const uint32_t hash = Murmur2(*r.key) & 0x7fffffff;
-  for (int n = 1; n <= layout.partition_count(); ++n) {
+  const int lowest =
+      ts.routing ? std::min(wal::LowestRoutedCount(*ts.routing, seq), layout.partition_count()) : 1;
+  for (int n = std::max(lowest, 1); n <= layout.partition_count(); ++n) {
     if (!ts.gate.released.count(static_cast<int32_t>(hash % static_cast<uint32_t>(n)))) {
       return true;
     }

@@ -4,8 +4,8 @@
 // partition and offset where the consumer found it. "Settle lost" is made on purpose by
 // putting back a copy of the WAL taken before the messages were delivered: every entry
 // is then in doubt and in Kafka.
-#include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 
 #include <atomic>
 #include <filesystem>
@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/drain/drain_lanes.h"
 #include "base/mutex.h"
 #include "tests/support/agent_process.h"
 #include "tests/support/dev_kafka.h"
@@ -127,6 +128,30 @@ std::map<uint64_t, std::string> SendSome(AgentProcess& agent, const std::string&
     m->set_value(std::string(value_bytes, 'a' + static_cast<char>(i % 26)));
     if (partition >= 0) m->set_partition(partition);
     if (keyed) m->set_key("key-" + std::to_string(i % 7));
+  }
+  kspool::v1::SendResponse resp;
+  grpc::Status s = agent.Send(req, &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  std::map<uint64_t, std::string> acked;
+  for (int i = 0; s.ok() && i < resp.sequence_size(); ++i) acked[resp.sequence(i)] = topic;
+  return acked;
+}
+
+// n messages, keyed by keys whose partition is `partition` of `partitions` (the Java
+// client's partitioner, as the agent routes them), with no explicit partition.
+std::map<uint64_t, std::string> SendKeyedFor(AgentProcess& agent, const std::string& topic, int n,
+                                             int32_t partition, int partitions) {
+  std::vector<std::string> keys;
+  for (int i = 0; keys.size() < 5; ++i) {
+    std::string k = "key-" + std::to_string(i);
+    if (agent::KeyPartition(k, partitions) == partition) keys.push_back(k);
+  }
+  kspool::v1::SendRequest req;
+  for (int i = 0; i < n; ++i) {
+    auto* m = req.add_messages();
+    m->set_topic(topic);
+    m->set_value("keyed-" + std::to_string(i));
+    m->set_key(keys[static_cast<size_t>(i) % keys.size()]);
   }
   kspool::v1::SendResponse resp;
   grpc::Status s = agent.Send(req, &resp);
@@ -250,6 +275,8 @@ TEST_F(ReconcileE2E, NoDuplicatesAfterRepeatedSigkillUnderLoad) {
 // Every entry in Kafka, its settle lost; one partition without a leader at the restart:
 // the other topic and partitions are reconciled (nothing produced again) and new
 // messages delivered while it waits; its entries are reconciled once it has a leader.
+// Keyed messages of the other partition do not wait for it: the routing bounds say the
+// topic always had 2 partitions, so none of them can be there.
 TEST_F(ReconcileE2E, LeaderlessPartitionHoldsOnlyItsOwnEntries) {
   DevKafka kafka(dir_.path(), 3, {"la:2", "lb:2"});
   auto agent = std::make_unique<AgentProcess>(wal_, log_, kafka.bootstrap());
@@ -258,6 +285,7 @@ TEST_F(ReconcileE2E, LeaderlessPartitionHoldsOnlyItsOwnEntries) {
   ASSERT_EQ(kafka.Command("broker down all"), "OK");
   acked.merge(SendSome(*agent, "la", 30, 0, true));
   acked.merge(SendSome(*agent, "la", 30, 1, false));
+  acked.merge(SendKeyedFor(*agent, "la", 30, 1, 2));
   acked.merge(SendSome(*agent, "lb", 30, -1, true));
   acked.merge(SendSome(*agent, "lb", 30, -1, false));
   Kill(agent);
@@ -286,7 +314,29 @@ TEST_F(ReconcileE2E, LeaderlessPartitionHoldsOnlyItsOwnEntries) {
   auto copies = ReadCopies(kafka.bootstrap(), {"la", "lb"}, acked.size());
   EXPECT_EQ(CheckExactlyOnce(*agent, acked, copies), 0u) << ReconcileLines(log_);
   EXPECT_EQ(kspool::testing::ScrapeMetrics(agent->http_address())["kspool_reconcile_found_total"],
-            120);
+            150);
+}
+
+// Keyed messages in the WAL at a restart that Kafka does not hold, their topic's other
+// partition without a leader: they go once their own partition is read, because the
+// routing bounds say the topic had 2 partitions whenever they could have been produced.
+TEST_F(ReconcileE2E, KeyedEntriesNotInKafkaGoOnceTheirOwnPartitionIsRead) {
+  DevKafka kafka(dir_.path(), 3, {"lc:2"});
+  auto agent = std::make_unique<AgentProcess>(wal_, log_, kafka.bootstrap());
+  std::map<uint64_t, std::string> acked = WarmUp(*agent, "lc", 2);
+  ASSERT_EQ(kafka.Command("leader lc 1 none"), "OK");
+  acked.merge(SendKeyedFor(*agent, "lc", 20, 1, 2));  // wait for partition 1's leader
+  Kill(agent);
+  ASSERT_EQ(kafka.Command("leader lc 1 1"), "OK");
+  ASSERT_EQ(kafka.Command("leader lc 0 none"), "OK");
+  agent = std::make_unique<AgentProcess>(wal_, log_, kafka.bootstrap());
+  // Partition 0 is never read meanwhile, and nothing of lc can be there.
+  ASSERT_TRUE(agent->WaitUntilDrained(std::chrono::seconds(15))) << ReconcileLines(log_);
+  const std::string status = kspool::testing::HttpGet(agent->http_address(), "/status").body;
+  EXPECT_NE(status.find("\"in_progress\": true"), std::string::npos) << status;
+  ASSERT_EQ(kafka.Command("leader lc 0 1"), "OK");
+  auto copies = ReadCopies(kafka.bootstrap(), {"lc"}, acked.size());
+  EXPECT_EQ(CheckExactlyOnce(*agent, acked, copies), 0u) << ReconcileLines(log_);
 }
 
 // A byte bound smaller than what lies above the watermark: the read ends early, counted

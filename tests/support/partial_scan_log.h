@@ -54,6 +54,13 @@ class PartialScanLog final : public wal::DrainLog {
   }
   absl::Status Reopen() override { return wal_->Reopen(); }
   uint64_t reopens() const override { return wal_->reopens(); }
+  absl::StatusOr<std::vector<wal::RoutingBound>> RoutingBounds(const std::string& topic) override {
+    return wal_->RoutingBounds(topic);
+  }
+  absl::StatusOr<std::vector<wal::RoutingBound>> SaveRoutingBound(
+      const std::string& topic, wal::RoutingBound bound) override {
+    return wal_->SaveRoutingBound(topic, bound);
+  }
   absl::Status health() const override { return wal_->health(); }
   std::string agent_id() const override { return wal_->agent_id(); }
   wal::Stats GetStats() const override { return wal_->GetStats(); }

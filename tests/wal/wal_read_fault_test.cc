@@ -190,7 +190,9 @@ TEST_F(WalReadFault, AScanThatCannotReadTheNextTableFileFailsInsteadOfSkippingIt
     if (fs_->injected_read_faults() == faults) break;  // the scan made fewer reads than skip
     if (!s.ok()) {
       ++failed;
-      if (!out.empty()) EXPECT_EQ(next, out.back().seq + 1) << "read " << skip << ": " << s;
+      if (!out.empty()) {
+        EXPECT_EQ(next, out.back().seq + 1) << "read " << skip << ": " << s;
+      }
       continue;
     }
     ASSERT_EQ(out.size(), static_cast<size_t>(kEntries))

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "tests/agent/drain/drain_fixture.h"
+#include "tests/support/fault_fs.h"
 
 namespace kspool::testing {
 namespace {
@@ -39,19 +40,21 @@ struct CountingMetrics final : agent::DrainMetrics {
   void ProduceError(const std::string&) override {}
   void Redelivered(const std::string&) override {}
   void WalReopened() override {}
-  void Degraded(const std::string&) override {}
+  void Degraded(const std::string& event) override { degraded[event]++; }
   void ReconcileFound(uint64_t n) override { found += n; }
   void ReconcileRead(uint64_t b, double) override { bytes += b; }
   void ReconcileEndedEarly(const std::string& reason) override { ended_early[reason]++; }
   uint64_t found = 0;
   uint64_t bytes = 0;
   std::map<std::string, int> ended_early;
+  std::map<std::string, int> degraded;
 };
 
 class DrainReconcile : public DrainFixture {
  protected:
   void StartReconciling(uint64_t max_hold_ms = 60000) {
     agent::DrainOptions o;
+    o.wal_reopen_interval_ms = 100;
     o.reconciler = &reconciler_;
     o.metrics = &metrics_;
     o.reconcile_max_hold_ms = max_hold_ms;
@@ -175,6 +178,68 @@ TEST_F(DrainReconcile, KeyedEntryWaitsForEveryPartitionItsKeyHadUnderASmallerCou
   Run(10);
   EXPECT_FALSE(Produced(1)) << "its copy was found on partition 1";
   EXPECT_EQ(Live("a"), 0u);
+}
+
+// The routing bounds say topic a was routed with 2 partitions from seq 1 on: a keyed
+// in-doubt entry then waits for its key's partition of today only.
+TEST_F(DrainReconcile, KeyedEntryOfATopicWhoseCountNeverChangedWaitsForItsPartitionOnly) {
+  kafka_.leaders["a"] = {true, true};
+  ASSERT_TRUE(wal_->SaveRoutingBound("a", {1, 2}).ok());
+  Append("a", 2, KeysFor(1, 2, 1));  // 1, 2: partition 1
+  StartReconciling();
+  Run(5);
+  reconciler_.Release("a", {1}, /*all=*/false);
+  Run(10);
+  EXPECT_EQ(ProducedOf("a"), (std::vector<uint64_t>{1, 2})) << "partition 0 need not be read";
+}
+
+// Once the topic's partitions are known, the WAL has a bound saying how many, before
+// any keyed entry goes out; after the topic grows, a new one from the first entry not
+// read yet.
+TEST_F(DrainReconcile, RoutingBoundIsSavedWhenTheTopicIsFirstRoutedAndAgainWhenItGrows) {
+  kafka_.leaders["a"] = {true, true};
+  StartReconciling();
+  Append("a", 1);  // 1
+  Run(5);
+  ASSERT_EQ(ProducedOf("a"), (std::vector<uint64_t>{1}));
+  EXPECT_EQ(*wal_->RoutingBounds("a"), (std::vector<wal::RoutingBound>{{1, 2}}));
+  Append("a", 3, {"k"});  // 2..4
+  Run(5);
+  ASSERT_EQ(ProducedOf("a").size(), 4u);
+  EXPECT_EQ(*wal_->RoutingBounds("a"), (std::vector<wal::RoutingBound>{{1, 2}}));
+  kafka_.leaders["a"] = {true, true, true, true};
+  Run(200);               // the layout is looked up again
+  Append("a", 2, {"k"});  // 5, 6
+  Run(20);
+  ASSERT_EQ(ProducedOf("a").size(), 6u);
+  const std::vector<wal::RoutingBound> bounds = *wal_->RoutingBounds("a");
+  ASSERT_EQ(bounds.size(), 2u);
+  EXPECT_EQ(bounds[1].partitions, 4);
+  EXPECT_GE(bounds[1].from_seq, 5u) << "entries 2..4 went out with 2 partitions";
+  EXPECT_EQ(wal::LowestRoutedCount(bounds, 3), 2);
+}
+
+TEST_F(DrainReconcile, KeyedEntriesWaitWhileTheirRoutingBoundCannotBeSaved) {
+  auto fs = std::make_shared<FaultInjectionFileSystem>();
+  {
+    wal::Options o;
+    o.dir = dir_.sub("faulty-wal");
+    o.clock = &clock_;
+    o.env = EnvFor(fs);
+    absl::StatusOr<std::unique_ptr<wal::Wal>> w = wal::Wal::Open(o);
+    ASSERT_TRUE(w.ok()) << w.status();
+    ReplaceWal(std::move(w).value());
+  }
+  kafka_.leaders["a"] = {true, true};
+  StartReconciling();
+  Append("a", 2, {"k"});
+  fs->FailNextSyncs(1);  // the bound's
+  Run(1);
+  EXPECT_TRUE(ProducedOf("a").empty()) << "produced with no bound saved";
+  EXPECT_GE(metrics_.degraded["routing_bound_unsaved"], 1);
+  Run(30);  // the WAL is reopened, the bound saved
+  EXPECT_EQ(ProducedOf("a"), (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(wal_->RoutingBounds("a")->size(), 1u);
 }
 
 TEST_F(DrainReconcile, HoldEndsAtTheBoundAndTheEntriesAreProduced) {

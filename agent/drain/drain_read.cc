@@ -292,8 +292,13 @@ void DrainLoop::Forget(uint64_t seq, Slot& slot) {
   const uint64_t scan_from = ts.scan_from;
   ts.MarkUnread(seq, slot.entry.record.receive_time_ms);
   // An entry of a skipped lane is found again when the lane's partition has a leader;
-  // the next pass need not start below where it would anyway.
-  if (ts.skipped_lanes.count(slot.lane) && scan_from != 0) ts.scan_from = scan_from;
+  // the next pass need not start below where it would anyway. Only below the cursor:
+  // there every entry under scan_from not in the window is of a skipped lane. Above it
+  // (after a WAL reopen put the cursor back at the head) nothing is known of the
+  // entries between, and a key's older entry there would be passed over.
+  if (ts.skipped_lanes.count(slot.lane) && scan_from != 0 && scan_from <= cursor_) {
+    ts.scan_from = scan_from;
+  }
   ts.in_window -= 1;
   ts.window_bytes -= slot.entry.size;
   window_bytes_ -= slot.entry.size;

@@ -52,6 +52,9 @@ struct Outcome {
   std::string raw;
   size_t size = 0;              // the entry's stored size
   int64_t receive_time_ms = 0;  // 0: unknown (an undecodable record)
+  // Delivered: false leaves the partition's settled watermark where it is (the caller
+  // knows of copies below this offset not settled yet: settled_watermarks.h).
+  bool raises_watermark = true;
 
   bool delivered() const { return state == State::kDelivered; }
   bool discarded() const { return state == State::kDiscarded; }

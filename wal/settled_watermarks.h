@@ -6,8 +6,9 @@
 // Contract:
 //  * Settle() writes a partition's watermark in the batch that removes the entries it
 //    covers (no write, no fsync of its own), only when a delivered outcome of a live
-//    entry raises it: it never decreases. Discards and deliveries without a known
-//    partition or offset (-1) do not move it.
+//    entry raises it: it never decreases. Discards, deliveries without a known
+//    partition or offset (-1), and those marked !Outcome::raises_watermark (the drain's,
+//    while copies from before a restart may lie below them) do not move it.
 //  * What is read is what is durable: the highest offset among the delivered outcomes
 //    settled for the partition (the delivery index holds the same outcomes while it
 //    keeps them), never one of a settle that failed. After a failed sync, a crash or a

@@ -28,7 +28,7 @@ WatermarkStore::Raised WatermarkStore::Plan(const std::vector<Outcome>& outcomes
   const Outcome* last = nullptr;
   size_t at = 0;
   for (const Outcome& o : outcomes) {
-    if (!o.delivered() || o.partition < 0 || o.offset < 0) continue;
+    if (!o.delivered() || !o.raises_watermark || o.partition < 0 || o.offset < 0) continue;
     if (!last || o.partition != last->partition || o.topic != last->topic) {
       auto [it, fresh] = where.try_emplace({o.topic, o.partition}, batch.size());
       if (fresh) batch.push_back({o.topic, o.partition, o.offset});

@@ -153,6 +153,7 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
   }
   if (batch.empty()) return;
   TakeLowerOffsets(&batch, &slots);
+  HoldWatermarks(&batch);
   next_settle_ms_ = now + static_cast<int64_t>(options_.settle_interval_ms);
   absl::Status s = wal_->Settle(batch);
   if (!s.ok()) {

@@ -227,6 +227,13 @@ class DrainLoop {
   // so. False when the WAL refused it: a keyed entry's lane waits for the next pass.
   void LoadRouting(const std::string& topic, TopicState& ts);
   bool SaveRouting(const std::string& topic, TopicState& ts, int32_t count);
+  // The first time a reader is offered an in-doubt entry of `topic`: asks for the topic's
+  // reconciliation and holds its in-doubt entries (ts.gate).
+  void AskReconcile(std::string_view topic, TopicState& ts, uint64_t seq, int64_t receive_time_ms,
+                    int64_t now);
+  // Marks the deliveries of `batch` to partitions not read back yet, or holding a copy
+  // found and not settled yet, as leaving their watermark.
+  void HoldWatermarks(std::vector<wal::Outcome>* batch) const;
   // A keyed in-doubt entry at the head of its lane, whose copy may be in a partition
   // not released yet (drain_reconcile.cc).
   bool InDoubtKeyHeld(const TopicState& ts, uint64_t seq, const Slot& slot,

@@ -19,10 +19,14 @@
 //    every kRecheckMs, while the topic's new unkeyed entries are produced.
 // Copies found are settled as delivered at the partition and offset found, through the
 // normal settle path (delivery index, watermark, listener). Other topics are never held.
+// Until a partition is read back, and while a copy found there waits to be read from
+// the WAL, the settles of new deliveries there leave its watermark (HoldWatermarks):
+// raised past such a copy, it would hide it from the next start's read after a crash.
 // Every hold ends after reconcile_max_hold_ms (counted as "max_hold").
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <set>
 
 #include "agent/drain/drain_loop.h"
 
@@ -39,17 +43,36 @@ bool DrainLoop::AdmitInDoubt(uint64_t seq, Slot& slot, TopicState& ts, int64_t n
     SettleFound(seq, slot, copy, now);
     return true;
   }
-  const std::string& topic = slot.entry.record.topic;
-  if (reconcile_asked_.insert(topic).second) {
-    ts.gate.holding = true;
-    ts.gate.since_ms = now;
-    // Read in order per topic: the first in-doubt entry admitted is the topic's oldest.
-    spdlog::info("reconcile: holding the in-doubt entries of topic '{}' (from seq {}) until "
-                 "its partitions are read back from Kafka",
-                 topic, seq);
-    options_.reconciler->Reconcile(topic, slot.entry.record.receive_time_ms);
-  }
+  AskReconcile(slot.entry.record.topic, ts, seq, slot.entry.record.receive_time_ms, now);
   return false;
+}
+
+void DrainLoop::AskReconcile(std::string_view topic, TopicState& ts, uint64_t seq,
+                             int64_t receive_time_ms, int64_t now) {
+  if (!options_.reconciler || seq >= in_doubt_below_ || reconcile_asked_.count(topic)) return;
+  reconcile_asked_.emplace(topic);
+  ts.gate.holding = true;
+  ts.gate.since_ms = now;
+  // Offered in order per topic: the first in-doubt entry seen is the topic's oldest.
+  spdlog::info(
+      "reconcile: holding the in-doubt entries of topic '{}' (from seq {}) until "
+      "its partitions are read back from Kafka",
+      topic, seq);
+  options_.reconciler->Reconcile(std::string(topic), receive_time_ms);
+}
+
+void DrainLoop::HoldWatermarks(std::vector<wal::Outcome>* batch) const {
+  if (!options_.reconciler) return;
+  std::set<std::pair<std::string_view, int32_t>> found_on;
+  for (const auto& [seq, f] : found_) found_on.insert({f.topic, f.copy.partition});
+  for (wal::Outcome& o : *batch) {
+    if (!o.delivered() || o.partition < 0) continue;
+    auto t = topics_.find(o.topic);
+    if ((t != topics_.end() && t->second.gate.HoldsPartition(o.partition)) ||
+        found_on.count({o.topic, o.partition})) {
+      o.raises_watermark = false;
+    }
+  }
 }
 
 void DrainLoop::SettleFound(uint64_t seq, Slot& slot, const FoundCopy& copy, int64_t now) {

@@ -82,6 +82,21 @@ TEST_F(WalWatermark, ASettleRaisesEachPartitionToItsHighestDeliveredOffsetAndDis
   EXPECT_EQ(All(wal.get()), Indexed(wal.get()));
 }
 
+// The drain marks deliveries that must not raise it (copies from before a restart may
+// lie below them): they are settled and indexed, the watermark stays.
+TEST_F(WalWatermark, ADeliveryMarkedNotToRaiseItIsSettledAndLeavesIt) {
+  auto wal = OpenWal();
+  std::vector<Entry> t = Append(wal.get(), 4, "t");
+  ASSERT_TRUE(wal->Settle(Deliver({t[0]}, 0, 5)).ok());
+  std::vector<Outcome> held = Deliver({t[1], t[2]}, 0, 9);
+  for (Outcome& o : held) o.raises_watermark = false;
+  ASSERT_TRUE(wal->Settle(held).ok());
+  EXPECT_EQ(Of(wal.get(), "t"), (Marks{{"t", 0, 5}}));
+  EXPECT_EQ(Lookup(wal.get(), t[2].seq).offset, 10) << "the index has it where it is";
+  ASSERT_TRUE(wal->Settle(Deliver({t[3]}, 0, 11)).ok());
+  EXPECT_EQ(Of(wal.get(), "t"), (Marks{{"t", 0, 11}}));
+}
+
 // The sync of the second settle fails. RocksDB may have kept its batch or not: either
 // way, what is read back (before the reopen, and after it) is what the index holds as
 // settled, and the settles after the reopen start from the durable watermark.

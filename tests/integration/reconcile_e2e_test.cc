@@ -35,6 +35,17 @@ using kspool::testing::ReadLog;
 using kspool::testing::ReconcileLines;
 namespace fs = std::filesystem;
 
+// Sends `req` (every message to `topic`); what the agent acknowledged, by sequence number.
+std::map<uint64_t, std::string> SendAll(AgentProcess& agent, const std::string& topic,
+                                        const kspool::v1::SendRequest& req) {
+  kspool::v1::SendResponse resp;
+  grpc::Status s = agent.Send(req, &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  std::map<uint64_t, std::string> acked;
+  for (int i = 0; s.ok() && i < resp.sequence_size(); ++i) acked[resp.sequence(i)] = topic;
+  return acked;
+}
+
 // Sends `n` messages: to `topic`, at `partition` (-1: by key, or any without one).
 std::map<uint64_t, std::string> SendSome(AgentProcess& agent, const std::string& topic, int n,
                                          int32_t partition, bool keyed, size_t value_bytes = 16) {
@@ -46,12 +57,7 @@ std::map<uint64_t, std::string> SendSome(AgentProcess& agent, const std::string&
     if (partition >= 0) m->set_partition(partition);
     if (keyed) m->set_key("key-" + std::to_string(i % 7));
   }
-  kspool::v1::SendResponse resp;
-  grpc::Status s = agent.Send(req, &resp);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  std::map<uint64_t, std::string> acked;
-  for (int i = 0; s.ok() && i < resp.sequence_size(); ++i) acked[resp.sequence(i)] = topic;
-  return acked;
+  return SendAll(agent, topic, req);
 }
 
 // n messages, keyed by keys whose partition is `partition` of `partitions` (the Java
@@ -70,12 +76,7 @@ std::map<uint64_t, std::string> SendKeyedFor(AgentProcess& agent, const std::str
     m->set_value("keyed-" + std::to_string(i));
     m->set_key(keys[static_cast<size_t>(i) % keys.size()]);
   }
-  kspool::v1::SendResponse resp;
-  grpc::Status s = agent.Send(req, &resp);
-  EXPECT_TRUE(s.ok()) << s.error_message();
-  std::map<uint64_t, std::string> acked;
-  for (int i = 0; s.ok() && i < resp.sequence_size(); ++i) acked[resp.sequence(i)] = topic;
-  return acked;
+  return SendAll(agent, topic, req);
 }
 
 class ReconcileE2E : public ::testing::Test {

@@ -227,6 +227,9 @@ class DrainLoop {
   // so. False when the WAL refused it: a keyed entry's lane waits for the next pass.
   void LoadRouting(const std::string& topic, TopicState& ts);
   bool SaveRouting(const std::string& topic, TopicState& ts, int32_t count);
+  // Before `slot` goes out of lane `lane_id`: a keyed entry needs a bound saved for the
+  // count it is routed by (SaveRouting); false while the WAL refuses it.
+  bool RoutingSaved(TopicState& ts, const Slot& slot, int32_t lane_id, const TopicLayout& layout);
   // The first time a reader is offered an in-doubt entry of `topic`: asks for the topic's
   // reconciliation and holds its in-doubt entries (ts.gate).
   void AskReconcile(std::string_view topic, TopicState& ts, uint64_t seq, int64_t receive_time_ms,

@@ -305,15 +305,7 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
       auto k = ts.in_kafka.find(partition);
       if (k != ts.in_kafka.end() && k->second > 0) return;
     }
-    // Keyed: the routing bounds must say how it is partitioned before it goes (SaveRouting).
-    if (slot.entry.record.key && slot.entry.record.partition < 0) {
-      if (lane_id == kLaneUnrouted) {
-        ts.keyed_unrouted = true;  // by the client, by a count the drain does not know
-      } else if ((ts.keyed_unrouted || ts.bound_saved_for != layout.partition_count()) &&
-                 !SaveRouting(slot.entry.record.topic, ts, layout.partition_count())) {
-        return;  // the lane waits for the WAL
-      }
-    }
+    if (!RoutingSaved(ts, slot, lane_id, layout)) return;  // the lane waits for the WAL
     DeliveryReport r = producer_->Produce(slot.entry, partition);
     if (r.result == DeliveryResult::kQueueFull) {
       *queue_full = true;  // try again after the next poll

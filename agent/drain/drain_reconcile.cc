@@ -207,6 +207,18 @@ bool DrainLoop::SaveRouting(const std::string& topic, TopicState& ts, int32_t co
   return true;
 }
 
+bool DrainLoop::RoutingSaved(TopicState& ts, const Slot& slot, int32_t lane_id,
+                             const TopicLayout& layout) {
+  const wal::Record& r = slot.entry.record;
+  if (!r.key || r.partition >= 0) return true;  // an explicit partition needs no bound
+  if (lane_id == kLaneUnrouted) {
+    ts.keyed_unrouted = true;  // partitioned by the client, by a count the drain does not know
+    return true;
+  }
+  if (!ts.keyed_unrouted && ts.bound_saved_for == layout.partition_count()) return true;
+  return SaveRouting(r.topic, ts, layout.partition_count());
+}
+
 bool DrainLoop::InDoubtKeyHeld(const TopicState& ts, uint64_t seq, const Slot& slot,
                                const TopicLayout& layout) const {
   if (seq >= in_doubt_below_ || !ts.gate.holding) return false;

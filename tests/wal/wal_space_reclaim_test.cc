@@ -54,7 +54,9 @@ class WalSpaceReclaim : public ::testing::Test {
 
   // What the drain does with a WAL that needs a reopen.
   static void ReopenIfFailed(Wal* wal) {
-    if (!wal->health().ok()) ASSERT_TRUE(wal->Reopen().ok()) << wal->health();
+    if (!wal->health().ok()) {
+      ASSERT_TRUE(wal->Reopen().ok()) << wal->health();
+    }
   }
 
   uint64_t TableBytes() const { return kspool::testing::TableBytes(dir_.path()); }

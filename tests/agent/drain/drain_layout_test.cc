@@ -108,7 +108,9 @@ TEST_F(DrainLayout, EntriesTheClientHoldsForALeaderlessPartitionBeforeTheLayoutI
   for (const auto& [key, delivered] : DeliveredByKey()) {
     for (size_t i = 0; i < delivered.size(); ++i) {
       EXPECT_EQ(delivered[i].first, 1) << key << " seq " << delivered[i].second;
-      if (i > 0) EXPECT_LT(delivered[i - 1].second, delivered[i].second) << key;
+      if (i > 0) {
+        EXPECT_LT(delivered[i - 1].second, delivered[i].second) << key;
+      }
     }
   }
   EXPECT_EQ(Live("t"), 0u);

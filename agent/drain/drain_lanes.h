@@ -92,12 +92,8 @@ struct TopicState {
   // if the layout meanwhile went back to routed_partitions (a topic that grew, then was
   // recreated as it was).
   bool routed_otherwise = false;
-  // The topic's routing bounds as saved (wal/routing_bounds.h), read at its first
-  // Reroute; and whether a keyed entry went out unrouted (partitioned by the client, by
-  // a count the drain does not know) since the last bound was saved.
+  // The topic's routing bounds as saved (wal/routing_bounds.h), read once.
   std::optional<std::vector<wal::RoutingBound>> routing;
-  bool keyed_unrouted = false;
-  int bound_saved_for = 0;  // the count the saved bounds cover this process's produces for
   // Every entry of this topic below the reader's cursor and at or above unread_from is
   // in the window or settled, or was skipped for lack of room (0: none skipped).
   // unread_receive_ms is at most the receive time of the oldest skipped one.

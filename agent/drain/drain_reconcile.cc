@@ -175,35 +175,33 @@ void DrainLoop::LoadRouting(const std::string& topic, TopicState& ts) {
 
 bool DrainLoop::SaveRouting(const std::string& topic, TopicState& ts, int32_t count) {
   LoadRouting(topic, ts);
+  // The newest pair already says it: every keyed entry this process produces from now on
+  // goes with that count (count 1: partitioned by the client, any count).
+  if (!ts.routing->empty() && ts.routing->back().partitions == count) {
+    routed_topics_.insert(topic);
+    return true;
+  }
   // Entries at or above the first this process appended are produced by it alone; once
-  // it routed the topic, those it has not read yet.
+  // it routed the topic, those it has not read yet. Those below are covered too: the
+  // lowest count of an entry is the minimum over its pair and every later one.
   const uint64_t from =
       routed_topics_.count(topic) ? std::max(cursor_, recheck_below_) : in_doubt_below_;
-  std::vector<wal::RoutingBound> add;
-  // Keyed entries the client partitioned: by any count, as far as the drain knows.
-  if (ts.keyed_unrouted) add.push_back({from, 1});
-  if (!add.empty() || ts.routing->empty() || ts.routing->back().partitions != count) {
-    add.push_back({from, count});
-  }
-  for (const wal::RoutingBound& b : add) {
-    absl::StatusOr<std::vector<wal::RoutingBound>> saved = wal_->SaveRoutingBound(topic, b);
-    if (!saved.ok()) {
-      Degraded("routing_bound_unsaved");
-      const int64_t now = options_.clock->MonotonicMillis();
-      if (now - last_routing_error_log_ms_ > 5000) {
-        spdlog::warn(
-            "drain: saving the routing bound of topic '{}' ({} partitions) failed, its "
-            "keyed entries wait: {}",
-            topic, count, saved.status().ToString());
-        last_routing_error_log_ms_ = now;
-      }
-      return false;
+  absl::StatusOr<std::vector<wal::RoutingBound>> saved =
+      wal_->SaveRoutingBound(topic, {from, count});
+  if (!saved.ok()) {
+    Degraded("routing_bound_unsaved");
+    const int64_t now = options_.clock->MonotonicMillis();
+    if (now - last_routing_error_log_ms_ > 5000) {
+      spdlog::warn(
+          "drain: saving the routing bound of topic '{}' ({} partitions) failed, its "
+          "keyed entries wait: {}",
+          topic, count, saved.status().ToString());
+      last_routing_error_log_ms_ = now;
     }
-    ts.routing = std::move(saved).value();
+    return false;
   }
+  ts.routing = std::move(saved).value();
   routed_topics_.insert(topic);
-  ts.keyed_unrouted = false;
-  ts.bound_saved_for = count;
   return true;
 }
 
@@ -211,12 +209,8 @@ bool DrainLoop::RoutingSaved(TopicState& ts, const Slot& slot, int32_t lane_id,
                              const TopicLayout& layout) {
   const wal::Record& r = slot.entry.record;
   if (!r.key || r.partition >= 0) return true;  // an explicit partition needs no bound
-  if (lane_id == kLaneUnrouted) {
-    ts.keyed_unrouted = true;  // partitioned by the client, by a count the drain does not know
-    return true;
-  }
-  if (!ts.keyed_unrouted && ts.bound_saved_for == layout.partition_count()) return true;
-  return SaveRouting(r.topic, ts, layout.partition_count());
+  // Unrouted, the client partitions it by a count the drain does not know: any count.
+  return SaveRouting(r.topic, ts, lane_id == kLaneUnrouted ? 1 : layout.partition_count());
 }
 
 bool DrainLoop::InDoubtKeyHeld(const TopicState& ts, uint64_t seq, const Slot& slot,

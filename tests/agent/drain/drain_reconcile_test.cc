@@ -219,6 +219,20 @@ TEST_F(DrainReconcile, RoutingBoundIsSavedWhenTheTopicIsFirstRoutedAndAgainWhenI
   EXPECT_EQ(wal::LowestRoutedCount(bounds, 3), 2);
 }
 
+// While the topic's partitions are unknown, keyed entries go out partitioned by the
+// client, by a count the drain does not know: a bound of one partition is saved first,
+// so that after a crash they wait for every partition their key may have had.
+TEST_F(DrainReconcile, AKeyedEntryPartitionedByTheClientSavesABoundOfOnePartitionFirst) {
+  kafka_.leaders["a"] = {true, true};
+  metadata_fails_ = true;
+  StartReconciling();
+  Append("a", 2, {"k"});
+  Run(5);
+  ASSERT_EQ(ProducedOf("a").size(), 2u);
+  EXPECT_EQ(*wal_->RoutingBounds("a"), (std::vector<wal::RoutingBound>{{1, 1}}));
+  EXPECT_EQ(wal::LowestRoutedCount(*wal_->RoutingBounds("a"), 2), 1);
+}
+
 TEST_F(DrainReconcile, KeyedEntriesWaitWhileTheirRoutingBoundCannotBeSaved) {
   auto fs = std::make_shared<FaultInjectionFileSystem>();
   {

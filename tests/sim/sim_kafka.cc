@@ -9,11 +9,11 @@
 
 namespace kspool::sim {
 namespace {
-// KSPOOL_SIM_TRACE=<topic>/<partition>: every produce, landing and report of that
-// partition on stderr, to follow a failing seed's replay.
+// KSPOOL_SIM_TRACE=<topic>/<partition> (or <topic> for all its partitions): every
+// produce, landing and report there on stderr, to follow a failing seed's replay.
 bool Traced(const std::string& topic, int32_t partition) {
   static const char* want = std::getenv("KSPOOL_SIM_TRACE");
-  return want != nullptr && topic + "/" + std::to_string(partition) == want;
+  return want != nullptr && (topic == want || topic + "/" + std::to_string(partition) == want);
 }
 void Trace(const std::string& topic, int32_t partition, const std::string& what) {
   if (Traced(topic, partition)) std::fprintf(stderr, "  [%s/%d] %s\n", topic.c_str(), partition, what.c_str());

@@ -94,6 +94,8 @@ struct TopicState {
   bool routed_otherwise = false;
   // The topic's routing bounds as saved (wal/routing_bounds.h), read once.
   std::optional<std::vector<wal::RoutingBound>> routing;
+  // The topic is in DrainLoop::routed_topics_ (looked up once per state, not per entry).
+  bool routed_here = false;
   // Every entry of this topic below the reader's cursor and at or above unread_from is
   // in the window or settled, or was skipped for lack of room (0: none skipped).
   // unread_receive_ms is at most the receive time of the oldest skipped one.

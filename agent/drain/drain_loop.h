@@ -232,8 +232,7 @@ class DrainLoop {
   bool RoutingSaved(TopicState& ts, const Slot& slot, int32_t lane_id, const TopicLayout& layout);
   // The first time a reader is offered an in-doubt entry of `topic`: asks for the topic's
   // reconciliation and holds its in-doubt entries (ts.gate).
-  void AskReconcile(std::string_view topic, TopicState& ts, uint64_t seq, int64_t receive_time_ms,
-                    int64_t now);
+  void AskReconcile(std::string_view topic, TopicState& ts, uint64_t seq, int64_t receive_time_ms);
   // Marks the deliveries of `batch` to partitions not read back yet, or holding a copy
   // found and not settled yet, as leaving their watermark.
   void HoldWatermarks(std::vector<wal::Outcome>* batch) const;
@@ -283,12 +282,17 @@ class DrainLoop {
   int producer_failures_ = 0;     // fatal errors in a row, for the backoff
   std::mt19937 rng_;              // retry jitter (DrainOptions::random_seed)
   uint64_t in_doubt_below_ = 0;   // reconciliation: entries below were there at Start()
-  std::set<std::string, std::less<>> reconcile_asked_;  // topics asked for, once each
-  std::set<std::string, std::less<>> routed_topics_;    // topics routed by this process
+  // Topics asked for, once each (Reconciler's contract): those with in-doubt entries.
+  std::set<std::string, std::less<>> reconcile_asked_;
+  bool gates_holding_ = false;  // some topic's gate may hold (false: none does)
+  // Topics this process saved or confirmed a routing bound for: a new bound starts at the
+  // entries it has not read yet. Kept when the topic's state is dropped while idle (its
+  // settled entries then keep the bounds precise); one name per topic ever routed.
+  std::set<std::string, std::less<>> routed_topics_;
   int64_t last_routing_error_log_ms_ = 0;
-  // Copies found for in-doubt entries not in the window yet, settled when read. (Until
-  // then a delivery above one in its partition may raise the watermark past it: a crash
-  // in between leaves it where the next start does not look; see the README.)
+  // Copies found for in-doubt entries not in the window yet, settled when read. Until
+  // then the deliveries to their partitions leave its watermark (HoldWatermarks), so
+  // that the next start after a crash still reads from below them.
   struct FoundLater {
     std::string topic;
     FoundCopy copy;

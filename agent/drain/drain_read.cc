@@ -79,7 +79,7 @@ bool DrainLoop::CatchUp(const std::string& topic, TopicState& ts, const Shares& 
       {std::max(ts.unread_from, ts.scan_from), cursor_, options_.scan_max_keys},
       [&](const wal::ScanCandidate& c) {
         if (c.topic != topic || window_.count(c.seq)) return wal::ScanChoice::kSkip;
-        AskReconcile(topic, ts, c.seq, c.receive_time_ms, options_.clock->MonotonicMillis());
+        AskReconcile(topic, ts, c.seq, c.receive_time_ms);
         if (room.Empty() || shares.Full(ts)) {
           stopped_at_ms = c.receive_time_ms;
           return wal::ScanChoice::kStop;
@@ -137,7 +137,7 @@ bool DrainLoop::ReadNew(const Shares& shares) {
         TopicState& ts = t->second;
         // An unreadable record is taken whatever the room: it is quarantined at once.
         if (!c.topic.empty()) {
-          AskReconcile(t->first, ts, c.seq, c.receive_time_ms, options_.clock->MonotonicMillis());
+          AskReconcile(t->first, ts, c.seq, c.receive_time_ms);
           if (ts.unread_from != 0) {
             // Read in order by CatchUp, from unread_from on. Below it: after a WAL reopen
             // the cursor is back at the head while the window kept its entries, and one

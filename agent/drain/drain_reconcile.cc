@@ -43,16 +43,17 @@ bool DrainLoop::AdmitInDoubt(uint64_t seq, Slot& slot, TopicState& ts, int64_t n
     SettleFound(seq, slot, copy, now);
     return true;
   }
-  AskReconcile(slot.entry.record.topic, ts, seq, slot.entry.record.receive_time_ms, now);
+  AskReconcile(slot.entry.record.topic, ts, seq, slot.entry.record.receive_time_ms);
   return false;
 }
 
 void DrainLoop::AskReconcile(std::string_view topic, TopicState& ts, uint64_t seq,
-                             int64_t receive_time_ms, int64_t now) {
+                             int64_t receive_time_ms) {
   if (!options_.reconciler || seq >= in_doubt_below_ || reconcile_asked_.count(topic)) return;
   reconcile_asked_.emplace(topic);
   ts.gate.holding = true;
-  ts.gate.since_ms = now;
+  ts.gate.since_ms = options_.clock->MonotonicMillis();
+  gates_holding_ = true;
   // Offered in order per topic: the first in-doubt entry seen is the topic's oldest.
   spdlog::info(
       "reconcile: holding the in-doubt entries of topic '{}' (from seq {}) until "
@@ -62,7 +63,7 @@ void DrainLoop::AskReconcile(std::string_view topic, TopicState& ts, uint64_t se
 }
 
 void DrainLoop::HoldWatermarks(std::vector<wal::Outcome>* batch) const {
-  if (!options_.reconciler) return;
+  if (!options_.reconciler || (!gates_holding_ && found_.empty())) return;
   std::set<std::pair<std::string_view, int32_t>> found_on;
   for (const auto& [seq, f] : found_) found_on.insert({f.topic, f.copy.partition});
   for (wal::Outcome& o : *batch) {
@@ -144,6 +145,7 @@ void DrainLoop::PollReconciler(int64_t now) {
     }
     any = true;
   }
+  gates_holding_ = any;
   MutexLock l(&stuck_mu_);
   if (!any && reconciling_.empty()) return;
   reconciling_.clear();
@@ -178,7 +180,8 @@ bool DrainLoop::SaveRouting(const std::string& topic, TopicState& ts, int32_t co
   // The newest pair already says it: every keyed entry this process produces from now on
   // goes with that count (count 1: partitioned by the client, any count).
   if (!ts.routing->empty() && ts.routing->back().partitions == count) {
-    routed_topics_.insert(topic);
+    if (!ts.routed_here) routed_topics_.insert(topic);  // once per TopicState, not per entry
+    ts.routed_here = true;
     return true;
   }
   // Entries at or above the first this process appended are produced by it alone; once
@@ -202,6 +205,7 @@ bool DrainLoop::SaveRouting(const std::string& topic, TopicState& ts, int32_t co
   }
   ts.routing = std::move(saved).value();
   routed_topics_.insert(topic);
+  ts.routed_here = true;
   return true;
 }
 

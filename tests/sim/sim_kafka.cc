@@ -125,7 +125,9 @@ void SimKafka::Crash() {
     SimPartition& sp = t->second.partitions[static_cast<size_t>(where.second)];
     if (!sp.leader) continue;
     for (size_t n = (*rng_)() % (q.size() + 1); n > 0; --n) {
-      Land(q.front(), sp);
+      // A record the broker refused (a permanent error: its contents) is refused again;
+      // one never sent before is taken (defect 22 was this simulator's landing it anyway).
+      if (!refused_.try_emplace(q.front().seq, false).first->second) Land(q.front(), sp);
       q.pop_front();
     }
   }

@@ -68,7 +68,8 @@ struct Lane {
 // topic's unkeyed in-doubt entries until every partition is.
 struct ReconcileGate {
   bool holding = false;  // asked for, not all released yet
-  int64_t since_ms = 0;  // monotonic, when asked
+  int64_t since_ms = 0;  // monotonic, when asked (a later round keeps the first time)
+  uint64_t round = 0;    // the request whose results release partitions (0: the start's)
   std::set<int32_t> released;
   bool HoldsPartition(int32_t lane) const { return holding && lane >= 0 && !released.count(lane); }
   bool HoldsTopic() const { return holding; }

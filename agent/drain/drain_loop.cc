@@ -198,6 +198,7 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
     ts->window_bytes -= it->second.entry.size;
     window_bytes_ -= it->second.entry.size;
     window_.erase(it);
+    if (!suspects_.empty()) suspects_.erase(o.seq);
   }
   while (!finished_.empty() && !window_.count(finished_.front())) finished_.pop_front();
   inflight_.store(window_.size());
@@ -327,10 +328,14 @@ void DrainLoop::ReplaceProducerIfFatal(int64_t now) {
     std::vector<DeliveryReport> reports;
     producer_->Poll(0, &reports);
     HandleReports(reports, now);  // purged entries go back to their lanes
-    SettleFinished(now, /*all=*/true);
     for (auto& [seq, slot] : window_) {
-      if (slot.state == Slot::kInKafka) Requeue(seq, slot);  // no report is coming
+      if (slot.state != Slot::kInKafka) continue;
+      // No report is coming, and Kafka may hold it: reconciled before it goes again.
+      Suspect(seq, slot, "in flight when the producer was replaced");
+      Requeue(seq, slot);
     }
+    AskRoundsDue();
+    SettleFinished(now, /*all=*/true);  // its partitions' watermarks held by the new round
     producer_.reset();
   }
   // Exponential backoff: a producer that dies again at once is never replaced in a

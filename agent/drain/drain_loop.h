@@ -219,8 +219,17 @@ class DrainLoop {
   void HoldUnkeyed(Lane& lane, uint64_t seq, int64_t now);
   // An unkeyed (or unrouted) in-doubt entry that must wait for its topic's reconciliation.
   bool InDoubtHeld(const TopicState& ts, uint64_t seq) const {
-    return seq < in_doubt_below_ && ts.gate.HoldsTopic();
+    return ts.gate.HoldsTopic() && InDoubt(seq);
   }
+  // In the WAL at Start(), or a suspect: either may be in Kafka already.
+  bool InDoubt(uint64_t seq) const {
+    return seq < in_doubt_below_ || (!suspects_.empty() && suspects_.count(seq));
+  }
+  // An attempt of `slot` may be in Kafka unreported (in flight when the producer was
+  // replaced, or reported possibly persisted): it becomes a suspect, and its topic is
+  // held for a new round of reconciliation (asked by AskRoundsDue) before it goes again.
+  void Suspect(uint64_t seq, const Slot& slot, const char* why);
+  void AskRoundsDue();
   // The routing bounds of `topic` (drain_reconcile.cc), read once. When the count its
   // keyed entries are routed by changes (Reroute), and before a keyed entry is produced
   // with a count the saved bounds do not cover, SaveRouting saves the bound that says
@@ -285,6 +294,11 @@ class DrainLoop {
   // Topics asked for, once each (Reconciler's contract): those with in-doubt entries.
   std::set<std::string, std::less<>> reconcile_asked_;
   bool gates_holding_ = false;  // some topic's gate may hold (false: none does)
+  // Entries of this process whose attempt may be in Kafka unreported, until settled.
+  std::set<uint64_t> suspects_;
+  uint64_t reconcile_rounds_ = 0;  // ReconcileAgain requests made
+  // Topics held for a new round not asked yet: the oldest suspect's receive time, why.
+  std::map<std::string, std::pair<int64_t, const char*>, std::less<>> rounds_due_;
   // Topics this process saved or confirmed a routing bound for: a new bound starts at the
   // entries it has not read yet. Kept when the topic's state is dropped while idle (its
   // settled entries then keep the bounds precise); one name per topic ever routed.

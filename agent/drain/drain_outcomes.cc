@@ -18,6 +18,9 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
     if (it == window_.end() || it->second.state != Slot::kInKafka) continue;
     Slot& slot = it->second;
     TopicState& ts = topics_[slot.entry.record.topic];
+    if (r.possibly_persisted && r.result != DeliveryResult::kDelivered) {
+      Suspect(r.seq, slot, "reported failed, possibly persisted");
+    }
     if (r.result == DeliveryResult::kPurged) {
       // Taken back before it was sent (a leaderless partition, or a new producer).
       --slot.attempts;
@@ -99,6 +102,7 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
         break;
     }
   }
+  if (!rounds_due_.empty()) AskRoundsDue();
 }
 
 void DrainLoop::Finish(uint64_t seq, Slot& slot, wal::Outcome outcome, int64_t now) {

@@ -235,11 +235,13 @@ void DrainLoop::ProduceDue(int64_t now) {
     // are unrouted while its layout is unknown).
     if (!ts.unrouted.empty() && ts.InClient()) continue;
     // Routed by the client: an in-doubt entry there waits for the whole topic's
-    // reconciliation, and the lane's newer entries behind it (drain_reconcile.cc).
+    // reconciliation, and the topic's newer entries behind it (drain_reconcile.cc).
     if (!ts.unrouted.ready.empty() && InDoubtHeld(ts, ts.unrouted.ready.front())) continue;
     ProduceLane(ts, ts.unrouted, kLaneUnrouted, *layout, now, &queue_full);
     if (queue_full) break;
     if (!ts.unrouted.waiting.empty()) continue;  // the whole topic waits for its retry
+    // ProduceLane stopped at a suspect further in: the same.
+    if (!ts.unrouted.ready.empty() && InDoubtHeld(ts, ts.unrouted.ready.front())) continue;
     for (auto& [p, lane] : ts.partitions) {
       if (lane.empty()) continue;
       if (Parked(p, *layout) || ts.gate.HoldsPartition(p)) continue;
@@ -290,6 +292,9 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
       continue;
     }
     if (lane_id >= 0 && InDoubtKeyHeld(ts, seq, slot, layout)) return;  // the lane waits
+    // Routed by the client: an in-doubt entry waits for the whole topic's reconciliation,
+    // and the lane's newer entries behind it (a suspect may follow entries that are not).
+    if (lane_id == kLaneUnrouted && InDoubtHeld(ts, seq)) return;
     int32_t partition = slot.entry.record.partition;  // explicit, or kAnyPartition
     if (lane_id >= 0) {
       partition = lane_id;

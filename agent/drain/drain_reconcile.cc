@@ -36,7 +36,7 @@ constexpr int64_t kRecheckMs = 200;  // held unkeyed entries: how often the gate
 }  // namespace
 
 bool DrainLoop::AdmitInDoubt(uint64_t seq, Slot& slot, TopicState& ts, int64_t now) {
-  if (!options_.reconciler || seq >= in_doubt_below_) return false;
+  if (!options_.reconciler || !InDoubt(seq)) return false;
   if (auto f = found_.find(seq); f != found_.end()) {
     const FoundCopy copy = f->second.copy;
     found_.erase(f);
@@ -51,8 +51,11 @@ void DrainLoop::AskReconcile(std::string_view topic, TopicState& ts, uint64_t se
                              int64_t receive_time_ms) {
   if (!options_.reconciler || seq >= in_doubt_below_ || reconcile_asked_.count(topic)) return;
   reconcile_asked_.emplace(topic);
+  if (!ts.gate.holding) ts.gate.since_ms = options_.clock->MonotonicMillis();
   ts.gate.holding = true;
-  ts.gate.since_ms = options_.clock->MonotonicMillis();
+  // From the watermarks of the start: they cover a suspects' round of this topic too.
+  ts.gate.round = 0;
+  ts.gate.released.clear();
   gates_holding_ = true;
   // Offered in order per topic: the first in-doubt entry seen is the topic's oldest.
   spdlog::info(
@@ -60,6 +63,33 @@ void DrainLoop::AskReconcile(std::string_view topic, TopicState& ts, uint64_t se
       "its partitions are read back from Kafka",
       topic, seq);
   options_.reconciler->Reconcile(std::string(topic), receive_time_ms);
+}
+
+void DrainLoop::Suspect(uint64_t seq, const Slot& slot, const char* why) {
+  if (!options_.reconciler) return;
+  suspects_.insert(seq);
+  const std::string& topic = slot.entry.record.topic;
+  TopicState& ts = topics_[topic];
+  if (!ts.gate.holding) ts.gate.since_ms = options_.clock->MonotonicMillis();
+  ts.gate.holding = true;
+  ts.gate.released.clear();  // a round in progress may have read past this attempt
+  ts.gate.round = ++reconcile_rounds_;
+  gates_holding_ = true;
+  auto [due, fresh] = rounds_due_.try_emplace(topic, slot.entry.record.receive_time_ms, why);
+  if (!fresh) due->second.first = std::min(due->second.first, slot.entry.record.receive_time_ms);
+}
+
+void DrainLoop::AskRoundsDue() {
+  for (const auto& [topic, due] : rounds_due_) {
+    auto t = topics_.find(topic);
+    if (t == topics_.end() || !t->second.gate.holding) continue;
+    spdlog::info(
+        "reconcile: topic '{}': entries may be in Kafka unreported ({}); holding them "
+        "until its partitions are read back again",
+        topic, due.second);
+    options_.reconciler->ReconcileAgain(topic, due.first, t->second.gate.round);
+  }
+  rounds_due_.clear();
 }
 
 void DrainLoop::HoldWatermarks(std::vector<wal::Outcome>* batch) const {
@@ -94,7 +124,7 @@ void DrainLoop::PollReconciler(int64_t now) {
     }
     uint64_t found = 0;
     for (const FoundCopy& c : r.found) {
-      if (c.seq >= in_doubt_below_) continue;  // not ours to settle: produced by this process
+      if (!InDoubt(c.seq)) continue;  // not ours to settle: produced by this process
       ++found;
       auto w = window_.find(c.seq);
       if (w == window_.end()) {
@@ -121,6 +151,9 @@ void DrainLoop::PollReconciler(int64_t now) {
     auto t = topics_.find(r.topic);
     if (t == topics_.end() || !t->second.gate.holding) continue;
     ReconcileGate& gate = t->second.gate;
+    // An older round's read may have passed where a newer suspect's attempt landed: its
+    // copies count, its releases do not.
+    if (r.round != gate.round) continue;
     gate.released.insert(r.released.begin(), r.released.end());
     if (r.all_released) {
       spdlog::info("reconcile: topic '{}' reconciled in {} ms; {} in-doubt entries found in Kafka "
@@ -219,7 +252,7 @@ bool DrainLoop::RoutingSaved(TopicState& ts, const Slot& slot, int32_t lane_id,
 
 bool DrainLoop::InDoubtKeyHeld(const TopicState& ts, uint64_t seq, const Slot& slot,
                                const TopicLayout& layout) const {
-  if (seq >= in_doubt_below_ || !ts.gate.holding) return false;
+  if (!ts.gate.holding || !InDoubt(seq)) return false;
   const wal::Record& r = slot.entry.record;
   if (r.partition >= 0 || !r.key) return false;  // an explicit partition: its lane's gate
   // The partition of the key under each count it may have been produced with (the

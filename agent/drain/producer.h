@@ -70,6 +70,10 @@ struct DeliveryReport {
   std::string error;
   int32_t partition = -1;
   int64_t offset = -1;
+  // Not delivered, yet an attempt may be in Kafka (librdkafka's POSSIBLY_PERSISTED: a
+  // timeout or a purge of a message on the wire): the drain reconciles the entry with
+  // Kafka before it produces it again.
+  bool possibly_persisted = false;
 };
 
 class Producer {

@@ -5,7 +5,10 @@
 // KafkaReconciler (agent/kafka/kafka_reconciler.h) is the real one: it reads the topic's
 // partitions back (PartitionScanner) off the drain's thread.
 //
-// The drain asks once per topic with in-doubt entries (Reconcile), and until told, holds
+// The drain asks once per topic with in-doubt entries (Reconcile), and again
+// (ReconcileAgain) for a topic some of whose entries this process produced may be in
+// Kafka unreported: in flight when the producer was replaced after a fatal error, or
+// reported failed although possibly persisted. Until told, it holds
 // those entries back: a keyed (or explicit-partition) lane until its partition is
 // released, an unkeyed in-doubt entry until the whole topic is. The answers come from
 // Poll() as ReconcileResults, in any number, each releasing some partitions and naming
@@ -44,6 +47,7 @@ struct ReconcileResult {
   std::string ended_early;
   uint64_t bytes_read = 0;  // by the reads this result reports
   double seconds = 0;       // the time they took
+  uint64_t round = 0;       // of the request it answers: 0 for Reconcile()
 };
 
 class Reconciler {
@@ -52,6 +56,11 @@ class Reconciler {
   // Starts reconciling `topic`, whose oldest in-doubt entry was received at
   // `oldest_receive_ms` (wall clock). Returns at once; asked once per topic.
   virtual void Reconcile(const std::string& topic, int64_t oldest_receive_ms) = 0;
+  // Reconciles `topic` again from its settled watermarks as they are now (this process's
+  // deliveries raised them; the drain holds them for the partitions it waits for), for
+  // entries received from `oldest_receive_ms` on. Its results carry `round` (> 0).
+  virtual void ReconcileAgain(const std::string& topic, int64_t oldest_receive_ms,
+                              uint64_t round) = 0;
   // Appends the results ready since the last call; never waits.
   virtual void Poll(std::vector<ReconcileResult>* out) = 0;
 };

@@ -220,6 +220,8 @@ void KafkaProducer::OnDelivery(rd_kafka_t*, const rd_kafka_message_t* msg, void*
   r.seq = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(msg->_private));
   r.partition = msg->partition;
   r.offset = msg->offset;
+  r.possibly_persisted = r.result != DeliveryResult::kDelivered &&
+                         rd_kafka_message_status(msg) == RD_KAFKA_MSG_STATUS_POSSIBLY_PERSISTED;
   (self->sink_ ? self->sink_ : &self->stray_)->push_back(std::move(r));
 }
 

@@ -14,6 +14,7 @@ KafkaReconciler::KafkaReconciler(ScannerFactory scanners, wal::SettledWatermarks
                                  ReconcilerOptions options, Clock* clock,
                                  std::function<void()> on_result)
     : scanners_(std::move(scanners)),
+      watermarks_(watermarks),
       partitions_(partitions),
       agent_id_(std::move(agent_id)),
       options_(options),
@@ -44,6 +45,19 @@ void KafkaReconciler::Reconcile(const std::string& topic, int64_t oldest_receive
   Job job;
   job.topic = topic;
   job.oldest_receive_ms = oldest_receive_ms;
+  Enqueue(std::move(job));
+}
+
+void KafkaReconciler::ReconcileAgain(const std::string& topic, int64_t oldest_receive_ms,
+                                     uint64_t round) {
+  Job job;
+  job.topic = topic;
+  job.round = round;
+  job.oldest_receive_ms = oldest_receive_ms;
+  Enqueue(std::move(job));
+}
+
+void KafkaReconciler::Enqueue(Job job) {
   job.asked_ms = job.due_ms = clock_->MonotonicMillis();
   {
     MutexLock l(&mu_);
@@ -100,6 +114,7 @@ void KafkaReconciler::Work() {
                       s.status().ToString(), job.topic);
         ReconcileResult r;
         r.topic = job.topic;
+        r.round = job.round;
         r.all_released = true;
         r.ended_early = "unreadable";
         Publish({std::move(r)});
@@ -125,6 +140,7 @@ bool KafkaReconciler::Try(PartitionScanner* scanner, Job& job) {
   auto give_up = [&](const std::string& reason) {
     ReconcileResult r;
     r.topic = job.topic;
+    r.round = job.round;
     r.released = job.pending;
     r.all_released = true;
     r.ended_early = reason;
@@ -140,9 +156,25 @@ bool KafkaReconciler::Try(PartitionScanner* scanner, Job& job) {
     for (int32_t p = 0; p < layout->partition_count(); ++p) job.pending.push_back(p);
     job.known = true;
   }
+  if (job.round > 0 && !job.marks) {
+    // Read now, after the drain began holding them for the partitions it waits for.
+    absl::StatusOr<std::vector<wal::Watermark>> now = watermarks_->WatermarksOf(job.topic);
+    if (!now.ok()) {
+      spdlog::warn(
+          "reconcile: the settled watermarks of topic '{}' cannot be read ({}): its "
+          "partitions are read from the receive time of its oldest waiting message",
+          job.topic, now.status().ToString());
+    }
+    job.marks.emplace();
+    for (const wal::Watermark& w : now.ok() ? *now : std::vector<wal::Watermark>{}) {
+      (*job.marks)[w.partition] = w.offset;
+    }
+  }
   static const std::map<int32_t, int64_t> kNone;
   auto known = marks_.find(job.topic);
-  const std::map<int32_t, int64_t>& marks = known == marks_.end() ? kNone : known->second;
+  const std::map<int32_t, int64_t>& marks = job.marks               ? *job.marks
+                                            : known == marks_.end() ? kNone
+                                                                    : known->second;
   std::vector<ScanStart> starts;
   for (int32_t p : job.pending) {
     if (!layout->HasLeader(p)) continue;  // read when it has one; others go on meanwhile
@@ -190,6 +222,7 @@ bool KafkaReconciler::Try(PartitionScanner* scanner, Job& job) {
     }
     ReconcileResult& r = by_reason[reason];
     r.topic = job.topic;
+    r.round = job.round;
     r.ended_early = reason;
     r.released.push_back(ps.partition);
     for (const FoundRecord& f : ps.found) r.found.push_back({f.seq, ps.partition, f.offset});
@@ -203,6 +236,7 @@ bool KafkaReconciler::Try(PartitionScanner* scanner, Job& job) {
   std::vector<ReconcileResult> results;
   for (auto& [reason, r] : by_reason) results.push_back(std::move(r));
   if (results.empty()) results.emplace_back().topic = job.topic;
+  for (ReconcileResult& r : results) r.round = job.round;
   results.front().bytes_read = scan->bytes;
   results.front().seconds = seconds;
   results.back().all_released = job.pending.empty();

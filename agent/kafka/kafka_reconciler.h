@@ -3,7 +3,8 @@
 // and answers which in-doubt entries Kafka holds, so the drain never waits on a read.
 //
 // Where a partition is read from: its settled watermark + 1 (wal/settled_watermarks.h) as
-// it was at start (this process's own deliveries raise it);
+// it was at start (this process's own deliveries raise it), or for ReconcileAgain as it
+// is when the read begins;
 // one beyond the partition's end (the scanner's OUT_OF_RANGE: a topic recreated) or none
 // at all: the first record at or after the oldest in-doubt entry's receive time minus
 // `time_margin_ms` (Kafka's timestamps are the producer's create time, which kspool sets
@@ -27,6 +28,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,11 +55,14 @@ class KafkaReconciler final : public Reconciler {
   ~KafkaReconciler() override;
 
   void Reconcile(const std::string& topic, int64_t oldest_receive_ms) override;
+  void ReconcileAgain(const std::string& topic, int64_t oldest_receive_ms, uint64_t round) override;
   void Poll(std::vector<ReconcileResult>* out) override;
 
  private:
   struct Job {
     std::string topic;
+    uint64_t round = 0;  // > 0: ReconcileAgain, from the watermarks of its first try
+    std::optional<std::map<int32_t, int64_t>> marks;
     int64_t oldest_receive_ms = 0;
     int64_t asked_ms = 0;    // monotonic
     int64_t due_ms = 0;      // monotonic: not before
@@ -71,8 +76,10 @@ class KafkaReconciler final : public Reconciler {
   // false when nothing is left to do for the job.
   bool Try(PartitionScanner* scanner, Job& job);
   void Publish(std::vector<ReconcileResult> results);
+  void Enqueue(Job job);
 
   const ScannerFactory scanners_;
+  wal::SettledWatermarks* const watermarks_;
   // The settled watermarks when the agent started, per topic and partition.
   std::map<std::string, std::map<int32_t, int64_t>> marks_;
   PartitionCache* const partitions_;

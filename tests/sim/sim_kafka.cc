@@ -43,6 +43,21 @@ void SimKafka::Land(const Msg& m, SimPartition& p) {
   ++landed_;
 }
 
+void SimKafka::LoseLeader(const std::string& topic, int32_t partition) {
+  SimPartition& sp = topics_[topic].partitions[static_cast<size_t>(partition)];
+  sp.leader = false;
+  if (!current_) return;
+  auto q = current_->queues_.find({topic, partition});
+  if (q == current_->queues_.end() || q->second.empty()) return;
+  Msg& head = q->second.front();
+  if (head.landed_at >= 0 || head.seq % 2 != 0 || refused_.count(head.seq)) return;
+  refused_.try_emplace(head.seq, false);
+  Land(head, sp);
+  head.landed_at = static_cast<int64_t>(sp.log.size()) - 1;
+  unreported_copies[head.seq] = {topic, partition, static_cast<size_t>(head.landed_at)};
+  Trace(topic, partition, "written on the wire as the leader dies " + std::to_string(head.seq));
+}
+
 void SimKafka::Advance() {
   const int64_t now = clock_->MonotonicMillis();
   for (auto& [name, t] : topics_) {
@@ -60,6 +75,7 @@ void SimKafka::Advance() {
         r.result = result;
         r.error_name = name;
         r.error = std::string("simulated ") + name;
+        r.possibly_persisted = m.landed_at >= 0;
         current_->Report(topic, partition, std::move(r),
                          static_cast<int64_t>((*rng_)() % static_cast<uint64_t>(report_delay_max_ms + 1)));
       }
@@ -93,7 +109,12 @@ void SimKafka::Advance() {
       r.seq = m.seq;
       auto refused = refused_.try_emplace(m.seq, false);
       if (refused.second) refused.first->second = Chance(permanent_rate);
-      if (refused.first->second) {
+      if (m.landed_at >= 0) {
+        unreported_copies.erase(m.seq);
+        r.result = DeliveryResult::kDelivered;  // the retry, deduplicated by the broker
+        r.partition = partition;
+        r.offset = m.landed_at;
+      } else if (refused.first->second) {
         ++faults;
         last_fault_ms[topic] = now;
         r.result = DeliveryResult::kDiscard;
@@ -127,7 +148,9 @@ void SimKafka::Crash() {
     for (size_t n = (*rng_)() % (q.size() + 1); n > 0; --n) {
       // A record the broker refused (a permanent error: its contents) is refused again;
       // one never sent before is taken (defect 22 was this simulator's landing it anyway).
-      if (!refused_.try_emplace(q.front().seq, false).first->second) Land(q.front(), sp);
+      if (q.front().landed_at < 0 && !refused_.try_emplace(q.front().seq, false).first->second) {
+        Land(q.front(), sp);
+      }
       q.pop_front();
     }
   }
@@ -187,7 +210,10 @@ SimProducer::~SimProducer() {
   // the drain produces it again (a duplicate reconciliation does not prevent yet).
   if (!fatal_.empty()) {
     for (const Pending& p : reports_) {
-      if (p.report.result == DeliveryResult::kDelivered) kafka_->unreported_at_replacement.insert(p.report.seq);
+      if (p.report.result == DeliveryResult::kDelivered) {
+        kafka_->unreported_copies[p.report.seq] = {p.topic, p.report.partition,
+                                                   static_cast<size_t>(p.report.offset)};
+      }
     }
   }
 }
@@ -243,7 +269,7 @@ void SimProducer::Report(const std::string& topic, int32_t partition, DeliveryRe
                              std::to_string(static_cast<int>(r.result)) + " " + r.error_name);
   int64_t& last = last_ready_[{topic, partition}];
   last = std::max(last, kafka_->clock_->MonotonicMillis() + delay);
-  reports_.push_back({last, next_order_++, std::move(r)});
+  reports_.push_back({last, next_order_++, std::move(r), topic});
 }
 
 void SimProducer::Poll(int /*timeout_ms*/, std::vector<DeliveryReport>* out) {
@@ -293,11 +319,12 @@ void SimProducer::PurgeQueue(const std::string& topic, int32_t partition) {
     DeliveryReport r;
     r.seq = m.seq;
     r.result = DeliveryResult::kPurged;
+    r.possibly_persisted = m.landed_at >= 0;
     Trace(topic, partition, "purge " + std::to_string(m.seq));
     r.error_name = "_PURGE_QUEUE";
     // Served by the next poll, ahead of reports still waiting for brokers (as librdkafka
     // does with purged messages, which never left the client).
-    reports_.push_back({kafka_->clock_->MonotonicMillis(), next_order_++, std::move(r)});
+    reports_.push_back({kafka_->clock_->MonotonicMillis(), next_order_++, std::move(r), topic});
   }
   it->second.clear();
 }

@@ -82,10 +82,24 @@ class SimKafka {
   void FailProducerFatally();       // the current producer reports a fatal error
   // Told of every message a producer accepts (for the simulation's reconciliation check).
   std::function<void(uint64_t seq)> on_produce;
-  // Messages that landed with their report still pending when a producer that hit a
-  // fatal error was replaced: the drain never hears of that copy.
-  std::set<uint64_t> unreported_at_replacement;
+  // Copies in Kafka the drain was never told of as delivered, where they landed: those
+  // whose report was pending when a producer that hit a fatal error was replaced, and
+  // those written on the wire as a leader died and then reported failed (LoseLeader).
+  // The drain hears of them only by reconciling (the simulation fails a seed that
+  // produces one again).
+  struct Copy {
+    std::string topic;
+    int32_t partition = 0;
+    size_t offset = 0;
+  };
+  std::map<uint64_t, Copy> unreported_copies;
 
+  // The partition's leader dies. The request on the wire may have been written first
+  // (for every other queue head, no randomness): the message landed, and the client
+  // reports it failed but possibly persisted when it times out or is purged, or
+  // delivered at that offset if the partition comes back first (the idempotent
+  // producer's retry is deduplicated by the broker).
+  void LoseLeader(const std::string& topic, int32_t partition);
   // One step of the cluster: producers' views catch up, queues move.
   void Advance();
   // The process dies: what is on the wire may land, reports are lost.
@@ -116,6 +130,7 @@ class SimKafka {
     const char* value;  // the drain's bytes, not copied
     size_t value_size;
     int64_t queued_ms;
+    int64_t landed_at = -1;  // >= 0: written on the wire at this offset (LoseLeader)
   };
   std::mt19937_64* const rng_;
   ManualClock* const clock_;
@@ -149,6 +164,7 @@ class SimProducer final : public agent::Producer {
     int64_t ready_ms;
     uint64_t order;  // ties: in scheduling order
     agent::DeliveryReport report;
+    std::string topic;
   };
   void Report(const std::string& topic, int32_t partition, agent::DeliveryReport r, int64_t delay);
   // Takes back the partition's queued messages: their kPurged reports come next poll.

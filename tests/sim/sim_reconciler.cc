@@ -2,21 +2,32 @@
 #include "tests/sim/sim_reconciler.h"
 
 #include <cstdlib>
+#include <optional>
 
 namespace kspool::sim {
 
 SimReconciler::SimReconciler(SimKafka* kafka, ManualClock* clock,
                              wal::SettledWatermarks* watermarks)
-    : kafka_(kafka), clock_(clock) {
-  const char* mode = std::getenv("KSPOOL_SIM_RECONCILE_FROM_WATERMARKS");
-  if (mode == nullptr || std::string(mode) != "1") return;  // whole logs
+    : kafka_(kafka),
+      watermarks_(watermarks),
+      from_watermarks_([] {
+        const char* mode = std::getenv("KSPOOL_SIM_RECONCILE_FROM_WATERMARKS");
+        return mode != nullptr && std::string(mode) == "1";
+      }()),
+      clock_(clock) {
+  if (!from_watermarks_) return;  // whole logs
   absl::StatusOr<std::vector<wal::Watermark>> all = watermarks->Watermarks();
   if (!all.ok()) return;  // read from the start: finds more, never less
   for (const wal::Watermark& w : *all) marks_[{w.topic, w.partition}] = w.offset;
 }
 
 void SimReconciler::Reconcile(const std::string& topic, int64_t /*oldest_receive_ms*/) {
-  jobs_.push_back({topic, clock_->MonotonicMillis() + kAnswerMs, false, {}});
+  jobs_.push_back({topic, 0, clock_->MonotonicMillis() + kAnswerMs, false, {}});
+}
+
+void SimReconciler::ReconcileAgain(const std::string& topic, int64_t /*oldest_receive_ms*/,
+                                   uint64_t round) {
+  jobs_.push_back({topic, round, clock_->MonotonicMillis() + kAnswerMs, false, {}});
 }
 
 void SimReconciler::Poll(std::vector<agent::ReconcileResult>* out) {
@@ -29,6 +40,14 @@ void SimReconciler::Poll(std::vector<agent::ReconcileResult>* out) {
     }
     agent::ReconcileResult r;
     r.topic = job.topic;
+    r.round = job.round;
+    std::map<int32_t, int64_t> now_marks;  // a later round reads from today's watermarks
+    if (job.round > 0 && from_watermarks_) {
+      absl::StatusOr<std::vector<wal::Watermark>> w = watermarks_->WatermarksOf(job.topic);
+      if (w.ok()) {
+        for (const wal::Watermark& m : *w) now_marks[m.partition] = m.offset;
+      }
+    }
     auto t = kafka_->topics().find(job.topic);
     if (t == kafka_->topics().end() || !t->second.exists) {
       r.released = job.pending;
@@ -55,11 +74,15 @@ void SimReconciler::Poll(std::vector<agent::ReconcileResult>* out) {
       }
       r.released.push_back(p);
       const std::vector<Landed>& log = parts[static_cast<size_t>(p)].log;
-      auto m = marks_.find({job.topic, p});
-      size_t from = 0;
-      if (m != marks_.end() && static_cast<size_t>(m->second) + 1 <= log.size()) {
-        from = static_cast<size_t>(m->second) + 1;
+      std::optional<int64_t> mark;
+      if (job.round > 0) {
+        if (auto m = now_marks.find(p); m != now_marks.end()) mark = m->second;
+      } else if (auto m = marks_.find({job.topic, p}); m != marks_.end()) {
+        mark = m->second;
       }
+      size_t from = 0;
+      if (mark && static_cast<size_t>(*mark) + 1 <= log.size())
+        from = static_cast<size_t>(*mark) + 1;
       for (size_t off = from; off < log.size(); ++off) {
         r.found.push_back({log[off].seq, p, static_cast<int64_t>(off)});
       }

@@ -31,18 +31,22 @@ class SimReconciler final : public agent::Reconciler {
   static constexpr int64_t kAnswerMs = 100;
   SimReconciler(SimKafka* kafka, ManualClock* clock, wal::SettledWatermarks* watermarks);
   void Reconcile(const std::string& topic, int64_t oldest_receive_ms) override;
+  void ReconcileAgain(const std::string& topic, int64_t oldest_receive_ms, uint64_t round) override;
   void Poll(std::vector<agent::ReconcileResult>* out) override;
   uint64_t found() const { return found_; }
 
  private:
   struct Job {
     std::string topic;
+    uint64_t round = 0;  // > 0: from the watermarks as they are when answered
     int64_t due_ms = 0;
     bool known = false;
     std::vector<int32_t> pending;
   };
   SimKafka* const kafka_;
   std::map<std::pair<std::string, int32_t>, int64_t> marks_;
+  wal::SettledWatermarks* const watermarks_;
+  const bool from_watermarks_;
   ManualClock* const clock_;
   std::vector<Job> jobs_;
   uint64_t found_ = 0;

@@ -168,7 +168,7 @@ void Simulation::InjectFaults() {
     }
     if (!t->exists) return;
     const int32_t p = static_cast<int32_t>(Below(t->partitions.size()));
-    t->partitions[static_cast<size_t>(p)].leader = false;
+    kafka_.LoseLeader(name, p);
     Injected(std::string(what) + " " + name + "/" + std::to_string(p) + " for " + std::to_string(duration) + " ms");
     Schedule(now + duration, [this, name = name, p] {
       SimTopic& st = kafka_.topics()[name];

@@ -39,15 +39,29 @@ void Simulation::NoteInKafkaAtOpen() {
 }
 
 void Simulation::OnProduce(uint64_t seq) {
-  if (!drain_ || seq >= drain_->in_doubt_below()) return;
+  if (!drain_) return;
+  if (auto u = kafka_.unreported_copies.find(seq); u != kafka_.unreported_copies.end()) {
+    // A copy the drain was not told of (lost with a replaced producer, or reported failed
+    // though possibly persisted): the drain must find it before it produces again.
+    const SimKafka::Copy& c = u->second;
+    auto t = kafka_.topics().find(c.topic);
+    if (cfg_.check_reconcile && !recreated_.count(c.topic) && t != kafka_.topics().end() &&
+        t->second.exists && c.partition < static_cast<int32_t>(t->second.partitions.size())) {
+      const std::vector<Landed>& log = t->second.partitions[static_cast<size_t>(c.partition)].log;
+      if (c.offset < log.size() && log[c.offset].seq == seq) {
+        Fail("reconciliation: seq " + std::to_string(seq) + ", in Kafka at " + c.topic + "/" +
+             std::to_string(c.partition) + "@" + std::to_string(c.offset) +
+             " and never reported delivered, was produced again");
+        return;
+      }
+    }
+  }
+  if (seq >= drain_->in_doubt_below()) return;
   auto it = in_kafka_at_open_.find(seq);
   if (it == in_kafka_at_open_.end()) return;
   ++reproduced_checked_;
   const Where& w = it->second;
   if (recreated_.count(w.topic)) return;
-  // Its copy's report was lost with a producer replaced after a fatal error: such entries
-  // are not reconciled (README, "Guarantees"), and a watermark may have passed the copy.
-  if (kafka_.unreported_at_replacement.count(seq)) return;
   auto t = kafka_.topics().find(w.topic);
   if (t == kafka_.topics().end() || !t->second.exists ||
       w.partition >= static_cast<int32_t>(t->second.partitions.size())) {

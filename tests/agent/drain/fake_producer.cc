@@ -81,7 +81,7 @@ DeliveryReport FakeProducer::Produce(const wal::Entry& entry, int32_t partition)
 void FakeProducer::Poll(int, std::vector<DeliveryReport>* out) {
   out->insert(out->end(), purged_.begin(), purged_.end());
   purged_.clear();
-  if (!fatal_.empty()) return;  // a dead client answers nothing
+  if (!FatalError().empty()) return;  // a dead client answers nothing
   std::deque<FakeKafka::Produced> waiting;
   // As a partition's queue in the client: once one message fails, the ones behind it
   // in the same partition fail with it.
@@ -135,6 +135,7 @@ void FakeProducer::Poll(int, std::vector<DeliveryReport>* out) {
     auto fail = kafka_->fail_once.find(p.seq);
     if (fail != kafka_->fail_once.end()) {
       out->push_back(Report(p, fail->second.result, fail->second.error_name, fail->second.error));
+      out->back().possibly_persisted = fail->second.possibly_persisted;
       failed[{p.topic, p.partition}] = fail->second;
       kafka_->fail_once.erase(fail);
       continue;
@@ -166,6 +167,8 @@ void FakeProducer::PurgeQueued(const std::vector<agent::TopicPartition>& partiti
 void FakeProducer::PurgeAll() {
   for (const FakeKafka::Produced& p : queued_) {
     purged_.push_back(Report(p, DeliveryResult::kPurged, "_PURGE_QUEUE", "purged"));
+    // Held: on the wire, unanswered (librdkafka's _PURGE_INFLIGHT).
+    purged_.back().possibly_persisted = kafka_->hold.count(p.seq) > 0;
   }
   queued_.clear();
 }

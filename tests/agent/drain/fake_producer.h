@@ -41,7 +41,8 @@ struct FakeKafka {
   std::map<std::string, size_t> max_batch;
   std::set<uint64_t> too_large;  // messages kTooLarge even alone
   // Messages whose report is late: they stay in the client, unanswered (also when one
-  // before them in their partition fails), while listed here.
+  // before them in their partition fails), while listed here; on the wire: PurgeAll
+  // reports them possibly persisted.
   std::set<uint64_t> hold;
   // Per topic: the client's own partition count when its metadata lags the cluster's
   // (absent: the cluster's); a partition beyond it is kUnknownPartition.
@@ -50,6 +51,9 @@ struct FakeKafka {
   // partitions it knows (as librdkafka does), and `partition` is where it put it.
   bool partition_by_key = false;
   std::string fatal;  // a producer made while this is set reports it as fatal
+  // The producer made as number N (1 the first) hits a fatal error now, with what it
+  // holds still unanswered: it answers nothing more (0: none).
+  int turn_fatal = 0;
   int producers_made = 0;
   int purges = 0;
 
@@ -67,18 +71,21 @@ struct FakeKafka {
 class FakeProducer final : public agent::Producer {
  public:
   explicit FakeProducer(FakeKafka* kafka, std::string fatal)
-      : kafka_(kafka), fatal_(std::move(fatal)) {}
+      : kafka_(kafka), fatal_(std::move(fatal)), id_(kafka->producers_made) {}
   agent::DeliveryReport Produce(const wal::Entry& entry, int32_t partition) override;
   void Poll(int timeout_ms, std::vector<agent::DeliveryReport>* out) override;
   int OutstandingMessages() const override { return static_cast<int>(queued_.size()); }
   void PurgeQueued(const std::vector<agent::TopicPartition>& partitions) override;
   void PurgeAll() override;
-  std::string FatalError() const override { return fatal_; }
+  std::string FatalError() const override {
+    return kafka_->turn_fatal == id_ ? "Fatal idempotent producer error (turned)" : fatal_;
+  }
   int BrokersUp() const override { return 1; }
 
  private:
   FakeKafka* const kafka_;
   const std::string fatal_;
+  const int id_;
   std::deque<FakeKafka::Produced> queued_;
   std::vector<agent::DeliveryReport> purged_;
 };

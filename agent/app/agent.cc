@@ -180,9 +180,11 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
   dopt.partitions = a->partitions_.get();
   a->outcome_listener_ = std::make_unique<DeliveryListener>(a->waiters_.get(), a->feed_.get());
   dopt.outcomes = a->outcome_listener_.get();
-  if (dopt.reconcile_max_hold_ms > 0 && stats.entries > 0) {
-    // Entries in the WAL at start may be in Kafka already (acknowledged, not settled):
-    // their partitions are read back before they are produced (agent/drain/reconciler.h).
+  if (dopt.reconcile_max_hold_ms > 0) {
+    // Entries in the WAL at start may be in Kafka already (acknowledged, not settled), and
+    // so may attempts whose reports a replaced producer took along or that came back
+    // possibly persisted: their partitions are read back before they are produced again
+    // (agent/drain/reconciler.h). Its threads start with the first request.
     ReconcilerOptions ro = config.reconcile;
     ro.max_hold_ms = static_cast<int64_t>(dopt.reconcile_max_hold_ms);
     a->reconciler_ = std::make_unique<KafkaReconciler>(

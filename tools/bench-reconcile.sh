@@ -27,51 +27,30 @@ ninja -C "$BUILD" -j2 kspool-agent kspool-devkafka kspool-bench kspoolctl >/dev/
 BIN=$BUILD
 rm -rf "$OUT" && mkdir -p "$OUT"
 
-KAFKA_PID="" AGENT_PID=""
-cleanup() {
-  [ -n "$AGENT_PID" ] && kill -TERM "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null || true
-  [ -n "$KAFKA_PID" ] && kill -TERM "$KAFKA_PID" 2>/dev/null && wait "$KAFKA_PID" 2>/dev/null || true
-}
-trap cleanup EXIT
-wait_for() { for _ in $(seq 300); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; return 1; }
-kafka_cmd() { python3 -c "import socket,sys; s=socket.create_connection(('${CONTROL%:*}',${CONTROL##*:})); s.sendall(b'$1\n'); print(s.recv(99).decode().strip())"; }
+. tools/bench-common.sh
+LOG_LEVEL=info
 now() { date +%s.%N; }
 since() { python3 -c "print(round($(now) - $1, 2))"; }
-
-"$BIN"/tools/kspool-devkafka --brokers 3 --topic bench-0:8 </dev/null >"$OUT/devkafka.out" 2>"$OUT/devkafka.log" &
-KAFKA_PID=$!
-wait_for "$OUT/devkafka.out" READY
-BROKERS=$(sed -n 's/^BOOTSTRAP //p' "$OUT/devkafka.out")
-CONTROL=$(sed -n 's/^CONTROL //p' "$OUT/devkafka.out")
-
-start_agent() {  # extra agent flags
-  : >"$OUT/agent.out"
-  "$BIN"/agent/kspool-agent --wal-dir "$OUT/wal" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
-    --kafka-brokers "$BROKERS" --log-level info ${AGENT_ARGS:-} "$@" >"$OUT/agent.out" 2>>"$OUT/agent.log" &
-  AGENT_PID=$!
-  wait_for "$OUT/agent.out" "kspool-agent ready"
-  AGENT=$(sed -n 's/.*grpc=\([^ ]*\).*/\1/p' "$OUT/agent.out")
-}
-stop_agent() { kill -TERM "$AGENT_PID"; wait "$AGENT_PID" || true; AGENT_PID=""; }
+start_devkafka bench-0:8
 entries() { "$BIN"/tools/kspoolctl --agent "$AGENT" --json status | python3 -c "import json,sys; print(json.load(sys.stdin)['entries'])"; }
 bench() { "$BIN"/tools/kspool-bench --agent "$AGENT" --keys --clients 8 --batch 100 --size 100 "$@"; }
 
 echo "fill: $COUNT messages with the brokers down..." >&2
-start_agent
+start_agent "$OUT/wal"
 bench --count 20000 --drain-wait 60 >/dev/null
 kafka_cmd "broker down all" >/dev/null
 bench --count "$COUNT" >/dev/null
 stop_agent
 cp -a "$OUT/wal" "$OUT/wal.in-doubt"
 kafka_cmd "broker up all" >/dev/null
-start_agent
+start_agent "$OUT/wal"
 until [ "$(entries)" = 0 ]; do sleep 1; done
 stop_agent
 
 restart() {  # on|off, round: a start on the put-back WAL, until it is empty
   rm -rf "$OUT/wal" && cp -a "$OUT/wal.in-doubt" "$OUT/wal"
   local t0; t0=$(now)
-  if [ "$1" = on ]; then start_agent; else start_agent --reconcile-max-hold 0; fi
+  if [ "$1" = on ]; then start_agent "$OUT/wal"; else start_agent "$OUT/wal" --reconcile-max-hold 0; fi
   until "$BIN"/tools/kspoolctl --agent "$AGENT" --timeout-ms 1000 send --topic probe-"$2" x >/dev/null 2>&1; do sleep 0.01; done
   local accepted; accepted=$(since "$t0")
   until [ "$(entries)" = 0 ]; do sleep 0.2; done

@@ -51,33 +51,10 @@ ninja -C "$BUILD" -j2 kspool-agent kspool-devkafka kspool-bench kspoolctl >/dev/
 BIN=$BUILD
 rm -rf "$OUT" && mkdir -p "$OUT"
 
-KAFKA_PID="" AGENT_PID=""
-cleanup() {
-  [ -n "$AGENT_PID" ] && kill -TERM "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null || true
-  [ -n "$KAFKA_PID" ] && kill -TERM "$KAFKA_PID" 2>/dev/null && wait "$KAFKA_PID" 2>/dev/null || true
-}
-trap cleanup EXIT
+. tools/bench-common.sh
 cpu_s() { awk '{ sub(/.*\) /, ""); print ($12 + $13) / '"$(getconf CLK_TCK)"' }' /proc/"$1"/stat; }
-wait_for() { for _ in $(seq 300); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 json() { python3 -c "import json,sys; d=json.load(open('$1')); print($2)"; }
-kafka_cmd() { python3 -c "import socket,sys; s=socket.create_connection(('${CONTROL%:*}',${CONTROL##*:})); s.sendall(b'$1\n'); print(s.recv(99).decode().strip())"; }
-
-"$BIN"/tools/kspool-devkafka --brokers 3 --topic bench-0:8 </dev/null >"$OUT/devkafka.out" 2>"$OUT/devkafka.log" &
-KAFKA_PID=$!
-wait_for "$OUT/devkafka.out" READY
-BROKERS=$(sed -n 's/^BOOTSTRAP //p' "$OUT/devkafka.out")
-CONTROL=$(sed -n 's/^CONTROL //p' "$OUT/devkafka.out")
-
-start_agent() {  # wal dir, then extra agent flags
-  : >"$OUT/agent.out"
-  local wal=$1; shift
-  "$BIN"/agent/kspool-agent --wal-dir "$wal" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
-    --kafka-brokers "$BROKERS" --log-level warn ${AGENT_ARGS:-} "$@" >"$OUT/agent.out" 2>>"$OUT/agent.log" &
-  AGENT_PID=$!
-  wait_for "$OUT/agent.out" "kspool-agent ready"
-  AGENT=$(sed -n 's/.*grpc=\([^ ]*\).*/\1/p' "$OUT/agent.out")
-}
-stop_agent() { kill -TERM "$AGENT_PID"; wait "$AGENT_PID" || true; AGENT_PID=""; }
+start_devkafka bench-0:8
 bench() { "$BIN"/tools/kspool-bench --agent "$AGENT" --agent-pid "$AGENT_PID" --json "$@"; }
 
 # TA: a CA, the agent's certificate (127.0.0.1), the bench's client certificate

@@ -11,30 +11,14 @@ RUNS=${RUNS:-3}
 SECS=${SECONDS_PER_PHASE:-10}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/kspool-bench-bruce.XXXXXX")}
 mkdir -p "$OUT"
-KAFKA_PID="" AGENT_PID=""
-cleanup() {
-  [ -n "$AGENT_PID" ] && kill -TERM "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null || true
-  [ -n "$KAFKA_PID" ] && kill -TERM "$KAFKA_PID" 2>/dev/null && wait "$KAFKA_PID" 2>/dev/null || true
-}
-trap cleanup EXIT
-wait_for() { for _ in $(seq 300); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; return 1; }
-
-"$BIN"/tools/kspool-devkafka --brokers 3 --topic bench-0:8 </dev/null >"$OUT/devkafka.out" 2>"$OUT/devkafka.log" &
-KAFKA_PID=$!
-wait_for "$OUT/devkafka.out" READY
-BROKERS=$(sed -n 's/^BOOTSTRAP //p' "$OUT/devkafka.out")
+. tools/bench-common.sh
+start_devkafka bench-0:8
 for i in $(seq "$RUNS"); do
-  : >"$OUT/agent.out"
-  "$BIN"/agent/kspool-agent --wal-dir "$OUT/wal" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
-    --kafka-brokers "$BROKERS" --log-level warn --bruce-datagram-socket "$OUT/bruce.sock" \
-    >"$OUT/agent.out" 2>>"$OUT/agent.log" &
-  AGENT_PID=$!
-  wait_for "$OUT/agent.out" "kspool-agent ready"
-  AGENT=$(sed -n 's/.*grpc=\([^ ]*\).*/\1/p' "$OUT/agent.out")
+  start_agent "$OUT/wal" --bruce-datagram-socket "$OUT/bruce.sock"
   "$BIN"/tools/kspool-bench --agent "$AGENT" --bruce-datagram "$OUT/bruce.sock" \
     --duration "$SECS" --json >"$OUT/run-$i.json"
   cat "$OUT/run-$i.json"
-  kill -TERM "$AGENT_PID"; wait "$AGENT_PID" || true; AGENT_PID=""
+  stop_agent
   rm -rf "$OUT/wal"
 done
 python3 - "$OUT" "$RUNS" <<'PY'

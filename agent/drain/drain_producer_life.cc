@@ -1,0 +1,91 @@
+// DrainLoop: the producer's life — its replacement after a fatal error (what it held
+// goes back to the lanes; what was on the wire becomes a suspect, reconciled before it
+// goes again), and the last deliveries at shutdown.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "agent/drain/drain_loop.h"
+
+namespace kspool::agent {
+
+void DrainLoop::ReplaceProducerIfFatal(int64_t now) {
+  if (!producer_) {
+    if (now < next_producer_ms_) return;
+    absl::StatusOr<std::unique_ptr<Producer>> p = factory_();
+    if (!p.ok()) {
+      spdlog::error("kafka: cannot create a new producer: {}", p.status().ToString());
+      Degraded("producer_create_failed");
+    } else {
+      producer_ = std::move(p).value();
+      producers_replaced_.fetch_add(1);
+      spdlog::warn("kafka: a new producer is in place; producing again");
+      return;
+    }
+  } else {
+    std::string fatal = producer_->FatalError();
+    if (fatal.empty()) return;
+    spdlog::error("kafka: replacing the producer after a fatal error: {}", fatal);
+    Degraded("producer_replaced");
+    producer_->PurgeAll();
+    std::vector<DeliveryReport> reports;
+    producer_->Poll(0, &reports);
+    HandleReports(reports, now);  // purged entries go back to their lanes
+    for (auto& [seq, slot] : window_) {
+      if (slot.state != Slot::kInKafka) continue;
+      // No report is coming, and Kafka may hold it: reconciled before it goes again.
+      Suspect(seq, slot, "in flight when the producer was replaced");
+      Requeue(seq, slot);
+    }
+    AskRoundsDue();
+    SettleFinished(now, /*all=*/true);  // its partitions' watermarks held by the new round
+    producer_.reset();
+  }
+  // Exponential backoff: a producer that dies again at once is never replaced in a
+  // tight loop.
+  uint64_t backoff = options_.producer_backoff_ms;
+  for (int i = 0; i < producer_failures_ && backoff < options_.producer_backoff_max_ms; ++i) {
+    backoff *= 2;
+  }
+  ++producer_failures_;
+  next_producer_ms_ =
+      now + static_cast<int64_t>(std::min(backoff, options_.producer_backoff_max_ms));
+}
+
+void DrainLoop::DrainForShutdown() {
+  if (!producer_) return;
+  const int64_t deadline =
+      options_.clock->MonotonicMillis() + static_cast<int64_t>(options_.shutdown_grace_ms);
+  std::vector<DeliveryReport> reports;
+  auto handle = [&] {
+    for (DeliveryReport& r : reports) {
+      if (r.result != DeliveryResult::kDelivered) r.seq = 0;  // no retries now; nothing discarded
+    }
+    HandleReports(reports, options_.clock->MonotonicMillis());
+    SettleFinished(options_.clock->MonotonicMillis(), /*all=*/true);
+  };
+  while (producer_->OutstandingMessages() > 0 && options_.clock->MonotonicMillis() < deadline) {
+    if (producer_->NoBrokerUp()) {
+      // Waiting out the grace would only delay the stop: nothing can be acknowledged.
+      spdlog::warn(
+          "drain: no Kafka broker is up; not waiting for {} messages in flight "
+          "(they stay in the WAL and are produced again at the next start)",
+          producer_->OutstandingMessages());
+      Degraded("shutdown_without_brokers");
+      break;
+    }
+    reports.clear();
+    producer_->Poll(50, &reports);
+    handle();
+  }
+  // Whatever Kafka has not acknowledged stays in the WAL for the next start.
+  producer_->PurgeAll();
+  reports.clear();
+  producer_->Poll(0, &reports);
+  handle();
+  UpdateCommitPoint();
+  producer_.reset();
+  spdlog::info("drain: stopped; {} entries in flight stay in the WAL", window_.size());
+}
+
+}  // namespace kspool::agent

@@ -64,9 +64,13 @@ void SimKafka::Advance() {
     if (now >= t.view_catches_up_ms) t.producer_view = static_cast<int>(t.partitions.size());
   }
   if (!current_) return;
-  for (auto& [where, q] : current_->queues_) {
+  for (auto& entry : current_->queues_) {
+    // Named, not structured bindings: a lambda may capture these (C++17, clang).
+    const std::pair<std::string, int32_t>& where = entry.first;
+    std::deque<Msg>& q = entry.second;
     if (q.empty()) continue;
-    const auto& [topic, partition] = where;
+    const std::string& topic = where.first;
+    const int32_t partition = where.second;
     auto fail_all = [&](DeliveryResult result, const char* name) {
       current_->failed_until_reported_[where] = current_->next_order_ + q.size();
       for (const Msg& m : q) {

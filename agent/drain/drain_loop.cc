@@ -1,7 +1,7 @@
 // DrainLoop: the loop, settling, commit points, stuck topics, WAL reopening. Reading the
-// WAL into the window is in drain_read.cc, producing in drain_produce.cc, what a delivery
-// report does in drain_outcomes.cc, the producer's replacement and the drain at shutdown
-// in drain_producer_life.cc.
+// WAL into the window is in drain_read.cc, lanes in drain_routing.cc, producing in
+// drain_produce.cc, what a delivery report does in drain_outcomes.cc, the producer's
+// replacement and the drain at shutdown in drain_producer_life.cc.
 #include "agent/drain/drain_loop.h"
 
 #include <pthread.h>

@@ -133,7 +133,7 @@ bool DrainLoop::ReadNew(const Shares& shares) {
           return wal::ScanChoice::kSkip;  // read before the WAL was reopened
         }
         auto t = topics_.find(c.topic);  // no allocation for a known topic
-        if (t == topics_.end()) t = topics_.emplace(std::string(c.topic), TopicState{}).first;
+        if (t == topics_.end()) t = topics_.try_emplace(std::string(c.topic)).first;
         TopicState& ts = t->second;
         // An unreadable record is taken whatever the room: it is quarantined at once.
         if (!c.topic.empty()) {

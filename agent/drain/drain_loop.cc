@@ -96,6 +96,7 @@ void DrainLoop::RunOnce(int poll_ms) {
   }
   now = options_.clock->MonotonicMillis();
   HandleReports(reports, now);
+  if (!rounds_due_.empty()) AskRoundsDue();  // one request per topic for this poll's suspects
   SettleFinished(now, /*all=*/false);
   brokers_up_.store(producer_ ? producer_->BrokersUp() : 0);
   if (now >= next_commit_update_ms_) {

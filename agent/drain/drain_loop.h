@@ -227,7 +227,8 @@ class DrainLoop {
   }
   // An attempt of `slot` may be in Kafka unreported (in flight when the producer was
   // replaced, or reported possibly persisted): it becomes a suspect, and its topic is
-  // held for a new round of reconciliation (asked by AskRoundsDue) before it goes again.
+  // held for a new round of reconciliation before it goes again. AskRoundsDue asks it,
+  // once per topic for the suspects of a poll (RunOnce) or of a replacement.
   void Suspect(uint64_t seq, const Slot& slot, const char* why);
   void AskRoundsDue();
   // The routing bounds of `topic` (drain_reconcile.cc), read once. When the count its

@@ -102,7 +102,6 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
         break;
     }
   }
-  if (!rounds_due_.empty()) AskRoundsDue();
 }
 
 void DrainLoop::Finish(uint64_t seq, Slot& slot, wal::Outcome outcome, int64_t now) {

@@ -222,7 +222,6 @@ bool KafkaReconciler::Try(PartitionScanner* scanner, Job& job) {
     }
     ReconcileResult& r = by_reason[reason];
     r.topic = job.topic;
-    r.round = job.round;
     r.ended_early = reason;
     r.released.push_back(ps.partition);
     for (const FoundRecord& f : ps.found) r.found.push_back({f.seq, ps.partition, f.offset});

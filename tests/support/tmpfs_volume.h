@@ -69,12 +69,6 @@ class TmpfsVolume {
     return written;
   }
   void Remove(const std::string& name) { ::unlink(sub(name).c_str()); }
-  // What an operator does to a full volume: makes it larger, in place.
-  bool Grow(int mib) {
-    const std::string opts = "size=" + std::to_string(mib) + "m,mode=0755";
-    return ::mount("kspool-test", path_.c_str(), "tmpfs", MS_REMOUNT | MS_NOSUID | MS_NODEV,
-                   opts.c_str()) == 0;
-  }
 
  private:
   TempDir dir_;

@@ -5,14 +5,12 @@
 
 #include "absl/status/status.h"
 #include "wal/coding.h"
+#include "wal/record_body.h"
 
 namespace kspool::wal {
 namespace {
 
 using namespace coding;  // NOLINT: the codec primitives
-
-constexpr uint8_t kFlagKey = 1;
-constexpr uint8_t kFlagClientTimestamp = 2;
 
 std::array<uint32_t, 256> MakeCrcTable() {
   std::array<uint32_t, 256> t{};
@@ -83,19 +81,9 @@ std::string EncodeUnsealed(const RecordView& r) {
   out.reserve(hint);
   out.push_back(static_cast<char>(kRecordVersion));
   out.append(12, '\0');  // crc32c and receive time, filled by SealRecord
-  uint8_t flags = (r.key ? kFlagKey : 0) | (r.client_timestamp_ms ? kFlagClientTimestamp : 0);
-  out.push_back(static_cast<char>(flags));
-  if (r.client_timestamp_ms) PutFixed64(&out, static_cast<uint64_t>(*r.client_timestamp_ms));
-  // Partition is >= -1; stored +1 so it fits an unsigned varint.
-  PutVarint(&out, static_cast<uint64_t>(static_cast<int64_t>(r.partition) + 1));
+  body::PutPrefix(&out, r);
   PutBytes(&out, r.topic);
-  if (r.key) PutBytes(&out, *r.key);
-  PutBytes(&out, r.value);
-  PutVarint(&out, r.headers.size());
-  for (const auto& [k, v] : r.headers) {
-    PutBytes(&out, k);
-    PutBytes(&out, v);
-  }
+  body::PutTail(&out, r);
   return out;
 }
 
@@ -135,7 +123,7 @@ RecordRouting PeekRouting(std::string_view bytes) {
   uint64_t ts, partition;
   std::string_view topic;
   if (!in.Byte(&flags)) return r;
-  if ((flags & kFlagClientTimestamp) && !in.Fixed64(&ts)) return r;
+  if ((flags & body::kFlagClientTimestamp) && !in.Fixed64(&ts)) return r;
   if (!in.Varint(&partition) || !in.BytesView(&topic) || topic.empty() || topic.size() > 249 ||
       partition > static_cast<uint64_t>(INT32_MAX)) {
     return r;
@@ -144,10 +132,10 @@ RecordRouting PeekRouting(std::string_view bytes) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') return r;
   }
   std::string_view key;
-  if ((flags & kFlagKey) && !in.BytesView(&key)) return r;
+  if ((flags & body::kFlagKey) && !in.BytesView(&key)) return r;
   r.topic = topic;
   r.partition = static_cast<int32_t>(partition) - 1;
-  if (flags & kFlagKey) r.key = key;
+  if (flags & body::kFlagKey) r.key = key;
   return r;
 }
 
@@ -163,30 +151,10 @@ absl::StatusOr<Record> DecodeRecord(std::string_view bytes) {
   Record r;
   r.receive_time_ms = static_cast<int64_t>(coding::GetFixed64(bytes.data() + 5));
   coding::Reader in(bytes.substr(kRecordHeaderSize));
-  auto truncated = [] { return absl::DataLossError("record body malformed"); };
   uint8_t flags;
-  if (!in.Byte(&flags) || (flags & ~(kFlagKey | kFlagClientTimestamp))) return truncated();
-  if (flags & kFlagClientTimestamp) {
-    uint64_t ts;
-    if (!in.Fixed64(&ts)) return truncated();
-    r.client_timestamp_ms = static_cast<int64_t>(ts);
+  if (!body::GetPrefix(&in, &flags, &r) || !in.Bytes(&r.topic) || !body::GetTail(&in, flags, &r)) {
+    return absl::DataLossError("record body malformed");
   }
-  uint64_t partition;
-  if (!in.Varint(&partition) || partition > 0x80000000ull) return truncated();
-  r.partition = static_cast<int32_t>(static_cast<int64_t>(partition) - 1);
-  if (!in.Bytes(&r.topic)) return truncated();
-  if (flags & kFlagKey) {
-    r.key.emplace();
-    if (!in.Bytes(&*r.key)) return truncated();
-  }
-  if (!in.Bytes(&r.value)) return truncated();
-  uint64_t n;
-  if (!in.Varint(&n) || n > bytes.size()) return truncated();
-  r.headers.resize(n);
-  for (auto& h : r.headers) {
-    if (!in.Bytes(&h.key) || !in.Bytes(&h.value)) return truncated();
-  }
-  if (!in.done()) return truncated();
   return r;
 }
 

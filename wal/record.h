@@ -78,4 +78,57 @@ std::string_view PeekTopic(std::string_view bytes);
 
 uint32_t Crc32c(const char* data, size_t n);
 
+// --- Batch records (format version 2, FORMAT.md "Batch records") ---------------------
+// Several consecutive messages of one topic under one key: BE u64 first sequence number
+// + BE u32 count (12 bytes; a version-1 key is the 8-byte sequence number alone), so the
+// numbers a record holds are known from its key without reading it. The value shares the
+// version-1 header (version, CRC-32C, receive time; SealRecord() seals both), then the
+// count, the topic once, each message's body length, and the bodies: a version-1 body
+// without its topic. A message's accounted size (ledger, limits) is the size of its
+// version-1 record, so both versions count the same bytes.
+inline constexpr uint8_t kBatchRecordVersion = 2;
+inline constexpr uint32_t kMaxBatchMessages = 65536;
+
+std::string BatchKey(uint64_t first_seq, uint32_t count);
+// The sequence numbers a `log` key covers: [first, first + count). A version-1 key has
+// count 1. nullopt for a key of another length or a count of 0.
+struct LogKey {
+  uint64_t first_seq = 0;
+  uint32_t count = 0;
+  bool batch = false;  // a version-2 key
+};
+std::optional<LogKey> ParseLogKey(std::string_view key);
+
+// Builds one unsealed batch record from messages of one topic, in sequence order.
+class BatchRecordBuilder {
+ public:
+  explicit BatchRecordBuilder(std::string_view topic) : topic_(topic) {}
+  // `m.topic` must be the builder's topic.
+  void Add(const RecordView& m);
+  uint32_t count() const { return static_cast<uint32_t>(bodies_.size()); }
+  // The accounted (version-1) size of the i-th message added.
+  size_t MessageSize(size_t i) const;
+  // The record, to be sealed by SealRecord() before it is stored.
+  std::string Finish() const;
+
+ private:
+  std::string topic_;
+  std::vector<std::string> bodies_;
+};
+
+// A stored batch record, checked (version, checksum, layout) and split into its
+// messages without copying: views into the bytes given to ParseBatch().
+struct BatchView {
+  int64_t receive_time_ms = 0;
+  std::string_view topic;
+  std::vector<std::string_view> bodies;
+  size_t MessageSize(size_t i) const;
+  RecordRouting Routing(size_t i) const;
+  // The i-th message as a Record (with the topic and receive time).
+  absl::StatusOr<Record> Decode(size_t i) const;
+};
+// DATA_LOSS on a checksum mismatch, a malformed layout, or a count other than
+// `expected_count` (the key's); FAILED_PRECONDITION on an unknown version.
+absl::StatusOr<BatchView> ParseBatch(std::string_view bytes, uint32_t expected_count);
+
 }  // namespace kspool::wal

@@ -79,19 +79,21 @@ std::string_view PeekTopic(std::string_view bytes);
 uint32_t Crc32c(const char* data, size_t n);
 
 // --- Batch records (format version 2, FORMAT.md "Batch records") ---------------------
-// Several consecutive messages of one topic under one key: BE u64 first sequence number
-// + BE u32 count (12 bytes; a version-1 key is the 8-byte sequence number alone), so the
-// numbers a record holds are known from its key without reading it. The value shares the
-// version-1 header (version, CRC-32C, receive time; SealRecord() seals both), then the
-// count, the topic once, each message's body length, and the bodies: a version-1 body
-// without its topic. A message's accounted size (ledger, limits) is the size of its
-// version-1 record, so both versions count the same bytes.
+// Several consecutive messages of one topic under one key: BE u64 *last* sequence number
+// + BE u32 count (12 bytes; a version-1 key is the 8-byte sequence number alone, its own
+// last). Keyed by the last number, a forward seek to any sequence number lands on the
+// record that holds it, and the numbers a record holds are known without reading it.
+// The value shares the version-1 header (version, CRC-32C, receive time; SealRecord()
+// seals both), then the count, the topic once, each message's body length, and the
+// bodies: a version-1 body without its topic. A message's accounted size (ledger,
+// limits) is the size of its version-1 record, so both versions count the same bytes.
 inline constexpr uint8_t kBatchRecordVersion = 2;
 inline constexpr uint32_t kMaxBatchMessages = 65536;
 
+// The key of the record holding [first_seq, first_seq + count).
 std::string BatchKey(uint64_t first_seq, uint32_t count);
 // The sequence numbers a `log` key covers: [first, first + count). A version-1 key has
-// count 1. nullopt for a key of another length or a count of 0.
+// count 1. nullopt for a key of another length, a count of 0, or one beyond its last.
 struct LogKey {
   uint64_t first_seq = 0;
   uint32_t count = 0;

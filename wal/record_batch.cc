@@ -34,8 +34,9 @@ uint64_t GetBigEndian(const char* p, int bytes) {
 }  // namespace
 
 std::string BatchKey(uint64_t first_seq, uint32_t count) {
+  const uint64_t last = first_seq + count - 1;
   std::string key(12, '\0');
-  for (int i = 0; i < 8; ++i) key[i] = static_cast<char>(first_seq >> (8 * (7 - i)));
+  for (int i = 0; i < 8; ++i) key[i] = static_cast<char>(last >> (8 * (7 - i)));
   for (int i = 0; i < 4; ++i) key[8 + i] = static_cast<char>(count >> (8 * (3 - i)));
   return key;
 }
@@ -43,10 +44,10 @@ std::string BatchKey(uint64_t first_seq, uint32_t count) {
 std::optional<LogKey> ParseLogKey(std::string_view key) {
   if (key.size() == 8) return LogKey{GetBigEndian(key.data(), 8), 1, false};
   if (key.size() != 12) return std::nullopt;
-  LogKey k{GetBigEndian(key.data(), 8), static_cast<uint32_t>(GetBigEndian(key.data() + 8, 4)),
-           true};
-  if (k.count == 0 || k.first_seq + k.count < k.first_seq) return std::nullopt;
-  return k;
+  const uint64_t last = GetBigEndian(key.data(), 8);
+  const auto count = static_cast<uint32_t>(GetBigEndian(key.data() + 8, 4));
+  if (count == 0 || count - 1 > last) return std::nullopt;
+  return LogKey{last - (count - 1), count, true};
 }
 
 void BatchRecordBuilder::Add(const RecordView& m) {

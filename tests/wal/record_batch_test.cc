@@ -85,30 +85,39 @@ TEST(BatchRecord, AMessageCountsTheBytesOfItsVersionOneRecord) {
   }
 }
 
+std::string V1Key(uint64_t seq) {
+  std::string k(8, '\0');
+  for (int i = 0; i < 8; ++i) k[i] = static_cast<char>(seq >> (8 * (7 - i)));
+  return k;
+}
+
 TEST(BatchRecord, KeysNameTheirSequenceNumbersAndSortWithVersionOneKeys) {
   std::optional<LogKey> k = ParseLogKey(BatchKey(1'000'000'007, 100));
   ASSERT_TRUE(k.has_value());
   EXPECT_EQ(k->first_seq, 1'000'000'007u);
   EXPECT_EQ(k->count, 100u);
   EXPECT_TRUE(k->batch);
-  std::string v1(8, '\0');
-  v1[7] = 5;
-  k = ParseLogKey(v1);
+  k = ParseLogKey(V1Key(5));
   ASSERT_TRUE(k.has_value());
   EXPECT_EQ(k->first_seq, 5u);
   EXPECT_EQ(k->count, 1u);
   EXPECT_FALSE(k->batch);
-  // RocksDB's bytewise order is sequence order across both versions.
-  std::string v1_of_6 = v1, v1_of_4 = v1;
-  v1_of_6[7] = 6;
-  v1_of_4[7] = 4;
-  EXPECT_LT(v1_of_4, BatchKey(5, 1));
-  EXPECT_LT(BatchKey(5, 1), v1_of_6);
-  EXPECT_LT(BatchKey(5, 65536), v1_of_6);
-  EXPECT_LT(BatchKey(255, 3), BatchKey(256, 1));
+  // RocksDB's bytewise order is sequence order across both versions: records hold
+  // disjoint ranges, [4], [5, 9], [10], [11, 12].
+  EXPECT_LT(V1Key(4), BatchKey(5, 5));
+  EXPECT_LT(BatchKey(5, 5), V1Key(10));
+  EXPECT_LT(V1Key(10), BatchKey(11, 2));
+  EXPECT_LT(BatchKey(255, 1), BatchKey(256, 1));
+  // A forward seek to any number it holds lands on the record: its key is at or above
+  // the 8-byte key of each of its numbers, and below the next record's.
+  for (uint64_t seq = 5; seq <= 9; ++seq) {
+    EXPECT_GE(BatchKey(5, 5), V1Key(seq)) << seq;
+  }
+  EXPECT_LT(BatchKey(5, 5), V1Key(10));
   EXPECT_FALSE(ParseLogKey(BatchKey(5, 0)).has_value());
   EXPECT_FALSE(ParseLogKey(std::string(9, '\0')).has_value());
-  EXPECT_FALSE(ParseLogKey(BatchKey(UINT64_MAX, 2)).has_value());
+  EXPECT_FALSE(ParseLogKey(V1Key(3) + std::string("\0\0\0\5", 4)).has_value())
+      << "5 numbers cannot end at 3";
 }
 
 TEST(BatchRecord, EveryFlippedBitIsACorruptRecord) {

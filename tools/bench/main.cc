@@ -3,7 +3,9 @@
 // committed with, and (with --ceiling DIR) kspool's ratio to raw RocksDB synced writes
 // of that batch size on the same disk, measured in the same run. --stream sends on
 // SendStream instead of unary Sends; --wait-for kafka waits for (and checks) each
-// message's Kafka outcome; --agent-pid adds where the agent's CPU went.
+// message's Kafka outcome; --agent-pid adds where the agent's CPU went. For the peer
+// benchmark (tools/bench-peers.sh): --tcp-lines and --bruce-tcp feed one TCP connection
+// (tcp_feed.h).
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
@@ -19,6 +21,7 @@
 #include "tools/bench/cpu.h"
 #include "tools/bench/load.h"
 #include "tools/bench/request.h"
+#include "tools/bench/tcp_feed.h"
 
 namespace {
 
@@ -84,6 +87,24 @@ int RunBruce(const std::string& path, kspool::bench::LoadOptions o, kspool::v1::
   return b.errors == 0 ? 0 : 1;
 }
 
+// --tcp-lines / --bruce-tcp: one connection for --duration; one JSON object.
+int RunTcp(const std::string& address, kspool::bench::TcpFeedFormat format,
+           const kspool::bench::LoadOptions& o) {
+  const kspool::bench::TcpFeedResult r =
+      kspool::bench::RunTcpFeed(address, format, o.size, "bench-0", o.duration_s);
+  if (!r.error.empty()) std::fprintf(stderr, "kspool-bench: %s\n", r.error.c_str());
+  nlohmann::json j = {
+      {"mode", format == kspool::bench::TcpFeedFormat::kBruce ? "bruce_tcp" : "tcp_lines"},
+      {"size", o.size},
+      {"seconds", r.seconds},
+      {"sent", r.sent},
+      {"sent_per_s", r.seconds > 0 ? r.sent / r.seconds : 0},
+      {"wire_bytes", r.bytes},
+      {"error", r.error}};
+  std::printf("%s\n", j.dump().c_str());
+  return r.error.empty() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -141,7 +162,16 @@ int main(int argc, char** argv) {
   int agent_pid = 0;
   app.add_option("--agent-pid", agent_pid,
                  "The agent's process id (same machine): report its CPU time by thread");
+  std::string tcp_lines, bruce_tcp;
+  app.add_option("--tcp-lines", tcp_lines,
+                 "Write newline-terminated syslog lines (--size B of message text) on one TCP "
+                 "connection to HOST:PORT for --duration; report what the socket took");
+  app.add_option("--bruce-tcp", bruce_tcp,
+                 "Write Bruce/Dory messages (--size B values, topic bench-0) on one TCP "
+                 "connection to HOST:PORT for --duration; report what the socket took");
   CLI11_PARSE(app, argc, argv);
+  if (!tcp_lines.empty()) return RunTcp(tcp_lines, kspool::bench::TcpFeedFormat::kSyslogLines, o);
+  if (!bruce_tcp.empty()) return RunTcp(bruce_tcp, kspool::bench::TcpFeedFormat::kBruce, o);
   o.wait_for_kafka = wait_for == "kafka";
   if (o.stream) {
     if (app.count("--count") || app.count("--rate")) {

@@ -5,7 +5,7 @@
 // SendStream instead of unary Sends; --wait-for kafka waits for (and checks) each
 // message's Kafka outcome; --agent-pid adds where the agent's CPU went. For the peer
 // benchmark (tools/bench-peers.sh): --tcp-lines and --bruce-tcp feed one TCP connection
-// (tcp_feed.h).
+// (tcp_feed.h), --kafka-offsets and --kafka-wait count deliveries in Kafka (kafka_count.h).
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
@@ -19,6 +19,7 @@
 #include "tools/bench/bruce.h"
 #include "tools/bench/ceiling.h"
 #include "tools/bench/cpu.h"
+#include "tools/bench/kafka_count.h"
 #include "tools/bench/load.h"
 #include "tools/bench/request.h"
 #include "tools/bench/tcp_feed.h"
@@ -105,6 +106,37 @@ int RunTcp(const std::string& address, kspool::bench::TcpFeedFormat format,
   return r.error.empty() ? 0 : 1;
 }
 
+// --kafka-offsets (wait_from < 0): the sum of bench-*'s high watermarks; --kafka-wait:
+// WaitForKafka. One JSON object.
+int RunKafkaCount(const std::string& brokers, int topics, int64_t wait_from, uint64_t expect,
+                  int pid, double idle_s, double max_wait_s) {
+  auto count = kspool::bench::KafkaCount::Connect(brokers);
+  std::vector<std::string> names;
+  for (int t = 0; t < std::max(topics, 1); ++t) names.push_back("bench-" + std::to_string(t));
+  absl::Status status = count.status();
+  nlohmann::json j;
+  if (status.ok() && wait_from < 0) {
+    auto sum = (*count)->Sum(names);
+    status = sum.status();
+    if (sum.ok()) j["offsets"] = *sum;
+  } else if (status.ok()) {
+    auto w = kspool::bench::WaitForKafka(**count, names, static_cast<uint64_t>(wait_from), expect,
+                                         pid, idle_s, max_wait_s);
+    status = w.status();
+    if (w.ok()) {
+      j = {{"offsets", w->offsets},     {"delivered", w->offsets - wait_from},
+           {"reached", w->reached},     {"last_change_s", w->last_change_s},
+           {"pid_cpu_s", w->pid_cpu_s}, {"waited_s", w->waited_s}};
+    }
+  }
+  if (!status.ok()) {
+    std::fprintf(stderr, "kspool-bench: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -162,16 +194,35 @@ int main(int argc, char** argv) {
   int agent_pid = 0;
   app.add_option("--agent-pid", agent_pid,
                  "The agent's process id (same machine): report its CPU time by thread");
-  std::string tcp_lines, bruce_tcp;
+  std::string tcp_lines, bruce_tcp, kafka_offsets, kafka_wait;
   app.add_option("--tcp-lines", tcp_lines,
                  "Write newline-terminated syslog lines (--size B of message text) on one TCP "
                  "connection to HOST:PORT for --duration; report what the socket took");
   app.add_option("--bruce-tcp", bruce_tcp,
                  "Write Bruce/Dory messages (--size B values, topic bench-0) on one TCP "
                  "connection to HOST:PORT for --duration; report what the socket took");
+  app.add_option("--kafka-offsets", kafka_offsets,
+                 "Print the sum of the high watermarks of bench-0..--topics-1 at BROKERS");
+  app.add_option("--kafka-wait", kafka_wait,
+                 "Poll that sum at BROKERS until it reaches --from + --expect, stops growing "
+                 "for --idle s, or --drain-wait s pass; --forwarder-pid's CPU at the last rise");
+  int64_t wait_from = 0;
+  uint64_t expect = 0;
+  int forwarder_pid = 0;
+  double idle_s = 5;
+  app.add_option("--from", wait_from, "With --kafka-wait: the sum before the load");
+  app.add_option("--expect", expect, "With --kafka-wait: the messages the forwarder took in");
+  app.add_option("--forwarder-pid", forwarder_pid, "With --kafka-wait: the forwarder's pid");
+  app.add_option("--idle", idle_s, "With --kafka-wait: seconds without a rise that end it")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (!tcp_lines.empty()) return RunTcp(tcp_lines, kspool::bench::TcpFeedFormat::kSyslogLines, o);
   if (!bruce_tcp.empty()) return RunTcp(bruce_tcp, kspool::bench::TcpFeedFormat::kBruce, o);
+  if (!kafka_offsets.empty()) return RunKafkaCount(kafka_offsets, o.topics, -1, 0, 0, 0, 0);
+  if (!kafka_wait.empty()) {
+    return RunKafkaCount(kafka_wait, o.topics, std::max<int64_t>(wait_from, 0), expect,
+                         forwarder_pid, idle_s, drain_wait_s > 0 ? drain_wait_s : 60);
+  }
   o.wait_for_kafka = wait_for == "kafka";
   if (o.stream) {
     if (app.count("--count") || app.count("--rate")) {

@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# The peer benchmark: kspool against rsyslog (imtcp in, omkafka out), each forwarding
+# 100-byte messages to the same kspool-devkafka (librdkafka's mock cluster on loopback,
+# topic bench-0 with 8 partitions, as bench-suite.sh). Five forwarders run for SECONDS
+# each, in ROUNDS interleaved rounds (every forwarder once per round, the order rotating
+# by one between rounds), each run on a fresh process with a fresh WAL / queue directory:
+#   rsyslog-mem         rsyslogd, in-memory action queue (not durable)
+#   rsyslog-disk        rsyslogd, disk action queue with every queue write fsynced
+#   kspool-bruce-tcp    kspool-agent --bruce-tcp, fed like rsyslog: one TCP connection
+#   kspool-grpc-batch   kspool-agent, gRPC: 8 clients x 100 messages per Send (T1's load)
+#   kspool-grpc-single  kspool-agent, gRPC: 64 clients x 1 message per Send (T2's load)
+# The senders are kspool-bench's: for rsyslog, `--tcp-lines` writes RFC 3164 lines
+# ("<134>Jan  1 00:00:00 bench bench: " + 100 random printable bytes + "\n") on one TCP
+# connection; for kspool's Bruce TCP input, `--bruce-tcp` writes Bruce AnyPartition
+# messages with the same kind of 100-byte values on one connection. Both are closed loop,
+# blocking writes of ~16 KiB of whole messages, so they go as fast as the forwarder reads.
+# rsyslog forwards only the message text (template "%msg:2:$%": the 100 bytes, no
+# newline), so every forwarder puts 100-byte values into Kafka.
+#
+# What it measures, per run: the messages Kafka received (the sum of bench-0's partitions'
+# high watermarks before and after, `kspool-bench --kafka-offsets/--kafka-wait`, not what
+# the sender counted), polled after the load until the forwarder has delivered all it
+# took in (the sender's count), or its deliveries stopped for IDLE seconds, or DRAIN_WAIT
+# seconds passed. Delivered msg/s = delivered / (load start .. the last rise); CPU per
+# delivered message = the forwarder process's utime+stime (/proc/PID/stat, all threads)
+# over the same span / delivered. The table (also $OUT/table.md) gives the median and
+# range over the rounds, every round, and ratios taken within each round: kspool's CPU
+# per message over rsyslog-mem's (gRPC batched, Bruce TCP), and kspool Bruce TCP's rate
+# over rsyslog-mem's. Raw figures: $OUT/<forwarder>-<round>.json (+ .load.json, the
+# sender's report, and .kafka.json, the count), rsyslog's configs and logs in $OUT/rs-*.
+#
+# rsyslog configuration (rsyslog 8.2302 from Debian; rsyslogd -n -f CONF -i PIDFILE as a
+# child process, its own work directory, only imtcp and omkafka loaded):
+#   input(type="imtcp" port="0" listenPortFileName=... ruleset="fwd"), the default main
+#   queue (in memory, 100,000 messages); in ruleset "fwd" one action:
+#   action(type="omkafka" broker=[the mock's three brokers] topic="bench-0"
+#     template="payload" partitions.auto="on" (librdkafka spreads messages over the 8
+#     partitions, as kspool's murmur2_random does without keys)
+#     confParam=["compression.codec=lz4", "queue.buffering.max.messages=1000000",
+#       "queue.buffering.max.kbytes=1048576"] (kspool's own librdkafka defaults; acks
+#       stays librdkafka's default, all, as kspool's; linger stays librdkafka's 5 ms)
+#     queue.size="100000" queue.dequeueBatchSize="1024" (larger batches for throughput,
+#       as rsyslog's queue documentation advises; the action queue's default is 128)
+#   rsyslog-mem:  queue.type="LinkedList"
+#   rsyslog-disk: queue.type="Disk" queue.filename="kafka" queue.spoolDirectory=...
+#     queue.syncQueueFiles="on" (an fsync after each write to the queue's files);
+#     queue.checkpointInterval is left at its default (no forced checkpoint of the queue's
+#     state file), which flatters rsyslog's durable mode if anything.
+#   omkafka hands messages to librdkafka asynchronously, so in both modes a message has
+#   left rsyslog's queue before Kafka acknowledged it; kspool keeps it in its WAL until then.
+# No connection options were needed for omkafka to reach the mock cluster.
+#
+# Env: ROUNDS (3), SECONDS (20, each load), DRAIN_WAIT (60: the longest wait after a load
+# for deliveries), IDLE (5: seconds without a new delivery that end the wait), OUT
+# (/tmp/kspool-bench-peers), BUILD (build), JOBS (2, ninja's), AGENT_ARGS (extra kspool-agent flags),
+# FORWARDERS (the list above, space-separated, to run a subset). Installs rsyslog and
+# rsyslog-kafka with apt-get when missing (needs root then). A default run takes about
+# 8 minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-3}
+LOAD_S=$(printenv SECONDS || echo 20)  # bash's own SECONDS counts up; read the environment's
+DRAIN_WAIT=${DRAIN_WAIT:-60}
+IDLE=${IDLE:-5}
+OUT=${OUT:-/tmp/kspool-bench-peers}
+BUILD=${BUILD:-build}
+FORWARDERS=(${FORWARDERS:-rsyslog-mem rsyslog-disk kspool-bruce-tcp kspool-grpc-batch kspool-grpc-single})
+if ! command -v rsyslogd >/dev/null || ! ls /usr/lib/*/rsyslog/omkafka.so >/dev/null 2>&1; then
+  echo "installing rsyslog and rsyslog-kafka..." >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y rsyslog rsyslog-kafka >/dev/null
+fi
+RSYSLOGD=$(command -v rsyslogd || echo /usr/sbin/rsyslogd)
+cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+ninja -C "$BUILD" -j "${JOBS:-2}" kspool-agent kspool-devkafka kspool-bench >/dev/null
+BIN=$BUILD
+rm -rf "$OUT" && mkdir -p "$OUT"
+
+. tools/bench-common.sh
+RSYSLOG_PID=""
+stop_rsyslog() {
+  [ -n "$RSYSLOG_PID" ] && kill -TERM "$RSYSLOG_PID" 2>/dev/null && wait "$RSYSLOG_PID" 2>/dev/null || true
+  RSYSLOG_PID=""
+}
+trap 'stop_rsyslog; cleanup' EXIT
+cpu_s() { awk '{ sub(/.*\) /, ""); print ($12 + $13) / '"$(getconf CLK_TCK)"' }' /proc/"$1"/stat; }
+json() { python3 -c "import json,sys; d=json.load(open('$1')); print($2)"; }
+bench() { "$BIN"/tools/kspool-bench "$@"; }
+start_devkafka bench-0:8
+
+# start_rsyslog mem|disk DIR: RSYSLOG_PID and RSYSLOG_PORT are set.
+start_rsyslog() {
+  local mode=$1 dir=$2 queue brokers
+  rm -rf "$dir" && mkdir -p "$dir/work" "$dir/queue"
+  brokers=\"${BROKERS//,/\",\"}\"
+  if [ "$mode" = disk ]; then
+    queue="queue.type=\"Disk\" queue.filename=\"kafka\" queue.spoolDirectory=\"$dir/queue\" queue.syncQueueFiles=\"on\""
+  else
+    queue="queue.type=\"LinkedList\""
+  fi
+  cat >"$dir/rsyslog.conf" <<EOF
+global(workDirectory="$dir/work")
+module(load="imtcp")
+module(load="omkafka")
+template(name="payload" type="string" string="%msg:2:\$%")
+ruleset(name="fwd") {
+  action(type="omkafka" name="kafka" broker=[$brokers] topic="bench-0" template="payload"
+         partitions.auto="on"
+         confParam=["compression.codec=lz4", "queue.buffering.max.messages=1000000",
+                    "queue.buffering.max.kbytes=1048576"]
+         $queue queue.size="100000" queue.dequeueBatchSize="1024")
+}
+input(type="imtcp" port="0" listenPortFileName="$dir/port" ruleset="fwd")
+# rsyslog's own messages (the default ruleset): to a file
+action(type="omfile" file="$dir/rsyslogd.log")
+EOF
+  "$RSYSLOGD" -n -f "$dir/rsyslog.conf" -i "$dir/rsyslogd.pid" </dev/null >"$dir/stdout" 2>&1 &
+  RSYSLOG_PID=$!
+  for _ in $(seq 100); do [ -s "$dir/port" ] && break; sleep 0.1; done
+  [ -s "$dir/port" ] || { echo "rsyslogd did not start: $(cat "$dir/stdout")" >&2; exit 1; }
+  RSYSLOG_PORT=$(tr -d '\n' <"$dir/port")
+}
+
+# run_one FORWARDER ROUND POSITION: one load, then the count in Kafka.
+run_one() {
+  local f=$1 round=$2 pos=$3 pid feed w0 t0 c0 t1 taken
+  local base="$OUT/$f-$round"
+  echo "round $round/$ROUNDS: $f for ${LOAD_S}s..." >&2
+  case $f in
+    rsyslog-mem | rsyslog-disk)
+      start_rsyslog "${f#rsyslog-}" "$OUT/rs-$f-$round"
+      pid=$RSYSLOG_PID feed=(--tcp-lines "127.0.0.1:$RSYSLOG_PORT") ;;
+    kspool-bruce-tcp)
+      start_agent "$OUT/wal" --bruce-tcp 127.0.0.1:0
+      pid=$AGENT_PID feed=(--bruce-tcp "$(sed -n 's/.* bruce_tcp=\([^ ]*\).*/\1/p' "$OUT/agent.out")") ;;
+    kspool-grpc-batch)
+      start_agent "$OUT/wal"
+      pid=$AGENT_PID feed=(--agent "$AGENT" --clients 8 --batch 100 --json) ;;
+    kspool-grpc-single)
+      start_agent "$OUT/wal"
+      pid=$AGENT_PID feed=(--agent "$AGENT" --clients 64 --batch 1 --json) ;;
+    *) echo "unknown forwarder $f" >&2; exit 2 ;;
+  esac
+  w0=$(bench --kafka-offsets "$BROKERS" | python3 -c "import json,sys; print(json.load(sys.stdin)['offsets'])")
+  t0=$(date +%s.%N) c0=$(cpu_s "$pid")
+  bench "${feed[@]}" --size 100 --duration "$LOAD_S" >"$base.load.json"
+  t1=$(date +%s.%N)
+  taken=$(json "$base.load.json" "d.get('sent', d.get('acked'))")
+  bench --kafka-wait "$BROKERS" --from "$w0" --expect "$taken" --forwarder-pid "$pid" \
+    --idle "$IDLE" --drain-wait "$DRAIN_WAIT" >"$base.kafka.json"
+  python3 - "$base" "$f" "$round" "$pos" "$taken" "$t0" "$t1" "$c0" <<'PY'
+import json, sys
+base, f, rnd, pos, taken, t0, t1, c0 = sys.argv[1:]
+k = json.load(open(base + ".kafka.json"))
+span = float(t1) - float(t0) + k["last_change_s"]
+cpu = k["pid_cpu_s"] - float(c0)
+d = k["delivered"]
+json.dump({"forwarder": f, "round": int(rnd), "position": int(pos), "taken_in": int(taken),
+           "delivered": d, "all_delivered": k["reached"], "seconds": span,
+           "delivered_per_s": d / span if span > 0 else 0, "cpu_s": cpu,
+           "cpu_us_per_delivered": cpu / d * 1e6 if d else 0}, open(base + ".json", "w"))
+PY
+  if [ "$pid" = "$RSYSLOG_PID" ]; then stop_rsyslog; rm -rf "$OUT/rs-$f-$round/queue"; else stop_agent; rm -rf "$OUT/wal"; fi
+}
+
+START=$(date +%s)
+n=${#FORWARDERS[@]}
+for round in $(seq "$ROUNDS"); do
+  for k in $(seq 0 $((n - 1))); do
+    run_one "${FORWARDERS[$(((round - 1 + k) % n))]}" "$round" $((k + 1))
+  done
+done
+ELAPSED=$(($(date +%s) - START))
+
+python3 - "$OUT" "$ROUNDS" "$LOAD_S" "$ELAPSED" "${FORWARDERS[@]}" <<'PY' | tee "$OUT/table.md"
+import json, os, platform, statistics, sys, time
+out, rounds, load_s, elapsed, fws = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), sys.argv[5:]
+runs = {f: [json.load(open(f"{out}/{f}-{r}.json")) for r in range(1, rounds + 1)] for f in fws}
+def mr(vals, fmt):
+    """Median, then the range when there is more than one value."""
+    m = fmt.format(statistics.median(vals))
+    return m if len(vals) < 2 else f"{m} ({fmt.format(min(vals))}–{fmt.format(max(vals))})"
+label = {"rsyslog-mem": "rsyslog, memory queue (imtcp, 1 TCP connection)",
+         "rsyslog-disk": "rsyslog, disk queue fsynced (imtcp, 1 TCP connection)",
+         "kspool-bruce-tcp": "kspool, Bruce TCP input (1 TCP connection)",
+         "kspool-grpc-batch": "kspool, gRPC 8 clients x 100 msgs per Send",
+         "kspool-grpc-single": "kspool, gRPC 64 clients x 1 msg per Send"}
+print(f"Peer benchmark, {time.strftime('%Y-%m-%d')}, {platform.node()}: {os.cpu_count()} cores; "
+      f"ROUNDS={rounds} SECONDS={load_s}, 100-byte messages to kspool-devkafka (bench-0, 8 "
+      f"partitions); {elapsed} s in all\n")
+print("| forwarder | delivered msg/s (in Kafka) | CPU per delivered msg (µs) | delivered / taken in |")
+print("| --- | ---: | ---: | ---: |")
+for f in fws:
+    rs = runs[f]
+    print(f"| {label.get(f, f)} | {mr([r['delivered_per_s'] for r in rs], '{:,.0f}')} | "
+          f"{mr([r['cpu_us_per_delivered'] for r in rs], '{:.2f}')} | "
+          f"{sum(r['delivered'] for r in rs):,} / {sum(r['taken_in'] for r in rs):,} |")
+def ratio(name, a, b, key):
+    if a in runs and b in runs:
+        v = [x[key] / y[key] if y[key] else 0 for x, y in zip(runs[a], runs[b])]
+        print(f"| {name} | {mr(v, '{:.2f}')} | {' '.join(f'{x:.2f}' for x in v)} |")
+print("\n| ratio, within each round | median (range) | rounds |")
+print("| --- | ---: | --- |")
+ratio("kspool gRPC batched CPU/msg ÷ rsyslog memory queue CPU/msg", "kspool-grpc-batch", "rsyslog-mem", "cpu_us_per_delivered")
+ratio("kspool Bruce TCP CPU/msg ÷ rsyslog memory queue CPU/msg", "kspool-bruce-tcp", "rsyslog-mem", "cpu_us_per_delivered")
+ratio("kspool Bruce TCP msg/s ÷ rsyslog memory queue msg/s", "kspool-bruce-tcp", "rsyslog-mem", "delivered_per_s")
+print("\n| round | # | forwarder | taken in | delivered in Kafka | all? | s | msg/s | CPU s | µs/msg |")
+print("| ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
+for r in sorted((r for f in fws for r in runs[f]), key=lambda r: (r["round"], r["position"])):
+    print(f"| {r['round']} | {r['position']} | {r['forwarder']} | {r['taken_in']:,} | {r['delivered']:,} | "
+          f"{'yes' if r['all_delivered'] else 'no'} | {r['seconds']:.1f} | {r['delivered_per_s']:,.0f} | "
+          f"{r['cpu_s']:.2f} | {r['cpu_us_per_delivered']:.2f} |")
+PY

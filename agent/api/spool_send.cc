@@ -1,16 +1,27 @@
 // SpoolService: Send, and the path every Send request takes (unary or on a stream):
 // receive, validate, append; with WAIT_FOR_KAFKA, then wait in DeliveryWaiters.
+#include <google/protobuf/arena.h>
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
 #include <unordered_set>
 
+#include "agent/api/spool_service.h"
 #include "agent/security/peer_identity.h"
 #include "base/memory_trim.h"
-#include "agent/api/spool_service.h"
 
 namespace kspool::agent {
 namespace {
+
+// Blocks sized for the request: a typical one parses into a single block (its bytes,
+// plus the messages' and strings' objects).
+google::protobuf::ArenaOptions ArenaFor(size_t request_bytes) {
+  google::protobuf::ArenaOptions o;
+  o.start_block_size = std::clamp<size_t>(2 * request_bytes + 4096, 4096, 1 << 20);
+  o.max_block_size = o.start_block_size;
+  return o;
+}
 
 // A unary Send. Its own reactor (not the default one) so that a client that goes away
 // while its Send waits for Kafka releases the waiter at once.
@@ -143,7 +154,11 @@ DeliveryWaiters::Id SpoolService::StartSend(grpc::CallbackServerContext* context
   bool wait_for_kafka = false;
   RequestMemoryBudget::Lease waiting;  // WAIT_FOR_KAFKA: the waiter's state, until answered
   {
-    kspool::v1::wire::SendRequest parsed;  // freed once encoded into `batch`
+    // Parsed into an arena: a request's messages and their strings are a few bump
+    // allocations instead of three heap allocations per message; all freed at once
+    // when the arena goes, once the messages are encoded into `batch`.
+    google::protobuf::Arena arena(ArenaFor(request.Length()));
+    auto& parsed = *google::protobuf::Arena::CreateMessage<kspool::v1::wire::SendRequest>(&arena);
     lease = Receive(context, request, &parsed, "kspool.v1.SendRequest");
     absl::Status valid = lease.status();
     std::optional<AccessControl::Caller> caller;

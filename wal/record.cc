@@ -97,7 +97,7 @@ void SealRecord(int64_t receive_time_ms, std::string* encoded) {
   std::memcpy(encoded->data() + 1, c.data(), 4);
 }
 
-std::string EncodeRecord(const Record& r) {
+RecordView ViewOf(const Record& r) {
   RecordView v;
   v.topic = r.topic;
   v.partition = r.partition;
@@ -105,7 +105,11 @@ std::string EncodeRecord(const Record& r) {
   v.value = r.value;
   for (const auto& h : r.headers) v.headers.emplace_back(h.key, h.value);
   v.client_timestamp_ms = r.client_timestamp_ms;
-  std::string out = EncodeUnsealed(v);
+  return v;
+}
+
+std::string EncodeRecord(const Record& r) {
+  std::string out = EncodeUnsealed(ViewOf(r));
   SealRecord(r.receive_time_ms, &out);
   return out;
 }

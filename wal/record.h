@@ -47,6 +47,9 @@ struct RecordView {
   std::optional<int64_t> client_timestamp_ms;
 };
 
+// A view of a decoded record, to encode it again (valid while `r` is).
+RecordView ViewOf(const Record& r);
+
 // Encodes `r` with its receive time left unset; SealRecord must run before the bytes
 // are stored. Split so that appenders encode in parallel and the group-commit committer
 // only stamps the receive time it assigns.

@@ -3,12 +3,12 @@
 // entry in full, the dead letters and a verify, as golden text; reading changes nothing.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <regex>
 
 #include "tests/ctl/ctl_runner.h"
 #include "tests/ctl/dir_snapshot.h"
 #include "tests/support/temp_dir.h"
+#include "tests/wal/fixtures/wal_fixture.h"
 
 namespace kspool {
 namespace {
@@ -19,13 +19,12 @@ using kspool::testing::ExpectGolden;
 using kspool::testing::Normalize;
 using kspool::testing::RunCtl;
 
-class CtlUpgrade : public ::testing::TestWithParam<const char*> {};
+class CtlUpgrade : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CtlUpgrade, ReadsAWalOfTheEarlierFormatAndChangesNothing) {
   kspool::testing::TempDir tmp;
   const std::string wal = tmp.sub("wal");
-  std::filesystem::copy(std::filesystem::path(KSPOOL_WAL_FIXTURES) / GetParam(), wal,
-                        std::filesystem::copy_options::recursive);
+  wal::fixture::CopyTo(GetParam(), wal);
   const auto before = DirSnapshot(wal);
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {"stats", {"wal", "stats", wal}},    {"list", {"wal", "list", wal}},
@@ -44,12 +43,8 @@ TEST_P(CtlUpgrade, ReadsAWalOfTheEarlierFormatAndChangesNothing) {
   EXPECT_EQ(DirSnapshot(wal), before) << "kspoolctl changed the WAL it read";
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixture, CtlUpgrade, ::testing::Values("v1-clean", "v1-crash"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           name.erase(name.find('-'), 1);
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Fixture, CtlUpgrade, ::testing::ValuesIn(wal::fixture::Dirs()),
+                         [](const auto& info) { return wal::fixture::TestName(info.param); });
 
 }  // namespace
 }  // namespace kspool

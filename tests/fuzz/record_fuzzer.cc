@@ -121,14 +121,7 @@ void CheckBatch(std::string_view bytes) {
       all_decode = false;
       continue;
     }
-    RecordView m;
-    m.topic = r->topic;
-    m.partition = r->partition;
-    if (r->key) m.key = std::string_view(*r->key);
-    m.value = r->value;
-    for (const auto& h : r->headers) m.headers.emplace_back(h.key, h.value);
-    m.client_timestamp_ms = r->client_timestamp_ms;
-    rebuilt.Add(m);
+    rebuilt.Add(ViewOf(*r));
     if (rebuilt.MessageSize(rebuilt.count() - 1) != EncodeRecord(*r).size()) {
       Fail("a message's accounted size is not its version-1 record's");
     }

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 
 #include "tests/support/agent_process.h"
@@ -24,13 +23,12 @@ using kspool::testing::DevKafka;
 using namespace std::chrono_literals;
 namespace fixture = kspool::wal::fixture;
 
-class UpgradeE2E : public ::testing::TestWithParam<const char*> {};
+class UpgradeE2E : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(UpgradeE2E, AnAgentDeliversEveryLiveEntryOfAnEarlierFormatsWalAndDrainsIt) {
   kspool::testing::TempDir tmp;
   const std::string wal = tmp.sub("wal");
-  std::filesystem::copy(std::filesystem::path(KSPOOL_WAL_FIXTURES) / GetParam(), wal,
-                        std::filesystem::copy_options::recursive);
+  fixture::CopyTo(GetParam(), wal);
   DevKafka kafka(tmp.path(), 1, {"orders:4", "events:4"});
   AgentProcess agent(wal, tmp.sub("agent.log"), kafka.bootstrap());
   ASSERT_TRUE(agent.WaitUntilDrained(30s)) << agent.WalStats().entries() << " entries left";
@@ -74,12 +72,8 @@ TEST_P(UpgradeE2E, AnAgentDeliversEveryLiveEntryOfAnEarlierFormatsWalAndDrainsIt
   EXPECT_TRUE(agent.WaitUntilDrained(30s));
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixture, UpgradeE2E, ::testing::Values("v1-clean", "v1-crash"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           name.erase(name.find('-'), 1);
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Fixture, UpgradeE2E, ::testing::ValuesIn(fixture::Dirs()),
+                         [](const auto& info) { return fixture::TestName(info.param); });
 
 }  // namespace
 }  // namespace kspool

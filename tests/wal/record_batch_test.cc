@@ -23,17 +23,6 @@ std::vector<Record> Messages() {
   return m;
 }
 
-RecordView ViewOf(const Record& r) {
-  RecordView v;
-  v.topic = r.topic;
-  v.partition = r.partition;
-  if (r.key) v.key = std::string_view(*r.key);
-  v.value = r.value;
-  for (const Header& h : r.headers) v.headers.emplace_back(h.key, h.value);
-  v.client_timestamp_ms = r.client_timestamp_ms;
-  return v;
-}
-
 std::string Sealed(const std::vector<Record>& messages, int64_t receive_ms) {
   BatchRecordBuilder b("orders");
   for (const Record& r : messages) b.Add(ViewOf(r));

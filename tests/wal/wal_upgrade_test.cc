@@ -5,8 +5,6 @@
 // cleanly, the other left as a crash leaves it (RocksDB's log replayed at open).
 #include <gtest/gtest.h>
 
-#include <filesystem>
-
 #include "base/clock.h"
 #include "tests/support/temp_dir.h"
 #include "tests/wal/fixtures/wal_fixture.h"
@@ -16,15 +14,9 @@
 namespace kspool::wal {
 namespace {
 
-namespace fs = std::filesystem;
-
-class WalUpgrade : public ::testing::TestWithParam<const char*> {
+class WalUpgrade : public ::testing::TestWithParam<std::string> {
  protected:
-  void SetUp() override {
-    // Opening writes to the directory: always a copy, never the checked-in fixture.
-    fs::copy(fs::path(KSPOOL_WAL_FIXTURES) / GetParam(), dir_.path(),
-             fs::copy_options::recursive | fs::copy_options::overwrite_existing);
-  }
+  void SetUp() override { fixture::CopyTo(GetParam(), dir_.path()); }
   std::unique_ptr<Wal> OpenWal() {
     Options o;
     o.dir = dir_.path();
@@ -136,12 +128,8 @@ TEST_P(WalUpgrade, DrainsToEmptyAndTakesNewAppends) {
   ExpectLedgerHolds(wal.get(), "after the drain");
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixture, WalUpgrade, ::testing::Values("v1-clean", "v1-crash"),
-                         [](const auto& info) {
-                           std::string name = info.param;
-                           name.erase(name.find('-'), 1);
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(Fixture, WalUpgrade, ::testing::ValuesIn(fixture::Dirs()),
+                         [](const auto& info) { return fixture::TestName(info.param); });
 
 }  // namespace
 }  // namespace kspool::wal

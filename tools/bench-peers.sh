@@ -26,7 +26,9 @@
 # over the same span / delivered. The table (also $OUT/table.md) gives the median and
 # range over the rounds, every round, and ratios taken within each round: kspool's CPU
 # per message over rsyslog-mem's (gRPC batched, Bruce TCP), and kspool Bruce TCP's rate
-# over rsyslog-mem's. Raw figures: $OUT/<forwarder>-<round>.json (+ .load.json, the
+# over rsyslog-mem's; after each round, RocksDB alone writes 1,024 messages of 100 B per
+# synced write for 5 s (`kspool-bench --ceiling-only`), and kspool's CPU per message is
+# also given over that writer's, per round. Raw figures: $OUT/<forwarder>-<round>.json (+ .load.json, the
 # sender's report, and .kafka.json, the count), rsyslog's configs and logs in $OUT/rs-*.
 #
 # rsyslog configuration (rsyslog 8.2302 from Debian; rsyslogd -n -f CONF -i PIDFILE as a
@@ -168,6 +170,10 @@ for round in $(seq "$ROUNDS"); do
   for k in $(seq 0 $((n - 1))); do
     run_one "${FORWARDERS[$(((round - 1 + k) % n))]}" "$round" $((k + 1))
   done
+  # The raw ceiling beside them: RocksDB alone, 1,024 messages of 100 B per synced write.
+  echo "round $round/$ROUNDS: raw RocksDB ceiling for 5s..." >&2
+  bench --ceiling-only "$OUT" --ceiling-batch 1024 --size 100 --duration 5 \
+    >"$OUT/ceiling-$round.json"
 done
 ELAPSED=$(($(date +%s) - START))
 
@@ -203,6 +209,14 @@ print("| --- | ---: | --- |")
 ratio("kspool gRPC batched CPU/msg ÷ rsyslog memory queue CPU/msg", "kspool-grpc-batch", "rsyslog-mem", "cpu_us_per_delivered")
 ratio("kspool Bruce TCP CPU/msg ÷ rsyslog memory queue CPU/msg", "kspool-bruce-tcp", "rsyslog-mem", "cpu_us_per_delivered")
 ratio("kspool Bruce TCP msg/s ÷ rsyslog memory queue msg/s", "kspool-bruce-tcp", "rsyslog-mem", "delivered_per_s")
+ceiling = [json.load(open(f"{out}/ceiling-{r}.json"))["ceiling"] for r in range(1, rounds + 1)]
+for f, name in (("kspool-grpc-batch", "kspool gRPC batched"), ("kspool-bruce-tcp", "kspool Bruce TCP")):
+    if f in runs:
+        v = [x["cpu_us_per_delivered"] / c["cpu_us_per_message"] for x, c in zip(runs[f], ceiling)]
+        print(f"| {name} CPU/msg ÷ raw RocksDB's (1,024 × 100 B per synced write) | {mr(v, '{:.2f}')} | "
+              f"{' '.join(f'{x:.2f}' for x in v)} |")
+print("\nRaw RocksDB ceiling per round (1,024 × 100 B per synced write): " +
+      ", ".join(f"{c['messages_per_s']:,.0f} msg/s at {c['cpu_us_per_message']:.2f} µs" for c in ceiling))
 print("\n| round | # | forwarder | taken in | delivered in Kafka | all? | s | msg/s | CPU s | µs/msg |")
 print("| ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
 for r in sorted((r for f in fws for r in runs[f]), key=lambda r: (r["round"], r["position"])):

@@ -5,12 +5,14 @@
 // SendStream instead of unary Sends; --wait-for kafka waits for (and checks) each
 // message's Kafka outcome; --agent-pid adds where the agent's CPU went. For the peer
 // benchmark (tools/bench-peers.sh): --tcp-lines and --bruce-tcp feed one TCP connection
-// (tcp_feed.h), --kafka-offsets and --kafka-wait count deliveries in Kafka (kafka_count.h).
+// (tcp_feed.h), --kafka-offsets and --kafka-wait count deliveries in Kafka (kafka_count.h),
+// --ceiling-only measures the raw RocksDB ceiling alone.
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -215,7 +217,29 @@ int main(int argc, char** argv) {
   app.add_option("--forwarder-pid", forwarder_pid, "With --kafka-wait: the forwarder's pid");
   app.add_option("--idle", idle_s, "With --kafka-wait: seconds without a rise that end it")
       ->capture_default_str();
+  std::string ceiling_only;
+  app.add_option("--ceiling-only", ceiling_only,
+                 "Only the raw RocksDB ceiling in this directory: --ceiling-batch (default "
+                 "1024) messages of --size B per synced write for --duration s; one JSON "
+                 "object {\"ceiling\": {...}} on stdout");
   CLI11_PARSE(app, argc, argv);
+  if (!ceiling_only.empty()) {
+    const int b = ceiling_batch > 0 ? ceiling_batch : 1024;
+    std::error_code ignored;  // MeasureCeiling names the directory if it is not there
+    std::filesystem::create_directories(ceiling_only, ignored);
+    auto c = kspool::bench::MeasureCeiling(ceiling_only, b, o.size, o.duration_s);
+    if (!c.ok()) {
+      std::fprintf(stderr, "kspool-bench: %s\n", c.status().ToString().c_str());
+      return 1;
+    }
+    nlohmann::json j = {{"ceiling",
+                         {{"batch", b},
+                          {"size", o.size},
+                          {"messages_per_s", c->messages_per_s},
+                          {"cpu_us_per_message", c->cpu_us_per_message}}}};
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
   if (!tcp_lines.empty()) return RunTcp(tcp_lines, kspool::bench::TcpFeedFormat::kSyslogLines, o);
   if (!bruce_tcp.empty()) return RunTcp(bruce_tcp, kspool::bench::TcpFeedFormat::kBruce, o);
   if (!kafka_offsets.empty()) return RunKafkaCount(kafka_offsets, o.topics, -1, 0, 0, 0, 0);

@@ -4,15 +4,14 @@
 // of that batch size on the same disk, measured in the same run. --stream sends on
 // SendStream instead of unary Sends; --wait-for kafka waits for (and checks) each
 // message's Kafka outcome; --agent-pid adds where the agent's CPU went. For the peer
-// benchmark (tools/bench-peers.sh): --tcp-lines and --bruce-tcp feed one TCP connection
-// (tcp_feed.h), --kafka-offsets and --kafka-wait count deliveries in Kafka (kafka_count.h),
-// --ceiling-only measures the raw RocksDB ceiling alone.
+// benchmark (tools/bench-peers.sh; peer_modes.h): --tcp-lines and --bruce-tcp feed one TCP
+// connection, --kafka-offsets and --kafka-wait count deliveries in Kafka, --ceiling-only
+// measures the raw RocksDB ceiling alone.
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -21,10 +20,9 @@
 #include "tools/bench/bruce.h"
 #include "tools/bench/ceiling.h"
 #include "tools/bench/cpu.h"
-#include "tools/bench/kafka_count.h"
 #include "tools/bench/load.h"
+#include "tools/bench/peer_modes.h"
 #include "tools/bench/request.h"
-#include "tools/bench/tcp_feed.h"
 
 namespace {
 
@@ -88,55 +86,6 @@ int RunBruce(const std::string& path, kspool::bench::LoadOptions o, kspool::v1::
     std::printf("ratio           %.1f x\n", j["ratio_to_unary"].get<double>());
   }
   return b.errors == 0 ? 0 : 1;
-}
-
-// --tcp-lines / --bruce-tcp: one connection for --duration; one JSON object.
-int RunTcp(const std::string& address, kspool::bench::TcpFeedFormat format,
-           const kspool::bench::LoadOptions& o) {
-  const kspool::bench::TcpFeedResult r =
-      kspool::bench::RunTcpFeed(address, format, o.size, "bench-0", o.duration_s);
-  if (!r.error.empty()) std::fprintf(stderr, "kspool-bench: %s\n", r.error.c_str());
-  nlohmann::json j = {
-      {"mode", format == kspool::bench::TcpFeedFormat::kBruce ? "bruce_tcp" : "tcp_lines"},
-      {"size", o.size},
-      {"seconds", r.seconds},
-      {"sent", r.sent},
-      {"sent_per_s", r.seconds > 0 ? r.sent / r.seconds : 0},
-      {"wire_bytes", r.bytes},
-      {"error", r.error}};
-  std::printf("%s\n", j.dump().c_str());
-  return r.error.empty() ? 0 : 1;
-}
-
-// --kafka-offsets (wait_from < 0): the sum of bench-*'s high watermarks; --kafka-wait:
-// WaitForKafka. One JSON object.
-int RunKafkaCount(const std::string& brokers, int topics, int64_t wait_from, uint64_t expect,
-                  int pid, double idle_s, double max_wait_s) {
-  auto count = kspool::bench::KafkaCount::Connect(brokers);
-  std::vector<std::string> names;
-  for (int t = 0; t < std::max(topics, 1); ++t) names.push_back("bench-" + std::to_string(t));
-  absl::Status status = count.status();
-  nlohmann::json j;
-  if (status.ok() && wait_from < 0) {
-    auto sum = (*count)->Sum(names);
-    status = sum.status();
-    if (sum.ok()) j["offsets"] = *sum;
-  } else if (status.ok()) {
-    auto w = kspool::bench::WaitForKafka(**count, names, static_cast<uint64_t>(wait_from), expect,
-                                         pid, idle_s, max_wait_s);
-    status = w.status();
-    if (w.ok()) {
-      j = {{"offsets", w->offsets},     {"delivered", w->offsets - wait_from},
-           {"reached", w->reached},     {"last_change_s", w->last_change_s},
-           {"pid_cpu_s", w->pid_cpu_s}, {"waited_s", w->waited_s}};
-    }
-  }
-  if (!status.ok()) {
-    std::fprintf(stderr, "kspool-bench: %s\n", status.ToString().c_str());
-    return 1;
-  }
-  std::printf("%s\n", j.dump().c_str());
-  return 0;
 }
 
 }  // namespace
@@ -224,28 +173,19 @@ int main(int argc, char** argv) {
                  "object {\"ceiling\": {...}} on stdout");
   CLI11_PARSE(app, argc, argv);
   if (!ceiling_only.empty()) {
-    const int b = ceiling_batch > 0 ? ceiling_batch : 1024;
-    std::error_code ignored;  // MeasureCeiling names the directory if it is not there
-    std::filesystem::create_directories(ceiling_only, ignored);
-    auto c = kspool::bench::MeasureCeiling(ceiling_only, b, o.size, o.duration_s);
-    if (!c.ok()) {
-      std::fprintf(stderr, "kspool-bench: %s\n", c.status().ToString().c_str());
-      return 1;
-    }
-    nlohmann::json j = {{"ceiling",
-                         {{"batch", b},
-                          {"size", o.size},
-                          {"messages_per_s", c->messages_per_s},
-                          {"cpu_us_per_message", c->cpu_us_per_message}}}};
-    std::printf("%s\n", j.dump().c_str());
-    return 0;
+    return kspool::bench::RunCeilingOnly(ceiling_only, ceiling_batch > 0 ? ceiling_batch : 1024,
+                                         o.size, o.duration_s);
   }
-  if (!tcp_lines.empty()) return RunTcp(tcp_lines, kspool::bench::TcpFeedFormat::kSyslogLines, o);
-  if (!bruce_tcp.empty()) return RunTcp(bruce_tcp, kspool::bench::TcpFeedFormat::kBruce, o);
-  if (!kafka_offsets.empty()) return RunKafkaCount(kafka_offsets, o.topics, -1, 0, 0, 0, 0);
+  if (!tcp_lines.empty())
+    return kspool::bench::RunTcp(tcp_lines, kspool::bench::TcpFeedFormat::kSyslogLines, o);
+  if (!bruce_tcp.empty())
+    return kspool::bench::RunTcp(bruce_tcp, kspool::bench::TcpFeedFormat::kBruce, o);
+  if (!kafka_offsets.empty())
+    return kspool::bench::RunKafkaCount(kafka_offsets, o.topics, -1, 0, 0, 0, 0);
   if (!kafka_wait.empty()) {
-    return RunKafkaCount(kafka_wait, o.topics, std::max<int64_t>(wait_from, 0), expect,
-                         forwarder_pid, idle_s, drain_wait_s > 0 ? drain_wait_s : 60);
+    return kspool::bench::RunKafkaCount(kafka_wait, o.topics, std::max<int64_t>(wait_from, 0),
+                                        expect, forwarder_pid, idle_s,
+                                        drain_wait_s > 0 ? drain_wait_s : 60);
   }
   o.wait_for_kafka = wait_for == "kafka";
   if (o.stream) {

@@ -20,6 +20,7 @@
 #include "wal/delivery_index.h"
 #include "wal/delivery_record.h"
 #include "wal/keys.h"
+#include "wal/log_cursor.h"
 #include "wal/record.h"
 #include "wal/rocks_status.h"
 
@@ -52,13 +53,7 @@ absl::Status DeliveryIndex::Lookup(const OpenDb& db, uint64_t head, uint64_t nex
   index_ro.snapshot = snapshot.snapshot();
   std::unique_ptr<rocksdb::Iterator> index;
   if (db.delivery) index.reset(db.db->NewIterator(index_ro, db.delivery));
-  const std::string lo = keys::Seq(head), hi = keys::Seq(next);
-  const rocksdb::Slice lo_s(lo), hi_s(hi);
-  rocksdb::ReadOptions log_ro = db.IteratorOptions(db.log);
-  log_ro.snapshot = snapshot.snapshot();
-  log_ro.iterate_lower_bound = &lo_s;
-  log_ro.iterate_upper_bound = &hi_s;
-  std::unique_ptr<rocksdb::Iterator> log(db.db->NewIterator(log_ro, db.log));
+  LogCursor log(db, {head, next, /*fill_cache=*/true, snapshot.snapshot()});
 
   // In sequence order, so that one run answers for every number it covers.
   std::vector<size_t> order(seqs.size());
@@ -82,13 +77,13 @@ absl::Status DeliveryIndex::Lookup(const OpenDb& db, uint64_t head, uint64_t nex
       continue;
     }
     if (seq >= head && seq < next) {
-      log->Seek(keys::Seq(seq));
-      RETURN_IF_ERROR(FromRocks(log->status(), "read WAL entry " + std::to_string(seq)));
-      if (log->Valid() && keys::ParseSeq(View(log->key())) == seq) {
+      log.Seek(seq);
+      RETURN_IF_ERROR(log.status("read WAL entry " + std::to_string(seq)));
+      if (log.Valid() && log.seq() == seq) {
         d.seq = seq;
         d.state = Outcome::State::kPending;
         // Its topic, so that a caller may be told only of topics it may send to.
-        d.topic = std::string(PeekTopic(View(log->value())));
+        d.topic = std::string(log.Routing().topic);
         continue;
       }
     }

@@ -68,6 +68,18 @@ inline constexpr std::string_view kDeliveryFloor = "delivery_floor_seq";
 inline constexpr std::string_view kNoneBelowHead = "none_below_head";
 // `watermark/<topic>/<partition as 8 hex digits>` (FORMAT.md, "Settled watermarks").
 inline constexpr std::string_view kWatermarkPrefix = "watermark/";
+// `settled_in/<a batch record's 12-byte log key as 24 hex digits>`: which of the record's
+// messages are settled, a bit each (FORMAT.md, "Settling part of a record").
+inline constexpr std::string_view kSettledInPrefix = "settled_in/";
+inline std::string SettledIn(std::string_view log_key) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string k(kSettledInPrefix);
+  for (char c : log_key) {
+    k += kHex[static_cast<uint8_t>(c) >> 4];
+    k += kHex[static_cast<uint8_t>(c) & 0xf];
+  }
+  return k;
+}
 
 // `routing/<topic>` (FORMAT.md, "Routing bounds").
 inline constexpr std::string_view kRoutingPrefix = "routing/";

@@ -92,6 +92,8 @@ uint32_t Crc32c(const char* data, size_t n);
 // limits) is the size of its version-1 record, so both versions count the same bytes.
 inline constexpr uint8_t kBatchRecordVersion = 2;
 inline constexpr uint32_t kMaxBatchMessages = 65536;
+// The writer starts a new record rather than grow one past this many bytes of bodies.
+inline constexpr size_t kBatchRecordTargetBytes = 64 * 1024;
 
 // The key of the record holding [first_seq, first_seq + count).
 std::string BatchKey(uint64_t first_seq, uint32_t count);
@@ -110,15 +112,21 @@ class BatchRecordBuilder {
   explicit BatchRecordBuilder(std::string_view topic) : topic_(topic) {}
   // `m.topic` must be the builder's topic.
   void Add(const RecordView& m);
-  uint32_t count() const { return static_cast<uint32_t>(bodies_.size()); }
+  uint32_t count() const { return static_cast<uint32_t>(lengths_.size()); }
+  size_t body_bytes() const { return bodies_.size(); }
+  std::string_view topic() const { return topic_; }
   // The accounted (version-1) size of the i-th message added.
   size_t MessageSize(size_t i) const;
-  // The record, to be sealed by SealRecord() before it is stored.
-  std::string Finish() const;
+  // The record, to be sealed by SealRecord() before it is stored. Once: it hands over
+  // the builder's buffer (count() and MessageSize() still answer).
+  std::string Finish();
 
  private:
+  size_t IndexRoom(size_t count) const;
+
   std::string topic_;
-  std::vector<std::string> bodies_;
+  std::string bodies_;           // the messages' bodies, back to back
+  std::vector<size_t> lengths_;  // each body's length
 };
 
 // A stored batch record, checked (version, checksum, layout) and split into its
@@ -135,5 +143,13 @@ struct BatchView {
 // DATA_LOSS on a checksum mismatch, a malformed layout, or a count other than
 // `expected_count` (the key's); FAILED_PRECONDITION on an unknown version.
 absl::StatusOr<BatchView> ParseBatch(std::string_view bytes, uint32_t expected_count);
+// The layout alone, the checksum not checked: for salvaging a record that failed
+// ParseBatch() with a checksum mismatch. Its messages are not to be trusted.
+absl::StatusOr<BatchView> ParseBatchLayout(std::string_view bytes, uint32_t expected_count);
+// Message `i` of an unreadable batch record (`layout` from ParseBatchLayout(record)) in
+// the version-1 layout, with the batch record's checksum, so it still fails to decode:
+// what its dead letter keeps. Its size is the message's accounted size, and
+// SalvageTopic() reads the topic from it as from a version-1 record.
+std::string UnreadableAsVersion1(const BatchView& layout, size_t i, std::string_view record);
 
 }  // namespace kspool::wal

@@ -1,6 +1,7 @@
 // Batch records (format version 2): the key that names a record's sequence numbers, the
 // builder the appender uses, and the parser that checks a stored record and splits it
 // into its messages without copying. FORMAT.md, "Batch records", is the specification.
+#include <algorithm>
 #include <cstring>
 
 #include "absl/status/status.h"
@@ -50,30 +51,39 @@ std::optional<LogKey> ParseLogKey(std::string_view key) {
   return LogKey{last - (count - 1), count, true};
 }
 
+size_t BatchRecordBuilder::IndexRoom(size_t count) const {
+  // Header, count and topic varints, the topic, each length (a varint of at most 10).
+  return kRecordHeaderSize + 20 + topic_.size() + 10 * count;
+}
+
 void BatchRecordBuilder::Add(const RecordView& m) {
-  std::string b;
-  b.reserve(16 + m.value.size() + (m.key ? m.key->size() : 0));
-  body::PutPrefix(&b, m);
-  body::PutTail(&b, m);
-  bodies_.push_back(std::move(b));
+  // Room for this body and for the index Finish() puts in front of the bodies, made
+  // before the body is written: a large value is copied once, and Finish() moves the
+  // bodies within this buffer instead of into a second one.
+  size_t estimate = 32 + m.value.size() + (m.key ? m.key->size() : 0);
+  for (const auto& [k, v] : m.headers) estimate += 20 + k.size() + v.size();
+  const size_t want = bodies_.size() + estimate + IndexRoom(lengths_.size() + 1);
+  if (bodies_.capacity() < want) bodies_.reserve(std::max(want, 2 * bodies_.capacity()));
+  const size_t start = bodies_.size();
+  body::PutPrefix(&bodies_, m);
+  body::PutTail(&bodies_, m);
+  lengths_.push_back(bodies_.size() - start);
 }
 
 size_t BatchRecordBuilder::MessageSize(size_t i) const {
-  return AccountedSize(topic_, bodies_[i].size());
+  return AccountedSize(topic_, lengths_[i]);
 }
 
-std::string BatchRecordBuilder::Finish() const {
-  size_t bytes = kRecordHeaderSize + 16 + topic_.size();
-  for (const std::string& b : bodies_) bytes += b.size() + VarintLength(b.size());
-  std::string out;
-  out.reserve(bytes);
-  out.push_back(static_cast<char>(kBatchRecordVersion));
-  out.append(12, '\0');  // crc32c and receive time, filled by SealRecord
-  coding::PutVarint(&out, bodies_.size());
-  coding::PutBytes(&out, topic_);
-  for (const std::string& b : bodies_) coding::PutVarint(&out, b.size());
-  for (const std::string& b : bodies_) out.append(b);
-  return out;
+std::string BatchRecordBuilder::Finish() {
+  std::string index;
+  index.reserve(IndexRoom(lengths_.size()));
+  index.push_back(static_cast<char>(kBatchRecordVersion));
+  index.append(12, '\0');  // crc32c and receive time, filled by SealRecord
+  coding::PutVarint(&index, lengths_.size());
+  coding::PutBytes(&index, topic_);
+  for (size_t n : lengths_) coding::PutVarint(&index, n);
+  bodies_.insert(0, index);  // within the capacity Add() reserved: no second buffer
+  return std::move(bodies_);
 }
 
 size_t BatchView::MessageSize(size_t i) const { return AccountedSize(topic, bodies[i].size()); }
@@ -118,6 +128,14 @@ absl::StatusOr<BatchView> ParseBatch(std::string_view bytes, uint32_t expected_c
   if (coding::GetFixed32(bytes.data() + 1) != Crc32c(bytes.data() + 5, bytes.size() - 5)) {
     return absl::DataLossError("batch record checksum mismatch");
   }
+  return ParseBatchLayout(bytes, expected_count);
+}
+
+absl::StatusOr<BatchView> ParseBatchLayout(std::string_view bytes, uint32_t expected_count) {
+  if (bytes.size() < kRecordHeaderSize) {
+    return absl::DataLossError("batch record truncated: " + std::to_string(bytes.size()) +
+                               " bytes");
+  }
   BatchView v;
   v.receive_time_ms = static_cast<int64_t>(coding::GetFixed64(bytes.data() + 5));
   coding::Reader in(bytes.substr(kRecordHeaderSize));
@@ -147,6 +165,25 @@ absl::StatusOr<BatchView> ParseBatch(std::string_view bytes, uint32_t expected_c
     rest.remove_prefix(n);
   }
   return v;
+}
+
+std::string UnreadableAsVersion1(const BatchView& layout, size_t i, std::string_view record) {
+  const std::string_view body = layout.bodies[i];
+  coding::Reader in(body);
+  uint8_t flags;
+  Record ignored;
+  const size_t prefix = body::GetPrefix(&in, &flags, &ignored) ? body.size() - in.rest().size() : 0;
+  std::string out;
+  out.reserve(layout.MessageSize(i));
+  out.push_back(static_cast<char>(kRecordVersion));
+  out.append(record.substr(1, 12));  // the batch record's checksum and receive time
+  out.append(body.substr(0, prefix));
+  coding::PutBytes(&out, layout.topic);
+  out.append(body.substr(prefix));
+  // The batch's checksum was computed over other bytes; in the one case in 2^32 where it
+  // matches these, break it, so that the message stays unreadable as its record was.
+  if (coding::GetFixed32(out.data() + 1) == Crc32c(out.data() + 5, out.size() - 5)) out[1] ^= 1;
+  return out;
 }
 
 }  // namespace kspool::wal

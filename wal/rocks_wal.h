@@ -15,6 +15,8 @@
 //   CommitLease      commit_lease.h       the commit points and their lease (under mu_)
 //   OpenDb           open_db.h            the open database (under db_mu_)
 //   WalReserve       open_reserve.h       the reserve file (its own leaf lock)
+//   LogCursor        log_cursor.h         the one reader of the log's live messages
+//   SettleInLog      settle_in_log.h      a settle's writes to the log (settle_mu_)
 // "Under mu_": the component has no lock; RocksWal holds it ABSL_GUARDED_BY(mu_), so that
 // a group's admission, numbering and accounting, or a Settle's take-over, are one
 // critical section each and an append takes no second lock. GroupCommitter's methods

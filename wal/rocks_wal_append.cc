@@ -33,6 +33,7 @@ void RocksWal::AppendAsync(AppendBatch batch, AppendCallback done) {
     std::move(done)(absl::InvalidArgumentError("append of an empty batch"));
     return;
   }
+  batch.Finish();  // the last record is encoded here, not on the committer thread
   absl::Status refused;
   // The reserve was released for an open on a full volume: the room left is for draining.
   const bool no_reserve = reserve_ && reserve_->missing();
@@ -94,12 +95,13 @@ size_t RocksWal::CommitGroup() {
       if (!db_) {
         s = rocksdb::Status::IOError("WAL is closed");
       } else {
-        rocksdb::WriteBatch wb(group.bytes + 64 * (end_seq - first_seq) + 256);
+        rocksdb::WriteBatch wb(group.bytes + 64 * group.writers.size() + 256);
         uint64_t seq = first_seq;
         for (GroupCommitter::Writer* w : group.writers) {
-          for (std::string& rec : w->batch.records()) {
-            SealRecord(receive_ms, &rec);
-            wb.Put(db_->log, keys::Seq(seq++), rec);
+          for (AppendBatch::Unsealed& rec : w->batch.records()) {
+            SealRecord(receive_ms, &rec.bytes);
+            wb.Put(db_->log, BatchKey(seq, rec.count), rec.bytes);
+            seq += rec.count;
           }
         }
         wb.Put(db_->meta, keys::kNextSeq, keys::U64(end_seq));

@@ -9,11 +9,14 @@
 // entries than its counters hold owns the unreadable ones. So every topic's count of
 // discarded corrupt entries is exact. Which of several unreadable entries is charged to
 // which owner is a best match (the caller's guess, then the size); bytes are exact
-// whenever that match is. Cost: one scan of the live log per Settle() that carries
+// whenever that match is, and a topic's last unreadable entry is charged the bytes it
+// still owes, so its ledger ends exact. Cost: one scan of the live log per Settle() that carries
 // unreadable records; corruption is rare, and the scan is bounded by the WAL capacity.
-#include "wal/keys.h"
-#include "wal/rocks_wal.h"
+#include <algorithm>
+
+#include "wal/log_cursor.h"
 #include "wal/rocks_status.h"
+#include "wal/rocks_wal.h"
 
 namespace kspool::wal {
 namespace {
@@ -37,6 +40,12 @@ std::string PickOwner(const std::map<std::string, Owed>& owed, const std::string
   for (const auto& [topic, o] : owed) {
     if (fits(o)) return topic;
   }
+  // A share of a batch record whose layout is lost is not its message's size: the count
+  // owed decides, and the bytes are set from what is owed (below).
+  if (it != owed.end() && it->second.count > 0) return guess;
+  for (const auto& [topic, o] : owed) {
+    if (o.count > 0) return topic;
+  }
   return "";
 }
 
@@ -44,21 +53,14 @@ std::string PickOwner(const std::map<std::string, Owed>& owed, const std::string
 
 absl::Status RocksWal::CountLiveBetween(uint64_t from, uint64_t limit,
                                         std::map<std::string, Counts>* out) const {
-  std::string lo = keys::Seq(from), hi = keys::Seq(limit);
-  rocksdb::Slice lo_s(lo), hi_s(hi);
-  rocksdb::ReadOptions ro = db_->IteratorOptions(db_->log);
-  ro.iterate_lower_bound = &lo_s;
-  if (limit != UINT64_MAX) ro.iterate_upper_bound = &hi_s;
-  ro.fill_cache = false;
-  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->log));
-  for (it->Seek(lo_s); it->Valid(); it->Next()) {
-    std::string_view raw(it->value().data(), it->value().size());
-    absl::StatusOr<Record> rec = DecodeRecord(raw);
-    Counts& c = (*out)[rec.ok() ? rec->topic : std::string()];
-    c.count += 1;
-    c.bytes += raw.size();
+  LogCursor c(*db_, {from, limit, /*fill_cache=*/false});
+  for (c.Seek(from); c.Valid(); c.Next()) {
+    const Entry e = c.Decode();
+    Counts& n = (*out)[e.status.ok() ? e.record.topic : std::string()];
+    n.count += 1;
+    n.bytes += e.size;
   }
-  return FromRocks(it->status(), "count WAL entries");
+  return c.status("count WAL entries");
 }
 
 const std::vector<Outcome>& RocksWal::AttributeUnreadable(const std::vector<Outcome>& given,
@@ -98,8 +100,15 @@ const std::vector<Outcome>& RocksWal::AttributeUnreadable(const std::vector<Outc
     Outcome& o = (*fixed)[i];
     std::string owner = PickOwner(owed, o.topic, o.size);
     if (owner.empty()) continue;  // no topic owes it (no longer live): the guess stands
-    owed[owner].count -= 1;
-    owed[owner].bytes -= static_cast<int64_t>(o.size);
+    Owed& w = owed[owner];
+    // The last one a topic owes is charged the bytes it still owes, so its ledger ends
+    // exact even when the sizes were estimates (log_cursor.h, size()).
+    const int64_t charged = w.count == 1 ? std::max<int64_t>(w.bytes, 0)
+                                         : std::clamp<int64_t>(static_cast<int64_t>(o.size), 0,
+                                                               std::max<int64_t>(w.bytes, 0));
+    o.size = static_cast<size_t>(charged);
+    w.count -= 1;
+    w.bytes -= charged;
     o.topic = std::move(owner);
   }
   return *fixed;

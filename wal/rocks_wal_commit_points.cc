@@ -29,8 +29,9 @@
 // Idle, that is one write per lease period. Under load the WAL has live entries, so its
 // global point is written whenever it moves (with the settles' cadence), as before.
 #include "wal/keys.h"
-#include "wal/rocks_wal.h"
+#include "wal/log_cursor.h"
 #include "wal/rocks_status.h"
+#include "wal/rocks_wal.h"
 
 namespace kspool::wal {
 
@@ -126,13 +127,13 @@ absl::StatusOr<int64_t> RocksWal::ReceiveTimeBound(uint64_t from_seq) {
   // A failed seek is returned, not read as "nothing live": the bound would then be the
   // floor, above the entries it could not read, and the commit point would pass them.
   // The caller keeps its last point and asks again (CommitTracker, the drain's pass).
-  ASSIGN_OR_RETURN(const std::optional<uint64_t> first,
-                   FirstLiveAtOrAfter(std::max(from_seq, ledger_.head()), tail_.committed_next()));
-  if (first) {
-    std::string v;
-    RETURN_IF_ERROR(FromRocks(db_->db->Get(rocksdb::ReadOptions(), db_->log, keys::Seq(*first), &v),
-                              "read WAL entry " + std::to_string(*first)));
-    absl::StatusOr<int64_t> t = PeekReceiveTime(v);
+  const uint64_t from = std::max(from_seq, ledger_.head());
+  LogCursor c(*db_, {from, tail_.committed_next()});
+  c.Seek(from);
+  RETURN_IF_ERROR(c.status("WAL " + options_.dir + ": find the first live entry at or after " +
+                           std::to_string(from)));
+  if (c.Valid()) {
+    absl::StatusOr<int64_t> t = c.ReceiveTime();
     if (t.ok()) return *t;
     // An unreadable record cannot vouch for its time, but it was not settled when the
     // last commit point was saved, so it was received after that point.

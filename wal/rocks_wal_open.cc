@@ -5,15 +5,19 @@
 #include <random>
 
 #include "wal/keys.h"
+#include "wal/log_cursor.h"
+#include "wal/rocks_status.h"
 #include "wal/rocks_wal.h"
 #include "wal/rocks_wal_meta.h"
-#include "wal/rocks_status.h"
 #include "wal/wal_dir.h"
 
 namespace kspool::wal {
 namespace {
 
-constexpr int kFormatVersion = 1;
+// 2: the log holds batch records (FORMAT.md, "Batch records"); 1: one key per message.
+// This build reads both and writes version 2, so its first read-write open of a version-1
+// WAL raises the number (a version-1 build then refuses the directory).
+constexpr int kFormatVersion = 2;
 
 std::string RandomAgentId() {
   std::random_device rd;
@@ -93,6 +97,9 @@ absl::Status RocksWal::LoadState(bool reopen) {
           "WAL " + options_.dir + " has format version " + v + "; this build reads up to " +
           std::to_string(kFormatVersion));
     }
+    if (std::atoi(v.c_str()) < kFormatVersion && !options_.read_only) {
+      init.Put(db_->meta, keys::kFormatVersion, std::to_string(kFormatVersion));
+    }
   } else {
     if (options_.read_only) return NotAKspoolWal(options_.dir, "no format_version in its meta");
     init.Put(db_->meta, keys::kFormatVersion, std::to_string(kFormatVersion));
@@ -133,6 +140,7 @@ absl::Status RocksWal::LoadState(bool reopen) {
   const std::string read_log = "WAL " + options_.dir + ": read the log";
   log_it->SeekToLast();
   RETURN_IF_ERROR(FromRocks(log_it->status(), read_log + " (its last entry)"));
+  // A batch record's key starts with its last sequence number, as a version-1 key is one.
   if (log_it->Valid()) next_seq = std::max(next_seq, keys::ParseSeq(log_it->key().ToString()) + 1);
   // Entries below the persisted head are settled. Each settle deletes its own entries in
   // its batch, so only a WAL written by an older version (whose trailing range delete
@@ -152,11 +160,12 @@ absl::Status RocksWal::LoadState(bool reopen) {
     for (it->SeekToFirst(); it->Valid(); it->Next()) once.Delete(db_->log, it->key());
     RETURN_IF_ERROR(FromRocks(it->status(), read_log + " (below its head)"));
   }
-  log_it->Seek(keys::Seq(m.head));
-  RETURN_IF_ERROR(FromRocks(log_it->status(), read_log + " (its first live entry, at or after the head " +
-                                                  std::to_string(m.head) + ")"));
+  LogCursor live(*db_, {m.head, UINT64_MAX});
+  live.Seek(m.head);
+  RETURN_IF_ERROR(live.status(read_log + " (its first live entry, at or after the head " +
+                              std::to_string(m.head) + ")"));
   std::optional<uint64_t> first;
-  if (log_it->Valid()) first = keys::ParseSeq(log_it->key().ToString());
+  if (live.Valid()) first = live.seq();
 
   // The delivery index starts at the head: what was settled before it existed is unknown.
   const uint64_t head = first.value_or(next_seq);

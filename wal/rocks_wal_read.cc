@@ -5,12 +5,14 @@
 // oldest live entry (iterate_lower_bound). The choosing scan is for a reader that keeps
 // a read position per topic and passes over the entries of topics it has no room for:
 // entries are chosen by what the record's first bytes say (topic, receive time) before
-// any is decoded, so passing over an entry costs a peek, not a decode.
+// any is decoded, so passing over an entry costs a peek, not a decode. LogCursor
+// (log_cursor.h) reads version-1 entries and batch records alike.
 #include <algorithm>
 
 #include "wal/keys.h"
-#include "wal/rocks_wal.h"
+#include "wal/log_cursor.h"
 #include "wal/rocks_status.h"
+#include "wal/rocks_wal.h"
 
 namespace kspool::wal {
 
@@ -31,20 +33,14 @@ Entry DecodeEntry(uint64_t seq, std::string_view raw) {
 absl::StatusOr<std::optional<uint64_t>> RocksWal::FirstLiveAtOrAfter(uint64_t from,
                                                                      uint64_t limit) const {
   if (from >= limit || !db_) return std::nullopt;
-  std::string lo = keys::Seq(from), hi = keys::Seq(limit);
-  rocksdb::Slice lo_s(lo), hi_s(hi);
-  rocksdb::ReadOptions ro = db_->IteratorOptions(db_->log);
-  ro.iterate_lower_bound = &lo_s;
-  ro.iterate_upper_bound = &hi_s;
-  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->log));
-  it->Seek(lo_s);
-  // An iterator that stopped on an error is not Valid() either: only an OK status means
+  LogCursor c(*db_, {from, limit});
+  c.Seek(from);
+  // A cursor that stopped on an error is not Valid() either: only an OK status means
   // that nothing is live in [from, limit).
-  RETURN_IF_ERROR(FromRocks(
-      it->status(),
-      "WAL " + options_.dir + ": find the first live entry at or after " + std::to_string(from)));
-  if (!it->Valid()) return std::nullopt;
-  return keys::ParseSeq(it->key().ToString());
+  RETURN_IF_ERROR(c.status("WAL " + options_.dir + ": find the first live entry at or after " +
+                           std::to_string(from)));
+  if (!c.Valid()) return std::nullopt;
+  return c.seq();
 }
 
 absl::Status RocksWal::Scan(uint64_t from_seq, size_t max_entries, size_t max_bytes,
@@ -62,28 +58,19 @@ absl::Status RocksWal::Scan(uint64_t from_seq, size_t max_entries, size_t max_by
     learn = plan.learn;
   }
   if (lower >= upper || max_entries == 0) return absl::OkStatus();
-  std::string lo = keys::Seq(lower), hi = keys::Seq(upper);
-  rocksdb::Slice lo_s(lo), hi_s(hi);
-  rocksdb::ReadOptions ro = db_->IteratorOptions(db_->log);
-  ro.iterate_lower_bound = &lo_s;
-  ro.iterate_upper_bound = &hi_s;
   // Each entry is read once, in order: caching its blocks only evicts useful ones.
-  ro.fill_cache = false;
-  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->log));
+  LogCursor c(*db_, {lower, upper, /*fill_cache=*/false});
   out->reserve(out->size() + std::min<uint64_t>({max_entries, upper - lower, 65536}));
   const size_t first = out->size();
   size_t n = 0, bytes = 0;
-  for (it->Seek(lo_s); it->Valid() && n < max_entries && bytes < max_bytes; it->Next(), ++n) {
-    std::string_view raw(it->value().data(), it->value().size());
-    bytes += raw.size();
-    out->push_back(
-        DecodeEntry(keys::ParseSeq(std::string_view(it->key().data(), it->key().size())), raw));
+  for (c.Seek(lower); c.Valid() && n < max_entries && bytes < max_bytes; c.Next(), ++n) {
+    out->push_back(c.Decode());
+    bytes += out->back().size;
   }
-  RETURN_IF_ERROR(FromRocks(it->status(), "scan WAL"));
+  RETURN_IF_ERROR(c.status("scan WAL"));
   // Every key in [lower, end) was seen; after a restart that tells Settle() the gaps.
   if (learn) {
-    const uint64_t end =
-        !it->Valid() ? upper : (out->size() > first ? out->back().seq + 1 : lower);
+    const uint64_t end = !c.Valid() ? upper : (out->size() > first ? out->back().seq + 1 : lower);
     NoteScanned(verify_from, end, *out, first);
   }
   return absl::OkStatus();
@@ -137,41 +124,33 @@ absl::Status RocksWal::ScanChoosing(const ScanRange& range,
   }
   *next = lower;
   if (range.max_keys == 0) return absl::OkStatus();
-  std::string lo = keys::Seq(lower), hi = keys::Seq(upper);
-  rocksdb::Slice lo_s(lo), hi_s(hi);
-  rocksdb::ReadOptions ro = db_->IteratorOptions(db_->log);
-  ro.iterate_lower_bound = &lo_s;
-  ro.iterate_upper_bound = &hi_s;
-  ro.fill_cache = false;  // each entry is read once, in order
-  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->log));
+  LogCursor c(*db_, {lower, upper, /*fill_cache=*/false});  // each entry is read once, in order
   size_t offered = 0;
-  it->Seek(lo_s);
-  for (; it->Valid(); it->Next()) {
-    const uint64_t seq = keys::ParseSeq(std::string_view(it->key().data(), it->key().size()));
+  for (c.Seek(lower); c.Valid(); c.Next()) {
+    const uint64_t seq = c.seq();
     if (offered == range.max_keys) {
       *next = seq;
-      RETURN_IF_ERROR(FromRocks(it->status(), "scan WAL"));
+      RETURN_IF_ERROR(c.status("scan WAL"));
       finish(seq);
       return absl::OkStatus();
     }
     ++offered;
-    std::string_view raw(it->value().data(), it->value().size());
-    absl::StatusOr<int64_t> rt = PeekReceiveTime(raw);
-    RecordRouting routing = PeekRouting(raw);
-    ScanCandidate c{seq, routing.topic, rt.ok() ? *rt : 0, raw.size(), routing.partition,
-                    routing.key};
-    ScanChoice choice = choose(c);
+    absl::StatusOr<int64_t> rt = c.ReceiveTime();
+    RecordRouting routing = c.Routing();
+    ScanCandidate cand{seq,      routing.topic,     rt.ok() ? *rt : 0,
+                       c.size(), routing.partition, routing.key};
+    ScanChoice choice = choose(cand);
     if (choice == ScanChoice::kStop) {
       *next = seq;
-      RETURN_IF_ERROR(FromRocks(it->status(), "scan WAL"));
+      RETURN_IF_ERROR(c.status("scan WAL"));
       finish(seq);
       return absl::OkStatus();
     }
     note(seq);
-    if (choice == ScanChoice::kTake) out->push_back(DecodeEntry(seq, raw));
+    if (choice == ScanChoice::kTake) out->push_back(c.Decode());
     *next = seq + 1;  // as far as an iterator error leaves it (drain_log.h)
   }
-  RETURN_IF_ERROR(FromRocks(it->status(), "scan WAL"));
+  RETURN_IF_ERROR(c.status("scan WAL"));
   *next = end;
   finish(std::min(end, upper));
   return absl::OkStatus();
@@ -182,17 +161,11 @@ absl::StatusOr<std::optional<Entry>> RocksWal::Newest() {
   if (!db_) return ClosedError();
   const auto [lower, upper] = live_range();
   if (lower >= upper) return std::nullopt;
-  std::string lo = keys::Seq(lower), hi = keys::Seq(upper);
-  rocksdb::Slice lo_s(lo), hi_s(hi);
-  rocksdb::ReadOptions ro = db_->IteratorOptions(db_->log);
-  ro.iterate_lower_bound = &lo_s;
-  ro.iterate_upper_bound = &hi_s;
-  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->log));
-  it->SeekToLast();
-  RETURN_IF_ERROR(FromRocks(it->status(), "read the newest WAL entry"));
-  if (!it->Valid()) return std::nullopt;
-  return DecodeEntry(keys::ParseSeq(std::string_view(it->key().data(), it->key().size())),
-                     std::string_view(it->value().data(), it->value().size()));
+  LogCursor c(*db_, {lower, upper});
+  c.SeekToLast();
+  RETURN_IF_ERROR(c.status("read the newest WAL entry"));
+  if (!c.Valid()) return std::nullopt;
+  return c.Decode();
 }
 
 }  // namespace kspool::wal

@@ -3,8 +3,9 @@
 // and raises the partitions' watermarks, all in one synced write batch (the contracts:
 // drain_log.h, settled_watermarks.h).
 //
-// The log is used as a queue, so deletes pile up at its head: each settled entry gets a
-// point tombstone in the settle's batch, never a range tombstone (RocksDB 7.8.3 aborts
+// The log is used as a queue, so deletes pile up at its head: each settled entry (or batch
+// record whose last live message is settled: settle_in_log.h) gets a point tombstone in
+// the settle's batch, never a range tombstone (RocksDB 7.8.3 aborts
 // when a compaction of range deletions alone fails to sync its empty output: FORMAT.md,
 // "Deletes"). Scans start at the head (iterate_lower_bound), so the tombstones below it
 // cost space until compaction, not reads.
@@ -13,8 +14,9 @@
 #include <algorithm>
 
 #include "wal/keys.h"
-#include "wal/rocks_wal.h"
 #include "wal/rocks_status.h"
+#include "wal/rocks_wal.h"
+#include "wal/settle_in_log.h"
 
 namespace kspool::wal {
 
@@ -56,7 +58,7 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   rocksdb::WriteBatch wb;
   const int64_t now_ms = options_.clock->NowMillis();
   if (cand > head) wb.Put(db_->meta, keys::kHead, keys::U64(cand));
-  for (uint64_t seq : seqs) wb.Delete(db_->log, keys::Seq(seq));
+  RETURN_IF_ERROR(SettleInLog(*db_, seqs, &wb));  // deletes, or bits in part-settled records
   uint64_t bytes = 0;
   for (const Outcome& o : outcomes) bytes += o.size;
   const Counts added = dead_letters_.Keep(outcomes, now_ms, *db_, &wb);

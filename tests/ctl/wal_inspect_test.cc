@@ -103,15 +103,22 @@ class CrashedWalTest : public ::testing::Test {
   std::string Stable(const CtlResult& r, const std::string& dir) {
     return Normalize(r.out, {{dir, "<wal>"}, {agent_id_, "<agent-id>"}});
   }
-  // Flips a bit in the last byte of seq 2's value, in a copy of the WAL.
+  // Flips a bit in the last byte of the record holding seq 2 (a batch record of its
+  // Send's one message: its key is the last number it holds, then the count), in a copy
+  // of the WAL.
   std::string CorruptCopy() {
     const std::string copy = tmp_.sub("corrupt");
     std::filesystem::copy(wal_, copy, std::filesystem::copy_options::recursive);
     WithRawRocks(copy, [](rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>& cfh) {
-      std::string v;
-      ASSERT_TRUE(db->Get({}, cfh[1], SeqKey(2), &v).ok());
+      std::unique_ptr<rocksdb::Iterator> it(db->NewIterator({}, cfh[1]));
+      it->Seek(SeqKey(2));
+      ASSERT_TRUE(it->Valid()) << it->status().ToString();
+      const std::string key = it->key().ToString();
+      ASSERT_EQ(key, SeqKey(2) + std::string("\0\0\0\1", 4)) << "not seq 2's own record";
+      std::string v = it->value().ToString();
+      it.reset();
       v[v.size() - 1] ^= 0x20;
-      ASSERT_TRUE(db->Put({}, cfh[1], SeqKey(2), v).ok());
+      ASSERT_TRUE(db->Put({}, cfh[1], key, v).ok());
     });
     return copy;
   }
@@ -256,16 +263,17 @@ TEST_F(CrashedWalTest, NewerFormatVersionIsRefused) {
   const std::string copy = tmp_.sub("newer");
   std::filesystem::copy(wal_, copy, std::filesystem::copy_options::recursive);
   WithRawRocks(copy, [](rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>& cfh) {
-    ASSERT_TRUE(db->Put({}, cfh[2], "format_version", "2").ok());
+    ASSERT_TRUE(db->Put({}, cfh[2], "format_version", "3").ok());
   });
   for (const char* cmd : {"stats", "list", "verify"}) {
     CtlResult r = Ctl({"wal", cmd, copy});
     EXPECT_EQ(r.exit_code, 1) << cmd;
-    EXPECT_NE(r.err.find("has format version 2; this build reads up to 1"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("has format version 3; this build reads up to 2"), std::string::npos)
+        << r.err;
   }
   CtlResult r = Ctl({"dead", "replay", copy, "--all"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("format version 2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("format version 3"), std::string::npos) << r.err;
 }
 
 }  // namespace

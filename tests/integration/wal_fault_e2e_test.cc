@@ -154,19 +154,23 @@ TEST(WalFaultE2E, ASendAnsweredUnavailableAfterAFailedSyncCanStillBeDeliveredAnd
   EXPECT_EQ(doomed_seqs.size(), 1u) << "the message answered UNAVAILABLE reached Kafka";
 }
 
-// Sends a, b, c, d to "t" while Kafka is down, stops the agent, applies `edit` to the
-// second entry's stored bytes, and starts the agent again with Kafka up. Returns the
-// sequence numbers.
+// Sends a, b, c, d to "t" while Kafka is down, one Send each (so each is a WAL record of
+// its own), stops the agent, applies `edit` to the second one's stored bytes, and starts
+// the agent again with Kafka up. Returns the sequence numbers.
 std::vector<uint64_t> CorruptSecondOfFour(SpoolHarness& h, const std::function<void(std::string*)>& edit) {
   h.Start();
   EXPECT_EQ(h.kafka().Command("broker down all"), "OK");
-  auto sent = h.Send("t", {"a", "b", "c", "d"});
-  EXPECT_TRUE(sent.status.ok());
+  std::vector<uint64_t> seqs;
+  for (const char* v : {"a", "b", "c", "d"}) {
+    auto sent = h.Send("t", {v});
+    EXPECT_TRUE(sent.status.ok());
+    seqs.push_back(sent.seqs.at(0));
+  }
   h.Stop();
-  EXPECT_TRUE(kspool::testing::EditLogEntry(h.wal_dir(), sent.seqs.at(1), edit).ok());
+  EXPECT_TRUE(kspool::testing::EditLogEntry(h.wal_dir(), seqs.at(1), edit).ok());
   EXPECT_EQ(h.kafka().Command("broker up all"), "OK");
   h.Start();
-  return sent.seqs;
+  return seqs;
 }
 
 TEST(WalFaultE2E, CorruptRecordIsQuarantinedAndTheRestIsDelivered) {
@@ -191,8 +195,9 @@ TEST(WalFaultE2E, CorruptRecordIsQuarantinedAndTheRestIsDelivered) {
 // owns the entry, so the ledger, the report and /status show no line without a topic.
 TEST(WalFaultE2E, CorruptRecordWithAnUnreadableTopicIsCountedUnderItsTopic) {
   SpoolHarness h;
-  // Byte 16 is the topic's first byte (FORMAT.md); 0x01 is no topic character.
-  auto seqs = CorruptSecondOfFour(h, [](std::string* v) { (*v)[16] = '\x01'; });
+  // Byte 15 is the topic's first byte in a batch record of one message (FORMAT.md);
+  // 0x01 is no topic character.
+  auto seqs = CorruptSecondOfFour(h, [](std::string* v) { (*v)[15] = '\x01'; });
   ASSERT_TRUE(h.WaitUntilDrained(30s));
   auto dead = h.ExpectAllAccountedFor("t");
   ASSERT_EQ(dead.size(), 1u);
@@ -207,6 +212,38 @@ TEST(WalFaultE2E, CorruptRecordWithAnUnreadableTopicIsCountedUnderItsTopic) {
   for (const auto& t : report.topics()) EXPECT_NE(t.topic(), "") << "a report line without a topic";
   auto status = kspool::testing::HttpGet(h.agent().http_address(), "/status");
   EXPECT_EQ(status.body.find("\"\":"), std::string::npos) << status.body;
+}
+
+// A Send's messages to one topic share one WAL record: a record that fails its checksum
+// quarantines each of them (a dead letter per message, each under its topic, each charged
+// its own size), and the Sends before and after it are delivered.
+TEST(WalFaultE2E, CorruptBatchRecordQuarantinesEachOfItsMessages) {
+  SpoolHarness h;
+  h.Start();
+  ASSERT_EQ(h.kafka().Command("broker down all"), "OK");
+  ASSERT_TRUE(h.Send("t", {"before"}).status.ok());
+  auto batch = h.Send("t", {"m0", "m1", "m2", "m3", "m4"});
+  ASSERT_TRUE(batch.status.ok());
+  ASSERT_TRUE(h.Send("t", {"after"}).status.ok());
+  h.Stop();
+  size_t key_size = 0;
+  ASSERT_TRUE(kspool::testing::EditLogEntry(
+                  h.wal_dir(), batch.seqs.at(2),
+                  [](std::string* v) { (*v)[v->size() - 1] ^= 0x20; }, &key_size)
+                  .ok());
+  ASSERT_EQ(key_size, 12u) << "not a batch record";
+  ASSERT_EQ(h.kafka().Command("broker up all"), "OK");
+  h.Start();
+  ASSERT_TRUE(h.WaitUntilDrained(30s)) << "a corrupt record must not stall the drain";
+  auto dead = h.ExpectAllAccountedFor("t");
+  ASSERT_EQ(dead.size(), 5u);
+  for (uint64_t seq : batch.seqs) EXPECT_EQ(dead[seq], "corrupt") << seq;
+  const wal::Stats stats = h.agent().wal()->GetStats();
+  EXPECT_EQ(stats.topics.count(""), 0u);
+  EXPECT_EQ(stats.topics.at("t").discarded.at("corrupt").count, 5u);
+  EXPECT_EQ(stats.topics.at("t").delivered.count, 2u);
+  EXPECT_EQ(stats.topics.at("t").pending().bytes, 0u) << "each was charged its own size";
+  EXPECT_EQ(stats.entries, 0u);
 }
 
 TEST(WalFaultE2E, BadRequestsAreRejectedWholeNamingIndexAndField) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,17 +44,34 @@ inline rocksdb::Status WithRawWal(
   return s;
 }
 
-// Applies `edit` to the stored bytes of log entry `seq` in the (closed) WAL at `dir`;
-// an error if the directory does not open or the entry is not there.
+// Applies `edit` to the stored bytes of the log record holding entry `seq` in the
+// (closed) WAL at `dir`: a version-1 record (its key the 8-byte sequence number) or a
+// batch record (its key the last number it holds and its count, so the first key at or
+// after `seq` is the one that holds it); an error if the directory does not open or no
+// record holds `seq`. `*key_size`, when given, is set to the key's length (8 or 12).
 inline rocksdb::Status EditLogEntry(const std::string& dir, uint64_t seq,
-                                    const std::function<void(std::string*)>& edit) {
+                                    const std::function<void(std::string*)>& edit,
+                                    size_t* key_size = nullptr) {
   return WithRawWal(dir, [&](rocksdb::DB* db, RawHandles& cf) {
-    std::string key(8, '\0');  // big-endian sequence number
-    for (int i = 0; i < 8; ++i) key[i] = static_cast<char>(seq >> (8 * (7 - i)));
-    std::string value;
-    rocksdb::Status s = db->Get({}, cf.at("log"), key, &value);
-    if (!s.ok()) return s;
+    std::string target(8, '\0');  // big-endian sequence number
+    for (int i = 0; i < 8; ++i) target[i] = static_cast<char>(seq >> (8 * (7 - i)));
+    std::unique_ptr<rocksdb::Iterator> it(db->NewIterator({}, cf.at("log")));
+    it->Seek(target);
+    if (!it->status().ok()) return it->status();
+    if (!it->Valid()) return rocksdb::Status::NotFound("no log record at or after the entry");
+    const std::string key = it->key().ToString();
+    uint64_t last = 0, count = 1;
+    for (int i = 0; i < 8; ++i) last = (last << 8) | static_cast<uint8_t>(key[i]);
+    if (key.size() == 12) {
+      count = 0;
+      for (int i = 8; i < 12; ++i) count = (count << 8) | static_cast<uint8_t>(key[i]);
+    }
+    if (key.size() != 8 && key.size() != 12) return rocksdb::Status::Corruption("odd log key");
+    if (seq + count <= last) return rocksdb::Status::NotFound("no log record holds the entry");
+    std::string value = it->value().ToString();
+    it.reset();
     edit(&value);
+    if (key_size) *key_size = key.size();
     rocksdb::WriteOptions wo;
     wo.sync = true;
     return db->Put(wo, cf.at("log"), key, value);

@@ -17,6 +17,7 @@
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
 #include "wal/keys.h"
+#include "wal/record.h"
 #include "wal/wal.h"
 
 namespace kspool::wal {
@@ -36,11 +37,14 @@ class WalCompactionFault : public ::testing::Test {
     return wal.ok() ? std::move(wal).value() : nullptr;
   }
 
-  // Appends `n` entries and closes the WAL: the next open replays them from RocksDB's
-  // log and flushes them into a table file of their own.
+  // Appends `n` entries, one Send each so that each is a log record of its own and a
+  // settle leaves tombstones, and closes the WAL: the next open replays them from
+  // RocksDB's log and flushes them into a table file of their own.
   void AppendAndClose(int n) {
     auto wal = OpenWal();
-    ASSERT_TRUE(wal->Append(MakeBatch("a", n, "v")).ok());
+    for (int i = 0; i < n; ++i) {
+      ASSERT_TRUE(wal->Append(MakeBatch("a", 1, "v" + std::to_string(i) + "-")).ok());
+    }
   }
 
   kspool::testing::TempDir dir_;
@@ -162,7 +166,7 @@ TEST_F(WalCompactionFault, OpenDeletesEntriesAnOlderVersionLeftBelowTheHead) {
     auto wal = OpenWal();
     ASSERT_TRUE(wal->Append(MakeBatch("a", 10, "v")).ok());
     std::vector<Entry> e = ScanAll(wal.get());
-    leftover = e[2].raw;
+    leftover = EncodeRecord(e[2].record);  // a version-1 entry, as the older version wrote
     ASSERT_TRUE(wal->Settle(Delivered({e.begin(), e.begin() + 5})).ok());
   }
   const std::string key3("\0\0\0\0\0\0\0\3", 8);

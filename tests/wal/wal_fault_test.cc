@@ -144,9 +144,9 @@ TEST_F(WalFault, AgentIdStaysTheSameAndReadableWhileTheWalReopens) {
   EXPECT_EQ(wal->GetStats().agent_id, id);
 }
 
-// Corrupt records, made behind the WAL's back. A record's topic starts at byte 16 when it
-// has no client timestamp (FORMAT.md: header 13, flags 1, partition varint 1, length 1).
-constexpr size_t kTopicOffset = 16;
+// Corrupt records, made behind the WAL's back. A batch record's topic starts at byte 15
+// when it holds fewer than 128 messages (FORMAT.md: header 13, count varint 1, length 1).
+constexpr size_t kTopicOffset = 15;
 
 // Once no unreadable entry is live: the ledger of each of `want_topics` (and of no other
 // topic, such as "") matches the live entries counted by a scan, and so does the report.
@@ -170,16 +170,27 @@ void ExpectTopicLedgers(Wal* wal, const std::vector<std::string>& want_topics) {
 
 class WalCorrupt : public WalFault {
  protected:
-  // Appends a0, a1 to "a" and yyy0..yyy2 to "b" (seqs 1-5), then closes the WAL.
+  // Appends a0, a1 to "a" and yyy0..yyy2 to "b" (seqs 1-5), one Send each, so that each
+  // is a record of its own, then closes the WAL.
   void SetUp() override {
     auto wal = OpenWal();
-    ASSERT_TRUE(wal->Append(MakeBatch("a", 2, "a")).ok());
-    ASSERT_TRUE(wal->Append(MakeBatch("b", 3, "yyy")).ok());
+    for (const auto& [topic, value] : std::vector<std::pair<std::string, std::string>>{
+             {"a", "a0"}, {"a", "a1"}, {"b", "yyy0"}, {"b", "yyy1"}, {"b", "yyy2"}}) {
+      RecordView v;
+      v.topic = topic;
+      v.value = value;
+      AppendBatch one;
+      one.Add(v);
+      ASSERT_TRUE(wal->Append(std::move(one)).ok());
+    }
   }
   void Corrupt(uint64_t seq, char topic_byte) {
-    ASSERT_TRUE(kspool::testing::EditLogEntry(dir_.path(), seq, [&](std::string* raw) {
-      (*raw)[kTopicOffset] = topic_byte;
-    }).ok());
+    size_t key_size = 0;
+    ASSERT_TRUE(kspool::testing::EditLogEntry(
+                    dir_.path(), seq, [&](std::string* raw) { (*raw)[kTopicOffset] = topic_byte; },
+                    &key_size)
+                    .ok());
+    ASSERT_EQ(key_size, 12u) << "not a batch record";
   }
   // Settles every entry: the readable ones delivered, the others discarded as "corrupt"
   // under the topic SalvageTopic reads (what the drain does).

@@ -65,7 +65,10 @@ class WalReadFault : public ::testing::Test {
       std::make_shared<kspool::testing::FaultInjectionFileSystem>();
 };
 
-TEST_F(WalReadFault, ASettleWhoseSeekFailsKeepsTheHeadBeforeTheEntriesLeft) {
+// A settle finds the records holding the settled numbers by seeking the log (a batch
+// record's key names its last number): a seek that fails fails the whole settle before
+// anything is written, and the drain's retry settles exactly what it asked for.
+TEST_F(WalReadFault, ASettleWhoseSeekFailsSettlesNothingAndKeepsTheHead) {
   Fill();
   std::unique_ptr<Wal> wal = OpenWal();
   ASSERT_NE(wal, nullptr);
@@ -78,13 +81,19 @@ TEST_F(WalReadFault, ASettleWhoseSeekFailsKeepsTheHeadBeforeTheEntriesLeft) {
   absl::Status s = wal->Settle(Delivered(settled));
   HealReads();
   ASSERT_GT(fs_->injected_read_faults(), faults) << "the settle read no table block";
-  EXPECT_TRUE(s.ok()) << "its batch is durable: " << s;
+  ASSERT_FALSE(s.ok()) << "a settle that could not find its records reported success";
+  EXPECT_NE(s.message().find(dir_.path()), std::string::npos) << s;
+  EXPECT_TRUE(wal->health().ok()) << "a failed read is not a failed write: " << wal->health();
+  EXPECT_EQ(ScanAll(wal.get()).size(), static_cast<size_t>(kEntries));
+  EXPECT_EQ(wal->GetStats().entries, static_cast<uint64_t>(kEntries));
+  EXPECT_EQ(wal->GetStats().topics["t"].delivered.count, 0u);
 
+  ASSERT_TRUE(wal->Settle(Delivered(settled)).ok());  // the drain's retry
   std::vector<Entry> left = ScanAll(wal.get());
-  ASSERT_EQ(left.size(), static_cast<size_t>(kEntries - kSettled))
-      << "the head moved past entries the seek could not read";
+  ASSERT_EQ(left.size(), static_cast<size_t>(kEntries - kSettled));
   EXPECT_EQ(left.front().seq, entries[kSettled].seq);
   EXPECT_EQ(wal->GetStats().entries, static_cast<uint64_t>(kEntries - kSettled));
+  EXPECT_EQ(wal->GetStats().topics["t"].delivered.count, static_cast<uint64_t>(kSettled));
 }
 
 TEST_F(WalReadFault, CommitPointDoesNotPassAnEntryItCouldNotRead) {

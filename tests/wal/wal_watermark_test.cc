@@ -107,7 +107,7 @@ TEST_F(WalWatermark, AfterAFailedSettleSyncItIsNotAheadOfWhatWasDurablySettled) 
     SCOPED_TRACE(power_cut ? "the failed batch is dropped" : "RocksDB kept the failed batch");
     std::vector<Entry> e = Append(wal.get(), 10, t);
     ASSERT_TRUE(wal->Settle(Deliver(std::vector<Entry>(e.begin(), e.begin() + 5), 0, 0)).ok());
-    fs_->FailNextSyncs(1);
+    fs_->FailNextForegroundSyncs(1);  // the settle's, not a background compaction's
     ASSERT_EQ(wal->Settle(Deliver(std::vector<Entry>(e.begin() + 5, e.end()), 0, 5)).code(),
               absl::StatusCode::kUnavailable);
     EXPECT_EQ(Of(wal.get(), t), (Marks{{t, 0, 4}})) << "before the reopen";

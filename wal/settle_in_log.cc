@@ -1,0 +1,96 @@
+// SettleInLog (settle_in_log.h): one iterator walks the records holding the settled
+// numbers in order, seeking only when a number is past the record under it, so a settle
+// of a partition's messages reads each record it touches once.
+#include "wal/settle_in_log.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "wal/keys.h"
+#include "wal/record.h"
+#include "wal/rocks_status.h"
+#include "wal/settled_bits.h"
+
+namespace kspool::wal {
+namespace {
+
+// The settles of one batch record, gathered before its writes are added.
+struct Touched {
+  std::string key;
+  LogKey rec;
+  SettledBits now;  // the messages this settle settles
+};
+
+// Adds the writes for `t`. A record whose messages are all settled by this one settle
+// had none settled before (each number given is live), so it has no bitmap to read or
+// delete: the common case costs one tombstone and no read.
+absl::Status Write(const OpenDb& db, const Touched& t, rocksdb::WriteBatch* wb) {
+  if (t.now.all()) {
+    wb->Delete(db.log, t.key);
+    return absl::OkStatus();
+  }
+  std::string stored;
+  const rocksdb::Status s =
+      db.db->Get(rocksdb::ReadOptions(), db.meta, keys::SettledIn(t.key), &stored);
+  if (!s.ok() && !s.IsNotFound()) {
+    return FromRocks(s, "read which messages of WAL record " + std::to_string(t.rec.first_seq) +
+                            ".." + std::to_string(t.rec.first_seq + t.rec.count - 1) +
+                            " are settled");
+  }
+  SettledBits bits(t.rec.count);
+  if (s.ok()) SettledBits::Parse(stored, t.rec.count, &bits);  // another length: none settled
+  for (uint32_t i = 0; i < t.rec.count; ++i) {
+    if (t.now.Test(i)) bits.Set(i);
+  }
+  if (bits.all()) {
+    wb->Delete(db.log, t.key);
+    if (s.ok()) wb->Delete(db.meta, keys::SettledIn(t.key));
+  } else {
+    wb->Put(db.meta, keys::SettledIn(t.key), bits.stored());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status SettleInLog(const OpenDb& db, const std::vector<uint64_t>& seqs,
+                         rocksdb::WriteBatch* wb) {
+  if (seqs.empty()) return absl::OkStatus();
+  const std::string lo = keys::Seq(seqs.front());
+  const rocksdb::Slice lo_s(lo);
+  rocksdb::ReadOptions ro = db.IteratorOptions(db.log);
+  ro.iterate_lower_bound = &lo_s;
+  std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(ro, db.log));
+  std::optional<Touched> batch;  // the batch record whose bits are being set
+  std::optional<LogKey> at;      // the record under the iterator
+  for (uint64_t seq : seqs) {
+    if (!at || seq >= at->first_seq + at->count) {
+      it->Seek(keys::Seq(seq));
+      RETURN_IF_ERROR(FromRocks(it->status(), "find WAL entry " + std::to_string(seq)));
+      at.reset();
+      if (it->Valid()) {
+        const std::string_view key(it->key().data(), it->key().size());
+        // A key of no known shape is one message, as LogCursor reads it.
+        at = ParseLogKey(key).value_or(LogKey{keys::ParseSeq(key), 1, false});
+      }
+    }
+    if (!at || seq < at->first_seq) continue;  // no record holds it
+    if (!at->batch) {
+      wb->Delete(db.log, it->key());
+      continue;
+    }
+    if (!batch || batch->rec.first_seq != at->first_seq) {
+      if (batch) RETURN_IF_ERROR(Write(db, *batch, wb));
+      batch.emplace();
+      batch->key.assign(it->key().data(), it->key().size());
+      batch->rec = *at;
+      batch->now = SettledBits(at->count);
+    }
+    batch->now.Set(static_cast<uint32_t>(seq - at->first_seq));
+  }
+  if (batch) RETURN_IF_ERROR(Write(db, *batch, wb));
+  return absl::OkStatus();
+}
+
+}  // namespace kspool::wal

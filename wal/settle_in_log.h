@@ -1,0 +1,24 @@
+// SettleInLog: what settling messages does to the log itself (FORMAT.md, "Settling part of
+// a record"): a version-1 entry's key is deleted; a batch record's messages get their
+// bits in its `settled_in/` bitmap in `meta`, and the batch that settles the record's last
+// live message deletes the record and its bitmap together (one tombstone per record).
+// Internal to wal/: RocksWal::Settle calls it with settle_mu_ held, so it is the only
+// writer of the records and bitmaps it reads.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "rocksdb/write_batch.h"
+#include "wal/open_db.h"
+
+namespace kspool::wal {
+
+// Adds to `wb` the writes that settle `seqs` (sorted, unique, each one live). A number
+// that no record holds is passed over (a settle applied twice: it is not live). Fails
+// only when the log or a bitmap cannot be read; `wb` is then unusable.
+[[nodiscard]] absl::Status SettleInLog(const OpenDb& db, const std::vector<uint64_t>& seqs,
+                                       rocksdb::WriteBatch* wb);
+
+}  // namespace kspool::wal

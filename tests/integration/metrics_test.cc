@@ -135,7 +135,9 @@ TEST(Metrics, BrokersUpIsZeroNotNegativeBeforeTheFirstStatistics) {
 
 TEST(Metrics, HealthAndStatusReportAWalErrorAndItsRecovery) {
   SpoolHarness h;
-  h.Start([](agent::Config* c) { c->drain.wal_reopen_interval_ms = 1500; });
+  // The reopen waits long enough that the checks of the failed state below run before
+  // it even on a loaded machine (with 1.5 s, one full ctest -j2 run failed here once).
+  h.Start([](agent::Config* c) { c->drain.wal_reopen_interval_ms = 5000; });
   const std::string http = h.agent().http_address();
   EXPECT_EQ(HttpGet(http, "/healthz").status, 200);
   EXPECT_EQ(h.SendFailingItsSync("t", "x").status.error_code(), grpc::StatusCode::UNAVAILABLE);

@@ -9,7 +9,24 @@
 
 namespace kspool::wal {
 
-Entry DecodeEntry(uint64_t seq, std::string_view raw);  // rocks_wal_read.cc
+namespace {
+
+// A version-1 entry: decoded, or with its status and its stored bytes.
+Entry DecodeEntry(uint64_t seq, std::string_view raw) {
+  Entry e;
+  e.seq = seq;
+  e.size = raw.size();
+  absl::StatusOr<Record> rec = DecodeRecord(raw);
+  if (rec.ok()) {
+    e.record = std::move(rec).value();
+  } else {
+    e.status = rec.status();
+    e.raw.assign(raw);
+  }
+  return e;
+}
+
+}  // namespace
 
 LogCursor::LogCursor(const OpenDb& db, const Range& range) : db_(db), range_(range) {
   if (!range.snapshot) own_snapshot_ = std::make_unique<rocksdb::ManagedSnapshot>(db.db.get());

@@ -16,20 +16,6 @@
 
 namespace kspool::wal {
 
-Entry DecodeEntry(uint64_t seq, std::string_view raw) {
-  Entry e;
-  e.seq = seq;
-  e.size = raw.size();
-  absl::StatusOr<Record> rec = DecodeRecord(raw);
-  if (rec.ok()) {
-    e.record = std::move(rec).value();
-  } else {
-    e.status = rec.status();
-    e.raw.assign(raw);
-  }
-  return e;
-}
-
 absl::StatusOr<std::optional<uint64_t>> RocksWal::FirstLiveAtOrAfter(uint64_t from,
                                                                      uint64_t limit) const {
   if (from >= limit || !db_) return std::nullopt;

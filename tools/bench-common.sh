@@ -2,7 +2,7 @@
 # on loopback, stopped on exit. Needs BIN (the build directory) and OUT (a directory).
 # start_devkafka TOPIC...: BROKERS and CONTROL are set; kafka_cmd LINE sends it a control
 # command ("broker down all"). start_agent WAL_DIR [FLAGS...]: AGENT (its gRPC address)
-# and AGENT_PID are set; LOG_LEVEL (warn) and AGENT_ARGS apply. stop_agent: SIGTERM, wait.
+# and AGENT_PID are set; LOG_LEVEL (warn), AGENT_ARGS and AGENT_BIN (another agent binary) apply. stop_agent: SIGTERM, wait.
 KAFKA_PID="" AGENT_PID=""
 cleanup() {
   [ -n "$AGENT_PID" ] && kill -TERM "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null || true
@@ -23,7 +23,7 @@ start_devkafka() {
 start_agent() {
   : >"$OUT/agent.out"
   local wal=$1; shift
-  "$BIN"/agent/kspool-agent --wal-dir "$wal" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
+  "${AGENT_BIN:-$BIN/agent/kspool-agent}" --wal-dir "$wal" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 \
     --kafka-brokers "$BROKERS" --log-level "${LOG_LEVEL:-warn}" ${AGENT_ARGS:-} "$@" \
     >"$OUT/agent.out" 2>>"$OUT/agent.log" &
   AGENT_PID=$!

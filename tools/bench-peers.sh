@@ -55,7 +55,10 @@
 # Env: ROUNDS (3), SECONDS (20, each load), DRAIN_WAIT (60: the longest wait after a load
 # for deliveries), IDLE (5: seconds without a new delivery that end the wait), OUT
 # (/tmp/kspool-bench-peers), BUILD (build), JOBS (2, ninja's), AGENT_ARGS (extra
-# kspool-agent flags), FORWARDERS (the list above, space-separated, to run a subset).
+# kspool-agent flags), FORWARDERS (the list above, space-separated, to run a subset; a
+# kspool forwarder named NAME@X runs the agent binary in $AGENT_X instead of the build's,
+# to compare two builds within the same rounds, e.g. AGENT_A=/tmp/a AGENT_B=/tmp/b
+# FORWARDERS="kspool-bruce-tcp@A kspool-bruce-tcp@B").
 # Installs rsyslog and rsyslog-kafka with apt-get when missing (needs root then). A
 # default run took 6 min 43 s on the 2-core VM (2026-12-03; about 2 min 15 s a round).
 set -euo pipefail
@@ -124,10 +127,11 @@ EOF
 
 # run_one FORWARDER ROUND POSITION: one load, then the count in Kafka.
 run_one() {
-  local f=$1 round=$2 pos=$3 pid feed w0 t0 c0 t1 taken
+  local f=$1 round=$2 pos=$3 pid feed w0 t0 c0 t1 taken var
   local base="$OUT/$f-$round"
   echo "round $round/$ROUNDS: $f for ${LOAD_S}s..." >&2
-  case $f in
+  if [[ $f == *@* ]]; then var=AGENT_${f##*@}; AGENT_BIN=${!var:?$var is not set}; else AGENT_BIN=""; fi
+  case ${f%@*} in
     rsyslog-mem | rsyslog-disk)
       start_rsyslog "${f#rsyslog-}" "$OUT/rs-$f-$round"
       pid=$RSYSLOG_PID feed=(--tcp-lines "127.0.0.1:$RSYSLOG_PORT") ;;
@@ -197,7 +201,8 @@ print("| forwarder | delivered msg/s (in Kafka) | CPU per delivered msg (µs) | 
 print("| --- | ---: | ---: | ---: |")
 for f in fws:
     rs = runs[f]
-    print(f"| {label.get(f, f)} | {mr([r['delivered_per_s'] for r in rs], '{:,.0f}')} | "
+    name = label.get(f.split("@")[0], f) + (f" [{f.split('@')[1]}]" if "@" in f else "")
+    print(f"| {name} | {mr([r['delivered_per_s'] for r in rs], '{:,.0f}')} | "
           f"{mr([r['cpu_us_per_delivered'] for r in rs], '{:.2f}')} | "
           f"{sum(r['delivered'] for r in rs):,} / {sum(r['taken_in'] for r in rs):,} |")
 def ratio(name, a, b, key):
@@ -209,6 +214,12 @@ print("| --- | ---: | --- |")
 ratio("kspool gRPC batched CPU/msg ÷ rsyslog memory queue CPU/msg", "kspool-grpc-batch", "rsyslog-mem", "cpu_us_per_delivered")
 ratio("kspool Bruce TCP CPU/msg ÷ rsyslog memory queue CPU/msg", "kspool-bruce-tcp", "rsyslog-mem", "cpu_us_per_delivered")
 ratio("kspool Bruce TCP msg/s ÷ rsyslog memory queue msg/s", "kspool-bruce-tcp", "rsyslog-mem", "delivered_per_s")
+# Two builds within the same rounds (NAME@A, NAME@B): B over A.
+for a in fws:
+    b = a[:-2] + "@B" if a.endswith("@A") else None
+    if b in runs:
+        ratio(f"{b} CPU/msg ÷ {a}", b, a, "cpu_us_per_delivered")
+        ratio(f"{b} msg/s ÷ {a}", b, a, "delivered_per_s")
 ceiling = [json.load(open(f"{out}/ceiling-{r}.json"))["ceiling"] for r in range(1, rounds + 1)]
 for f, name in (("kspool-grpc-batch", "kspool gRPC batched"), ("kspool-bruce-tcp", "kspool Bruce TCP")):
     if f in runs:

@@ -88,7 +88,14 @@ absl::StatusOr<std::unique_ptr<OpenDb>> OpenDb::Open(const std::string& dir, roc
   // for the log, and a cap on all memtables together.
   log_opts.write_buffer_size = 32 << 20;
   log_opts.max_write_buffer_number = 2;
-  log_opts.compression = rocksdb::kLZ4Compression;
+  // Compression where it pays: most entries are settled seconds after they are written,
+  // so what a flush (level 0) or the first compaction (level 1) writes is read once and
+  // deleted soon; compressing it cost up to a quarter of the agent's CPU with
+  // incompressible payloads (docs/PERFORMANCE.md). A backlog that lasts long enough to
+  // reach level 2 and below is what fills the volume: that is compressed.
+  log_opts.compression_per_level.assign(log_opts.num_levels, rocksdb::kLZ4Compression);
+  log_opts.compression_per_level[0] = rocksdb::kNoCompression;
+  log_opts.compression_per_level[1] = rocksdb::kNoCompression;
   // The log is read sequentially, once: large blocks mean fewer block reads, index
   // entries and iterator steps per entry. Point reads (one per commit point) are rare.
   rocksdb::BlockBasedTableOptions log_table;

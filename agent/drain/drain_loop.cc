@@ -135,26 +135,32 @@ void DrainLoop::MaybeReopenWal(int64_t now) {
 
 void DrainLoop::SettleFinished(int64_t now, bool all) {
   if (!all && now < next_settle_ms_) return;
+  // The window's iterators stay valid until the batch is settled: nothing else enters or
+  // leaves the window meanwhile, so the settled entries are erased without a lookup.
   std::vector<wal::Outcome> batch;
-  std::vector<Slot*> slots;
-  auto take = [&](Slot& slot) {
-    slot.batched = true;
-    batch.push_back(std::move(slot.outcome));
-    slots.push_back(&slot);
+  std::vector<Window::iterator> taken;
+  auto take = [&](Window::iterator it) {
+    it->second.batched = true;
+    batch.push_back(std::move(it->second.outcome));
+    taken.push_back(it);
   };
   for (auto it = window_.begin(); it != window_.end() && it->second.state == Slot::kSettling; ++it) {
-    take(it->second);
+    take(it);
   }
+  // finished_'s entries before `passed` are in the batch or settled already.
+  size_t passed = 0;
   for (uint64_t seq : finished_) {
     auto w = window_.find(seq);
-    if (w == window_.end() || w->second.batched) continue;
-    if (!all && now - w->second.finished_ms < static_cast<int64_t>(options_.settle_delay_ms)) {
-      break;  // later ones finished later still
+    if (w != window_.end() && !w->second.batched) {
+      if (!all && now - w->second.finished_ms < static_cast<int64_t>(options_.settle_delay_ms)) {
+        break;  // later ones finished later still
+      }
+      take(w);
     }
-    take(w->second);
+    ++passed;
   }
   if (batch.empty()) return;
-  TakeLowerOffsets(&batch, &slots);
+  TakeLowerOffsets(passed, &batch, &taken);
   HoldWatermarks(&batch);
   next_settle_ms_ = now + static_cast<int64_t>(options_.settle_interval_ms);
   absl::Status s = wal_->Settle(batch);
@@ -162,9 +168,9 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
     // The entries stay in the window and are settled on a later round. Whoever waits
     // for these outcomes hears of them now, once: the WAL may not reopen soon.
     if (options_.outcomes) TellNotSettled(batch, s);
-    for (size_t k = 0; k < slots.size(); ++k) {
-      slots[k]->batched = false;
-      slots[k]->outcome = std::move(batch[k]);
+    for (size_t k = 0; k < taken.size(); ++k) {
+      taken[k]->second.batched = false;
+      taken[k]->second.outcome = std::move(batch[k]);
     }
     Degraded("settle_failed");
     if (now - last_settle_error_log_ms_ > 5000) {
@@ -188,8 +194,7 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
   // Batches hold thousands of entries of a few topics: look each topic up once per run.
   TopicState* ts = nullptr;
   std::string_view ts_name;
-  for (const wal::Outcome& o : batch) {
-    auto it = window_.find(o.seq);
+  for (Window::iterator it : taken) {
     const std::string& topic = it->second.entry.record.topic;
     if (!ts || topic != ts_name) {
       auto t = topics_.try_emplace(topic).first;
@@ -199,14 +204,16 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
     ts->in_window -= 1;
     ts->window_bytes -= it->second.entry.size;
     window_bytes_ -= it->second.entry.size;
+    if (!suspects_.empty()) suspects_.erase(it->first);
     window_.erase(it);
-    if (!suspects_.empty()) suspects_.erase(o.seq);
   }
+  finished_.erase(finished_.begin(), finished_.begin() + static_cast<std::ptrdiff_t>(passed));
   while (!finished_.empty() && !window_.count(finished_.front())) finished_.pop_front();
   inflight_.store(window_.size());
 }
 
-void DrainLoop::TakeLowerOffsets(std::vector<wal::Outcome>* batch, std::vector<Slot*>* slots) {
+void DrainLoop::TakeLowerOffsets(size_t from, std::vector<wal::Outcome>* batch,
+                                 std::vector<Window::iterator>* taken) {
   // A partition's offsets follow the order entries were produced in, not their sequence
   // numbers (its keyed and unkeyed lanes go out independently), so an entry finished
   // after the prefix may lie below an offset the batch settles. Settled alone, that
@@ -220,8 +227,8 @@ void DrainLoop::TakeLowerOffsets(std::vector<wal::Outcome>* batch, std::vector<S
     h = std::max(h, o.offset);
   }
   if (highest.empty()) return;
-  for (uint64_t seq : finished_) {
-    auto w = window_.find(seq);
+  for (auto f = finished_.begin() + static_cast<std::ptrdiff_t>(from); f != finished_.end(); ++f) {
+    auto w = window_.find(*f);
     if (w == window_.end() || w->second.batched || w->second.state != Slot::kSettling) continue;
     const wal::Outcome& o = w->second.outcome;
     if (!o.delivered()) continue;
@@ -229,7 +236,7 @@ void DrainLoop::TakeLowerOffsets(std::vector<wal::Outcome>* batch, std::vector<S
     if (h == highest.end() || o.offset > h->second) continue;
     w->second.batched = true;
     batch->push_back(std::move(w->second.outcome));
-    slots->push_back(&w->second);
+    taken->push_back(w);
   }
 }
 

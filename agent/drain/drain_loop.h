@@ -199,7 +199,10 @@ class DrainLoop {
   void SettleFinished(int64_t now, bool all);
   // Adds to a settle batch the finished entries delivered below an offset it settles in
   // the same partition, so that a settled watermark never passes an unsettled copy.
-  void TakeLowerOffsets(std::vector<wal::Outcome>* batch, std::vector<Slot*>* slots);
+  using Window = std::map<uint64_t, Slot>;
+  // `from`: finished_'s entries before it are in the batch or settled already.
+  void TakeLowerOffsets(size_t from, std::vector<wal::Outcome>* batch,
+                        std::vector<Window::iterator>* taken);
   // Tells the listener of the outcomes of a failed settle it has not heard of yet.
   void TellNotSettled(const std::vector<wal::Outcome>& batch, const absl::Status& error);
   void UpdateCommitPoint();
@@ -258,7 +261,7 @@ class DrainLoop {
   std::unique_ptr<Producer> producer_;  // null while a replacement waits for its backoff
 
   // Owned by the loop thread.
-  std::map<uint64_t, Slot> window_;
+  Window window_;
   std::map<std::string, TopicState, std::less<>> topics_;
   uint64_t window_bytes_ = 0;
   // Next sequence number the reader has not looked at; a topic's entries below it that
@@ -274,7 +277,7 @@ class DrainLoop {
   uint64_t wal_reopens_seen_ = 0;
   // Finished (delivered or discarded) entries wait in the window until they can leave
   // the WAL in few batches: the finished prefix of the window goes out as one settle
-  // (one point tombstone per entry, wal/FORMAT.md "Deletes"); entries finished out of
+  // (wal/FORMAT.md, "Settling part of a record"); entries finished out of
   // order wait up to settle_delay_ms for the prefix to reach them, then go out too.
   // `finished_` lists them in finishing order.
   std::deque<uint64_t> finished_;

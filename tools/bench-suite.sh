@@ -31,7 +31,8 @@
 # (10, each of its two loads), T3_COUNT, BACKLOG_BYTES, OUT (/tmp/kspool-bench), SUITE
 # (which of 123456a to run, default 123456: TA only when asked), RUNS (3), AGENT_ARGS
 # (extra kspool-agent flags, e.g.
-# "--kafka-option linger.ms=1"). Message values are random (incompressible).
+# "--kafka-option linger.ms=1"), AGENT_BIN (another kspool-agent binary, e.g. an earlier
+# release's, to compare). Message values are random (incompressible).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T1_SECONDS=${T1_SECONDS:-60}

@@ -2,7 +2,8 @@
 # on loopback, stopped on exit. Needs BIN (the build directory) and OUT (a directory).
 # start_devkafka TOPIC...: BROKERS and CONTROL are set; kafka_cmd LINE sends it a control
 # command ("broker down all"). start_agent WAL_DIR [FLAGS...]: AGENT (its gRPC address)
-# and AGENT_PID are set; LOG_LEVEL (warn), AGENT_ARGS and AGENT_BIN (another agent binary) apply. stop_agent: SIGTERM, wait.
+# and AGENT_PID are set; LOG_LEVEL (warn), AGENT_ARGS and AGENT_BIN (another agent
+# binary) apply. stop_agent: SIGTERM, wait.
 KAFKA_PID="" AGENT_PID=""
 cleanup() {
   [ -n "$AGENT_PID" ] && kill -TERM "$AGENT_PID" 2>/dev/null && wait "$AGENT_PID" 2>/dev/null || true

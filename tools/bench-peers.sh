@@ -58,7 +58,8 @@
 # kspool-agent flags), FORWARDERS (the list above, space-separated, to run a subset; a
 # kspool forwarder named NAME@X runs the agent binary in $AGENT_X instead of the build's,
 # to compare two builds within the same rounds, e.g. AGENT_A=/tmp/a AGENT_B=/tmp/b
-# FORWARDERS="kspool-bruce-tcp@A kspool-bruce-tcp@B").
+# FORWARDERS="kspool-bruce-tcp@A kspool-bruce-tcp@B"; the table then adds @B ÷ @A per
+# round).
 # Installs rsyslog and rsyslog-kafka with apt-get when missing (needs root then). A
 # default run took 6 min 43 s on the 2-core VM (2026-12-03; about 2 min 15 s a round).
 set -euo pipefail

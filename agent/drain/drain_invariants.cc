@@ -14,9 +14,11 @@
 //    for that partition;
 //  * the window holds at most max_inflight_messages (plus undecodable entries, which are
 //    taken whatever the room) and max_inflight_bytes plus one entry;
-//  * a topic's catch-up position is not below its first unread entry.
+//  * a topic's catch-up position is not below its first unread entry;
+//  * every finished slot is listed in finished_, and none is left marked batched.
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -122,11 +124,18 @@ absl::Status DrainLoop::CheckInvariants() const {
       if (absl::Status s = lane(l, p); !s.ok()) return s;
     }
   }
+  // SettleFinished drops the settled prefix of finished_ without looking its entries up:
+  // an entry it dropped by mistake would wait in the window, finished, forever.
+  const std::set<uint64_t> finished(finished_.begin(), finished_.end());
   for (const auto& [seq, slot] : window_) {
     const bool waits = slot.state == Slot::kReady || slot.state == Slot::kBackoff;
     if (waits && !queued.count(seq)) {
       return fail("seq ", seq, " (topic '", slot.entry.record.topic, "') is ready in no lane");
     }
+    if (slot.state == Slot::kSettling && !finished.count(seq)) {
+      return fail("seq ", seq, " is finished but not listed to be settled");
+    }
+    if (slot.batched) return fail("seq ", seq, " is still marked part of a settle batch");
   }
   // Expiry may take the window past its limits by a stated overshoot (ExpireUnread).
   if (window_.size() > options_.max_inflight_messages + kExpireOvershootMessages + undecodable) {

@@ -68,9 +68,6 @@ namespace kspool::wal {
 // FAILED_PRECONDITION "<dir> is not a kspool WAL: <why>" (rocks_wal_read_only.cc).
 absl::Status NotAKspoolWal(const std::string& dir, const std::string& why);
 
-// One stored log entry as an Entry: decoded, or with its status and raw bytes.
-Entry DecodeEntry(uint64_t seq, std::string_view raw);
-
 class RocksWal final : public Wal, private GroupCommitter::Sink {
  public:
   static absl::StatusOr<std::unique_ptr<Wal>> Open(Options options);

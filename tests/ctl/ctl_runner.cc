@@ -34,6 +34,13 @@ CtlResult RunCtl(const std::vector<std::string>& args, const std::string& scratc
   return r;
 }
 
+std::vector<nlohmann::json> JsonLines(const std::string& out) {
+  std::vector<nlohmann::json> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
 std::string Normalize(std::string text, const std::map<std::string, std::string>& exact) {
   for (const auto& [from, to] : exact) {
     for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {

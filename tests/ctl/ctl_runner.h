@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace kspool::testing {
 
 struct CtlResult {
@@ -15,6 +17,9 @@ struct CtlResult {
 
 // Runs `kspoolctl args...`; its stderr goes to a file under `scratch_dir`.
 CtlResult RunCtl(const std::vector<std::string>& args, const std::string& scratch_dir);
+
+// kspoolctl's JSON Lines output (--json), one value per line.
+std::vector<nlohmann::json> JsonLines(const std::string& out);
 
 // Replaces what differs between runs: each key of `exact` by its value, times by a
 // placeholder of the same width (columns stay aligned), ages and lags by "<duration>".

@@ -22,15 +22,9 @@ using kspool::testing::AgentProcess;
 using kspool::testing::CtlResult;
 using kspool::testing::DevKafka;
 using kspool::testing::RunCtl;
+using kspool::testing::JsonLines;
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-std::vector<json> JsonLines(const std::string& out) {
-  std::vector<json> lines;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
-  return lines;
-}
 
 int InfoLogFiles(const std::string& dir) {
   int n = 0;

@@ -26,6 +26,7 @@ using kspool::testing::DirSnapshot;
 using kspool::testing::ExpectGolden;
 using kspool::testing::Normalize;
 using kspool::testing::RunCtl;
+using kspool::testing::JsonLines;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
@@ -51,13 +52,6 @@ std::string SeqKey(uint64_t seq) {
   std::string key(8, '\0');
   for (int i = 0; i < 8; ++i) key[i] = static_cast<char>(seq >> (8 * (7 - i)));
   return key;
-}
-
-std::vector<json> JsonLines(const std::string& out) {
-  std::vector<json> lines;
-  std::istringstream in(out);
-  for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
-  return lines;
 }
 
 class CrashedWalTest : public ::testing::Test {

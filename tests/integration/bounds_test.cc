@@ -12,7 +12,7 @@ namespace {
 using kspool::testing::SpoolHarness;
 using namespace std::chrono_literals;
 
-std::vector<std::string> Values(const std::string& prefix, int n) {
+std::vector<std::string> PaddedValues(const std::string& prefix, int n) {
   return kspool::testing::Values(prefix, n, /*pad=*/100);
 }
 
@@ -27,7 +27,7 @@ TEST(Bounds, AFullTopicIsRefusedWhileAnotherTopicIsAcceptedAndDelivered) {
   kspool::testing::SendResult full;
   int stuck_accepted = 0;
   for (int i = 0; i < 1000; ++i) {
-    full = h.Send("stuck", Values("s" + std::to_string(i) + "-", 10));
+    full = h.Send("stuck", PaddedValues("s" + std::to_string(i) + "-", 10));
     if (!full.status.ok()) break;
     stuck_accepted += 10;
   }
@@ -43,14 +43,14 @@ TEST(Bounds, AFullTopicIsRefusedWhileAnotherTopicIsAcceptedAndDelivered) {
   // Another topic is still accepted, and delivered: its commit point passes its messages.
   kspool::testing::SendResult ok;
   for (int i = 0; i < 20; ++i) {
-    ok = h.Send("healthy", Values("h" + std::to_string(i) + "-", 10));
+    ok = h.Send("healthy", PaddedValues("h" + std::to_string(i) + "-", 10));
     ASSERT_TRUE(ok.status.ok()) << ok.status.error_message();
   }
   ASSERT_TRUE(h.WaitUntil([&] {
     auto points = h.agent().wal()->SavedCommitPoints().topics_ms;
     return points.count("healthy") && points.at("healthy") >= ok.receive_time_ms;
   }, 30s)) << "the healthy topic drains while the stuck one is full";
-  EXPECT_EQ(h.Send("stuck", Values("again-", 1)).status.error_code(),
+  EXPECT_EQ(h.Send("stuck", PaddedValues("again-", 1)).status.error_code(),
             grpc::StatusCode::RESOURCE_EXHAUSTED);
 
   const std::string metrics =
@@ -64,7 +64,7 @@ TEST(Bounds, AFullTopicIsRefusedWhileAnotherTopicIsAcceptedAndDelivered) {
   // With its leader back, the stuck topic drains and is accepted again.
   ASSERT_EQ(h.kafka().Command("leader stuck 0 1"), "OK");
   ASSERT_TRUE(h.WaitUntilDrained(60s));
-  EXPECT_TRUE(h.Send("stuck", Values("after-", 10)).status.ok());
+  EXPECT_TRUE(h.Send("stuck", PaddedValues("after-", 10)).status.ok());
   ASSERT_TRUE(h.WaitUntilDrained(30s));
   EXPECT_TRUE(h.ExpectAllAccountedFor("stuck").empty());
   EXPECT_TRUE(h.ExpectAllAccountedFor("healthy").empty());

@@ -10,7 +10,6 @@
 namespace kspool::wal {
 namespace {
 
-constexpr int64_t kHour = 3'600'000;
 
 class WalDeadLetterLimits : public ::testing::Test {
  protected:

@@ -9,7 +9,6 @@
 namespace kspool::wal {
 namespace {
 
-constexpr int64_t kHour = 3'600'000;
 
 class WalDeliveryTrim : public DeliveryTest {
  protected:

@@ -11,7 +11,6 @@
 namespace kspool::wal {
 namespace {
 
-constexpr int64_t kHour = 3'600'000;
 
 class WalLeaseBounds : public ::testing::Test {
  protected:

@@ -14,7 +14,7 @@
 namespace kspool::wal {
 namespace {
 
-constexpr int kEntries = 40;
+constexpr int kScannedEntries = 40;
 
 TEST(WalPartialScan, ReadErrorPartWayReturnsWhatWasTakenAndMovesNextPastIt) {
   kspool::testing::TempDir dir;
@@ -24,7 +24,7 @@ TEST(WalPartialScan, ReadErrorPartWayReturnsWhatWasTakenAndMovesNextPastIt) {
     absl::StatusOr<std::unique_ptr<Wal>> wal = Wal::Open(o);
     ASSERT_TRUE(wal.ok()) << wal.status();
     uint32_t x = 1;  // values that do not compress: the table file gets many blocks
-    for (int i = 0; i < kEntries; ++i) {
+    for (int i = 0; i < kScannedEntries; ++i) {
       std::string value(3000, '\0');
       for (char& c : value) c = static_cast<char>((x = x * 1103515245u + 12345u) >> 24);
       ASSERT_TRUE((*wal)->Append(MakeBatch("t", 1, value)).ok());
@@ -67,7 +67,7 @@ TEST(WalPartialScan, ReadErrorPartWayReturnsWhatWasTakenAndMovesNextPastIt) {
       &out, &next);
   ASSERT_FALSE(s.ok()) << "the damaged block was not read";
   ASSERT_GT(offered, 0u);
-  ASSERT_LT(offered, static_cast<size_t>(kEntries));
+  ASSERT_LT(offered, static_cast<size_t>(kScannedEntries));
   EXPECT_EQ(out.size(), offered / 2) << "every entry taken comes back";
   EXPECT_EQ(next, last_offered + 1);
 }

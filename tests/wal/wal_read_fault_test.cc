@@ -17,7 +17,7 @@
 namespace kspool::wal {
 namespace {
 
-constexpr int kEntries = 100;
+constexpr int kStoredEntries = 100;
 constexpr int kSettled = 50;  // the first entries settled; the rest stay live
 
 class WalReadFault : public ::testing::Test {
@@ -34,14 +34,14 @@ class WalReadFault : public ::testing::Test {
     EXPECT_TRUE(wal.ok()) << wal.status();
     return wal.ok() ? std::move(wal).value() : nullptr;
   }
-  // kEntries entries of 1000 bytes that do not compress, so that the table file they
+  // kStoredEntries entries of 1000 bytes that do not compress, so that the table file they
   // are flushed into has many blocks: a seek into the middle reads one not read before.
   void Fill(const std::function<void(Wal*, const std::vector<Entry>&)>& then = nullptr) {
     {
       std::unique_ptr<Wal> wal = OpenWal();
       ASSERT_NE(wal, nullptr);
       uint32_t x = 7;
-      for (int i = 0; i < kEntries; ++i) {
+      for (int i = 0; i < kStoredEntries; ++i) {
         std::string value(1000, '\0');
         for (char& c : value) c = static_cast<char>((x = x * 1103515245u + 12345u) >> 24);
         ASSERT_TRUE(wal->Append(MakeBatch("t", 1, value)).ok());
@@ -73,7 +73,7 @@ TEST_F(WalReadFault, ASettleWhoseSeekFailsSettlesNothingAndKeepsTheHead) {
   std::unique_ptr<Wal> wal = OpenWal();
   ASSERT_NE(wal, nullptr);
   std::vector<Entry> entries = ScanAll(wal.get());
-  ASSERT_EQ(entries.size(), static_cast<size_t>(kEntries));
+  ASSERT_EQ(entries.size(), static_cast<size_t>(kStoredEntries));
   std::vector<Entry> settled(entries.begin(), entries.begin() + kSettled);
 
   const uint64_t faults = fs_->injected_read_faults();
@@ -84,15 +84,15 @@ TEST_F(WalReadFault, ASettleWhoseSeekFailsSettlesNothingAndKeepsTheHead) {
   ASSERT_FALSE(s.ok()) << "a settle that could not find its records reported success";
   EXPECT_NE(s.message().find(dir_.path()), std::string::npos) << s;
   EXPECT_TRUE(wal->health().ok()) << "a failed read is not a failed write: " << wal->health();
-  EXPECT_EQ(ScanAll(wal.get()).size(), static_cast<size_t>(kEntries));
-  EXPECT_EQ(wal->GetStats().entries, static_cast<uint64_t>(kEntries));
+  EXPECT_EQ(ScanAll(wal.get()).size(), static_cast<size_t>(kStoredEntries));
+  EXPECT_EQ(wal->GetStats().entries, static_cast<uint64_t>(kStoredEntries));
   EXPECT_EQ(wal->GetStats().topics["t"].delivered.count, 0u);
 
   ASSERT_TRUE(wal->Settle(Delivered(settled)).ok());  // the drain's retry
   std::vector<Entry> left = ScanAll(wal.get());
-  ASSERT_EQ(left.size(), static_cast<size_t>(kEntries - kSettled));
+  ASSERT_EQ(left.size(), static_cast<size_t>(kStoredEntries - kSettled));
   EXPECT_EQ(left.front().seq, entries[kSettled].seq);
-  EXPECT_EQ(wal->GetStats().entries, static_cast<uint64_t>(kEntries - kSettled));
+  EXPECT_EQ(wal->GetStats().entries, static_cast<uint64_t>(kStoredEntries - kSettled));
   EXPECT_EQ(wal->GetStats().topics["t"].delivered.count, static_cast<uint64_t>(kSettled));
 }
 
@@ -101,7 +101,7 @@ TEST_F(WalReadFault, CommitPointDoesNotPassAnEntryItCouldNotRead) {
   std::unique_ptr<Wal> wal = OpenWal();
   ASSERT_NE(wal, nullptr);
   std::vector<Entry> entries = ScanAll(wal.get());
-  ASSERT_EQ(entries.size(), static_cast<size_t>(kEntries));
+  ASSERT_EQ(entries.size(), static_cast<size_t>(kStoredEntries));
   const Entry& unread = entries[kSettled];  // the drain's cursor is here
 
   const uint64_t faults = fs_->injected_read_faults();
@@ -145,7 +145,7 @@ TEST_F(WalReadFault, OpenWithAFailingReadDoesNotSkipEntries) {
       continue;
     }
     std::vector<Entry> live = ScanAll(wal->get());
-    ASSERT_EQ(live.size(), static_cast<size_t>(kEntries - kSettled))
+    ASSERT_EQ(live.size(), static_cast<size_t>(kStoredEntries - kSettled))
         << "read " << skip << " of Open failed, Open succeeded and skipped entries";
     EXPECT_EQ(live.front().seq, static_cast<uint64_t>(kSettled + 1));
   }
@@ -165,7 +165,7 @@ TEST_F(WalReadFault, ScanDeliveriesWhoseSeekFailsDoesNotSkipOutcomes) {
   fs_->FailReadsOnThisThread(0, 1, /*corrupt=*/true);  // the seek for the run holding `from`
   std::vector<Outcome> out;
   uint64_t next = 0;
-  absl::Status s = wal->ScanDeliveries(from, kEntries, &out, &next);
+  absl::Status s = wal->ScanDeliveries(from, kStoredEntries, &out, &next);
   HealReads();
   ASSERT_GT(fs_->injected_read_faults(), faults) << "the scan read no table block";
   // The caller asks again from `from`; an OK answer would have told it that the outcomes
@@ -183,7 +183,7 @@ TEST_F(WalReadFault, AScanThatCannotReadTheNextTableFileFailsInsteadOfSkippingIt
   ASSERT_GE(files, 3u) << "the log is not spread over table files of one level";
   std::unique_ptr<Wal> wal = OpenWal();
   ASSERT_NE(wal, nullptr);
-  ASSERT_EQ(ScanAll(wal.get()).size(), static_cast<size_t>(kEntries));
+  ASSERT_EQ(ScanAll(wal.get()).size(), static_cast<size_t>(kStoredEntries));
 
   // Fail each read of a whole scan in turn, as an I/O error or a checksum failure.
   int failed = 0, skip = 0;
@@ -204,9 +204,9 @@ TEST_F(WalReadFault, AScanThatCannotReadTheNextTableFileFailsInsteadOfSkippingIt
       }
       continue;
     }
-    ASSERT_EQ(out.size(), static_cast<size_t>(kEntries))
+    ASSERT_EQ(out.size(), static_cast<size_t>(kStoredEntries))
         << "read " << skip << " of the scan failed, and the scan ended OK without "
-        << kEntries - out.size() << " live entries (next " << next << ")";
+        << kStoredEntries - out.size() << " live entries (next " << next << ")";
   }
   ASSERT_LT(skip, 400) << "the scan did not stop reading";
   EXPECT_GE(failed, 2) << "of " << skip << " reads failed, no scan reported one";

@@ -10,6 +10,8 @@
 
 namespace kspool::wal {
 
+inline constexpr int64_t kHour = 3'600'000;  // ms, for the injected clock
+
 // Debian's librocksdb.a is not built with ThreadSanitizer: TSan cannot see the atomics
 // RocksDB synchronizes with and reports races inside RocksDB (write-group handover between
 // concurrent DB::Write calls, memtable inserts, background purges against foreground

@@ -232,7 +232,6 @@ TEST_F(WalWatermark, AWalWrittenWithoutWatermarksOpensWithNone) {
 }
 
 TEST_F(WalWatermark, AForgottenTopicLosesItsWatermarksAndStartsAfreshWhenItReturns) {
-  constexpr int64_t kHour = 3'600'000;
   auto open = [&] { return OpenWal([](Options* o) { o->topic_idle_forget_ms = kHour; }); };
   auto wal = open();
   ASSERT_TRUE(wal->Settle(Deliver(Append(wal.get(), 2, "idle"), 0, 500)).ok());

@@ -25,7 +25,7 @@ namespace {
 using ::testing::ElementsAre;
 using namespace std::chrono_literals;
 
-class Recorder final : public kspool::v1::Admin::Service {
+class UnixPeerRecorder final : public kspool::v1::Admin::Service {
  public:
   grpc::Status GetCommitPoint(grpc::ServerContext* ctx, const kspool::v1::GetCommitPointRequest*,
                               kspool::v1::GetCommitPointResponse*) override {
@@ -95,7 +95,7 @@ class UnixPeerIdentity : public ::testing::Test {
   }
 
   kspool::testing::TempDir dir_;
-  Recorder recorder_;
+  UnixPeerRecorder recorder_;
   std::unique_ptr<GrpcListener> listener_;
   std::unique_ptr<grpc::Server> server_;
   static constexpr uid_t kNoCredentials = 0xffffffff;  // peer_of fails

@@ -5,7 +5,10 @@
 //                                            fresh random ones until T (default 45) s
 //                                            have passed, with the CI fault set
 //   drain_sim --seeds N | --minutes M        soak: N random seeds, or for M minutes
-//   drain_sim --known-defects FILE           the seeds of known defects (known_defects.txt)
+//   drain_sim --known-defects FILE [--shard I/N]   the seeds of known defects
+//                                            (known_defects.txt); with --shard, only
+//                                            the I-th of every N seed lines (0-based), so
+//                                            that ctest can run a long list on every core
 // SPEC: all (default; ci with --ci), none, ci, or names with - or + (sim_faults.h), e.g.
 // "all,-power_cut". On a failure it prints the seed, the broken invariant and a one-line
 // replay command, and exits 1. Each run prints its digest: the same seed and fault set
@@ -99,7 +102,8 @@ bool RunOne(const SimConfig& c, Totals* totals, bool quiet) {
 
 int Usage(const std::string& error) {
   std::fprintf(stderr, "drain_sim: %s\nusage: drain_sim [--seed S | --seeds N | --minutes M | --ci "
-               "[--budget-seconds T] | --known-defects FILE] [--faults SPEC] [--steps N] [--verbose]\n",
+               "[--budget-seconds T] | --known-defects FILE [--shard I/N]] [--faults SPEC] [--steps N] "
+               "[--verbose]\n",
                error.c_str());
   return 2;
 }
@@ -123,6 +127,7 @@ int main(int argc, char** argv) {
   uint64_t seeds = 0;
   double minutes = 0, budget = 45;
   std::string known, faults_spec;
+  unsigned shard = 0, shards = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -146,6 +151,11 @@ int main(int argc, char** argv) {
       base.verbose = true;
     } else if (a == "--known-defects") {
       known = value();
+    } else if (a == "--shard") {
+      const std::string v = value();
+      if (std::sscanf(v.c_str(), "%u/%u", &shard, &shards) != 2 || shards == 0 || shard >= shards) {
+        return Usage("--shard wants I/N with 0 <= I < N, not '" + v + "'");
+      }
     } else {
       return Usage("unknown argument " + a);
     }
@@ -168,8 +178,9 @@ int main(int argc, char** argv) {
     if (!in) return Usage("cannot read " + known);
     std::string line;
     int still_failing = 0;
-    while (std::getline(in, line)) {
+    for (unsigned index = 0; std::getline(in, line);) {
       if (line.empty() || line[0] == '#') continue;
+      if (index++ % shards != shard) continue;
       std::istringstream ls(line);
       std::string defect;
       SimConfig c = base;

@@ -133,6 +133,14 @@ void DrainLoop::MaybeReopenWal(int64_t now) {
   }
 }
 
+DrainLoop::Window::iterator DrainLoop::FindNear(uint64_t seq, Window::iterator near) {
+  if (near != window_.end()) {
+    if (near->first == seq) return near;
+    if (++near != window_.end() && near->first == seq) return near;
+  }
+  return window_.find(seq);
+}
+
 void DrainLoop::SettleFinished(int64_t now, bool all) {
   if (!all && now < next_settle_ms_) return;
   // The window's iterators stay valid until the batch is settled: nothing else enters or

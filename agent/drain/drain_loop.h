@@ -200,6 +200,11 @@ class DrainLoop {
   // Adds to a settle batch the finished entries delivered below an offset it settles in
   // the same partition, so that a settled watermark never passes an unsettled copy.
   using Window = std::map<uint64_t, Slot>;
+  // The slot of `seq` (window_.end() if none), looked for at `near` and just after it
+  // before the window is searched: lanes are produced and reports arrive mostly in
+  // sequence order, and a step is cheaper than a search of a window of ~100k slots.
+  // `near` is end() or a slot not erased since it was found.
+  Window::iterator FindNear(uint64_t seq, Window::iterator near);
   // `from`: finished_'s entries before it are in the batch or settled already.
   void TakeLowerOffsets(size_t from, std::vector<wal::Outcome>* batch,
                         std::vector<Window::iterator>* taken);

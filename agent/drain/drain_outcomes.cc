@@ -13,9 +13,12 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
   if (reports.empty()) return;
   // When the outcomes became known, for the delivery index: one wall-clock read per poll.
   const int64_t wall_ms = options_.clock->NowMillis();
+  // Nothing below erases a slot (only the settle and Forget do), so `last` stays valid.
+  Window::iterator last = window_.end();
   for (const DeliveryReport& r : reports) {
-    auto it = window_.find(r.seq);
+    auto it = FindNear(r.seq, last);
     if (it == window_.end() || it->second.state != Slot::kInKafka) continue;
+    last = it;
     Slot& slot = it->second;
     TopicState& ts = topics_[slot.entry.record.topic];
     if (r.possibly_persisted && r.result != DeliveryResult::kDelivered) {

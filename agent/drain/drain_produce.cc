@@ -12,6 +12,7 @@
 
 #include "agent/drain/drain_loop.h"
 #include "agent/drain/discard_reasons.h"
+#include "base/check.h"
 
 namespace kspool::agent {
 namespace {
@@ -141,9 +142,15 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
     lane.waiting.clear();
   }
   if (ordered && !lane.waiting.empty()) return;  // newer entries wait behind the failed ones
+  // Nothing below erases a slot (only the settle and Forget do), so `last` stays valid.
+  Window::iterator last = window_.end();
   while (!lane.ready.empty()) {
     const uint64_t seq = lane.ready.front();
-    Slot& slot = window_.at(seq);
+    last = FindNear(seq, last);
+    if (last == window_.end()) {  // as window_.at() did: a lane lists only slots
+      CheckFailed(__FILE__, __LINE__, "lane entry " + std::to_string(seq) + " has no slot");
+    }
+    Slot& slot = last->second;
     if (Expired(slot)) {
       lane.ready.pop_front();
       Discard(seq, slot, kReasonExpired, "older than --max-message-age");

@@ -186,8 +186,10 @@ bool DrainLoop::Admit(std::vector<wal::Entry>& entries) {
   const int64_t now = options_.clock->MonotonicMillis();
   for (wal::Entry& e : entries) {
     const uint64_t seq = e.seq;
-    auto [it, fresh] = window_.try_emplace(seq);
-    if (!fresh) {
+    // Entries come in sequence order, mostly above every slot: end() is the right hint.
+    const size_t before = window_.size();
+    auto it = window_.try_emplace(window_.end(), seq);
+    if (window_.size() == before) {
       // Offered again (the reader's cursor did not pass it, see DrainLog::ScanChoosing on
       // errors): the slot in the window is the one being sent; the producer may still
       // point into its buffers. Only the chooser's count of it is taken back.

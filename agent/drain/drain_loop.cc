@@ -89,7 +89,8 @@ void DrainLoop::RunOnce(int poll_ms) {
   read_any_ = Refill(now);
   PollReconciler(now);
   ProduceDue(now);
-  std::vector<DeliveryReport> reports;
+  std::vector<DeliveryReport>& reports = polled_;  // its capacity kept from pass to pass
+  reports.clear();
   if (producer_) {
     // Block in the client only while it has work whose reports we wait for.
     producer_->Poll(read_any_ || window_.empty() ? 0 : poll_ms, &reports);
@@ -147,6 +148,8 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
   // leaves the window meanwhile, so the settled entries are erased without a lookup.
   std::vector<wal::Outcome> batch;
   std::vector<Window::iterator> taken;
+  batch.reserve(finished_.size());  // every finished slot is listed there (CheckInvariants)
+  taken.reserve(finished_.size());
   auto take = [&](Window::iterator it) {
     it->second.batched = true;
     batch.push_back(std::move(it->second.outcome));
@@ -157,8 +160,9 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
   }
   // finished_'s entries before `passed` are in the batch or settled already.
   size_t passed = 0;
+  Window::iterator w = window_.end();
   for (uint64_t seq : finished_) {
-    auto w = window_.find(seq);
+    w = FindNear(seq, w);  // finished_ is mostly in sequence order too
     if (w != window_.end() && !w->second.batched) {
       if (!all && now - w->second.finished_ms < static_cast<int64_t>(options_.settle_delay_ms)) {
         break;  // later ones finished later still
@@ -229,14 +233,21 @@ void DrainLoop::TakeLowerOffsets(size_t from, std::vector<wal::Outcome>* batch,
   // and after a crash the restart reading from the watermark would not find that copy.
   // Keys own their topic: pushing onto the batch moves its outcomes.
   std::map<std::pair<std::string, int32_t>, int64_t> highest;
+  // A batch is made of long runs of one partition's outcomes: one lookup per run.
+  const wal::Outcome* run = nullptr;
+  int64_t* run_highest = nullptr;
   for (const wal::Outcome& o : *batch) {
     if (!o.delivered() || o.offset < 0) continue;
-    int64_t& h = highest[{o.topic, o.partition}];
-    h = std::max(h, o.offset);
+    if (!run || o.partition != run->partition || o.topic != run->topic) {
+      run = &o;
+      run_highest = &highest[{o.topic, o.partition}];
+    }
+    *run_highest = std::max(*run_highest, o.offset);
   }
   if (highest.empty()) return;
+  Window::iterator w = window_.end();
   for (auto f = finished_.begin() + static_cast<std::ptrdiff_t>(from); f != finished_.end(); ++f) {
-    auto w = window_.find(*f);
+    w = FindNear(*f, w);
     if (w == window_.end() || w->second.batched || w->second.state != Slot::kSettling) continue;
     const wal::Outcome& o = w->second.outcome;
     if (!o.delivered()) continue;

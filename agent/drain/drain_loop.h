@@ -286,6 +286,7 @@ class DrainLoop {
   // order wait up to settle_delay_ms for the prefix to reach them, then go out too.
   // `finished_` lists them in finishing order.
   std::deque<uint64_t> finished_;
+  std::vector<DeliveryReport> polled_;  // RunOnce's reports, kept for their capacity
   // Finished entries whose settle failed and that the listener was told of
   // (OutcomeListener::NotSettled): not told again until a settle succeeds.
   std::unordered_set<uint64_t> told_not_settled_;

@@ -131,6 +131,7 @@ void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t c
     Slot& slot = it->second;
     slot.entry = std::move(e);
     if (!slot.entry.status.ok()) {
+      ++undecodable_slots_;
       slot.entry.record.topic = topic;
       Discard(seq, slot, kReasonCorrupt, slot.entry.status.ToString());
     } else {

@@ -5,8 +5,8 @@
 // breaks one, not the crash or the stall it causes later.
 //
 // Checked:
-//  * window_bytes_ and each topic's in_window and window_bytes equal a recount of the
-//    slots, and every slot's topic has its TopicState;
+//  * window_bytes_, undecodable_slots_ and each topic's in_window and window_bytes equal a
+//    recount of the slots, and every slot's topic has its TopicState;
 //  * each sequence number waits in at most one lane, once, and only while its slot is
 //    ready or backing off, in the lane the slot names; every slot in those states is in
 //    that lane; lanes are sorted; every seq in a lane has a slot;
@@ -43,6 +43,9 @@ absl::Status DrainLoop::CheckInvariants() const {
     largest = std::max<uint64_t>(largest, slot.entry.size);
     if (!slot.entry.status.ok()) ++undecodable;
     if (slot.state == Slot::kInKafka) ++c.in_kafka[slot.produced_to];
+  }
+  if (undecodable != undecodable_slots_) {
+    return fail("undecodable_slots_ ", undecodable_slots_, " but the window holds ", undecodable);
   }
   if (bytes != window_bytes_) {
     return fail("window_bytes_ ", window_bytes_, " but the slots hold ", bytes);

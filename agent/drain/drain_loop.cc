@@ -136,9 +136,12 @@ void DrainLoop::MaybeReopenWal(int64_t now) {
 
 DrainLoop::Window::iterator DrainLoop::FindNear(uint64_t seq, Window::iterator near) {
   if (near != window_.end()) {
+    KSPOOL_DCHECK(erases_at_find_ == window_erases_);  // else `near` may dangle
+    erases_at_find_ = window_erases_;
     if (near->first == seq) return near;
     if (++near != window_.end() && near->first == seq) return near;
   }
+  erases_at_find_ = window_erases_;
   return window_.find(seq);
 }
 
@@ -146,8 +149,12 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
   if (!all && now < next_settle_ms_) return;
   // The window's iterators stay valid until the batch is settled: nothing else enters or
   // leaves the window meanwhile, so the settled entries are erased without a lookup.
-  std::vector<wal::Outcome> batch;
-  std::vector<Window::iterator> taken;
+  // Both vectors keep their capacity from one settle to the next (at most the window's
+  // slots): a settle every few milliseconds would otherwise allocate them anew each time.
+  std::vector<wal::Outcome>& batch = settle_batch_;
+  std::vector<Window::iterator>& taken = settle_taken_;
+  batch.clear();
+  taken.clear();
   batch.reserve(finished_.size());  // every finished slot is listed there (CheckInvariants)
   taken.reserve(finished_.size());
   auto take = [&](Window::iterator it) {
@@ -184,6 +191,8 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
       taken[k]->second.batched = false;
       taken[k]->second.outcome = std::move(batch[k]);
     }
+    batch.clear();
+    taken.clear();
     Degraded("settle_failed");
     if (now - last_settle_error_log_ms_ > 5000) {
       spdlog::warn("drain: removing finished entries from the WAL failed, will retry: {}",
@@ -217,8 +226,12 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
     ts->window_bytes -= it->second.entry.size;
     window_bytes_ -= it->second.entry.size;
     if (!suspects_.empty()) suspects_.erase(it->first);
+    if (!it->second.entry.status.ok()) --undecodable_slots_;
+    ++window_erases_;
     window_.erase(it);
   }
+  batch.clear();
+  taken.clear();
   finished_.erase(finished_.begin(), finished_.begin() + static_cast<std::ptrdiff_t>(passed));
   while (!finished_.empty() && !window_.count(finished_.front())) finished_.pop_front();
   inflight_.store(window_.size());
@@ -277,10 +290,19 @@ void DrainLoop::TellNotSettled(const std::vector<wal::Outcome>& batch, const abs
 }
 
 void DrainLoop::UpdateCommitPoint() {
+  if (undecodable_slots_ > 0) return;  // an entry's receive time is unknown: hold the point
+  // A topic's first slot in sequence order is its oldest in the window, so the walk ends
+  // once it has met every topic that has slots (in_window counts them; CheckInvariants).
+  size_t topics_left = 0;
+  for (const auto& [topic, ts] : topics_) topics_left += ts.in_window > 0 ? 1 : 0;
   std::map<std::string, int64_t> oldest;
-  for (const auto& [seq, slot] : window_) {
-    if (!slot.entry.status.ok()) return;  // its receive time is unknown: hold the point
-    oldest.try_emplace(slot.entry.record.topic, slot.entry.record.receive_time_ms);
+  std::string_view last;  // a key of `oldest`: runs of one topic skip the map
+  for (auto it = window_.begin(); it != window_.end() && topics_left > 0; ++it) {
+    const wal::Record& r = it->second.entry.record;
+    if (!oldest.empty() && r.topic == last) continue;
+    auto [o, fresh] = oldest.try_emplace(r.topic, r.receive_time_ms);
+    last = o->first;
+    if (fresh) --topics_left;
   }
   // Entries skipped for lack of room are below the cursor but not in the window.
   for (const auto& [topic, ts] : topics_) {

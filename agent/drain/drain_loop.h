@@ -197,14 +197,16 @@ class DrainLoop {
   void Forget(uint64_t seq, Slot& slot);
   // Settles what is due; everything finished when `all`.
   void SettleFinished(int64_t now, bool all);
-  // Adds to a settle batch the finished entries delivered below an offset it settles in
-  // the same partition, so that a settled watermark never passes an unsettled copy.
   using Window = std::map<uint64_t, Slot>;
   // The slot of `seq` (window_.end() if none), looked for at `near` and just after it
   // before the window is searched: lanes are produced and reports arrive mostly in
   // sequence order, and a step is cheaper than a search of a window of ~100k slots.
-  // `near` is end() or a slot not erased since it was found.
+  // `near` is end() or a slot not erased since it was found: nothing erases slots while
+  // the loops that call it walk (only the settle's last step and Forget do), and builds
+  // with KSPOOL_DCHECKS check that no erase came between two calls given a slot.
   Window::iterator FindNear(uint64_t seq, Window::iterator near);
+  // Adds to a settle batch the finished entries delivered below an offset it settles in
+  // the same partition, so that a settled watermark never passes an unsettled copy.
   // `from`: finished_'s entries before it are in the batch or settled already.
   void TakeLowerOffsets(size_t from, std::vector<wal::Outcome>* batch,
                         std::vector<Window::iterator>* taken);
@@ -269,6 +271,9 @@ class DrainLoop {
   Window window_;
   std::map<std::string, TopicState, std::less<>> topics_;
   uint64_t window_bytes_ = 0;
+  uint64_t undecodable_slots_ = 0;  // slots whose entry did not decode (status not ok)
+  uint64_t window_erases_ = 0;      // slots erased so far, and as FindNear last returned
+  uint64_t erases_at_find_ = 0;
   // Next sequence number the reader has not looked at; a topic's entries below it that
   // are not in the window are unread only from that topic's `unread_from` on.
   uint64_t cursor_ = 0;
@@ -278,7 +283,7 @@ class DrainLoop {
   // last `next` it was told; entries below this may already be in the window (above it,
   // none was ever taken, so none can be).
   uint64_t recheck_below_ = 0;
-  bool read_any_ = false;  // the last pass read entries  // a read pass while the window is full, to see newcomers
+  bool read_any_ = false;  // the last pass read entries
   uint64_t wal_reopens_seen_ = 0;
   // Finished (delivered or discarded) entries wait in the window until they can leave
   // the WAL in few batches: the finished prefix of the window goes out as one settle
@@ -287,6 +292,10 @@ class DrainLoop {
   // `finished_` lists them in finishing order.
   std::deque<uint64_t> finished_;
   std::vector<DeliveryReport> polled_;  // RunOnce's reports, kept for their capacity
+  // SettleFinished's batch and the slots it came from, kept for their capacity; empty
+  // between two calls once the batch is settled or handed back.
+  std::vector<wal::Outcome> settle_batch_;
+  std::vector<Window::iterator> settle_taken_;
   // Finished entries whose settle failed and that the listener was told of
   // (OutcomeListener::NotSettled): not told again until a settle succeeds.
   std::unordered_set<uint64_t> told_not_settled_;

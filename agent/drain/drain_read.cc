@@ -203,6 +203,7 @@ bool DrainLoop::Admit(std::vector<wal::Entry>& entries) {
     Slot& slot = it->second;
     slot.entry = std::move(e);
     if (!slot.entry.status.ok()) {
+      ++undecodable_slots_;
       // Counted under the topic its first bytes name, as the reader counted it.
       slot.entry.record.topic = std::string(wal::PeekTopic(slot.entry.raw));
       // Quarantined, never a crash loop: the record is kept as stored in the dead letters.
@@ -306,6 +307,8 @@ void DrainLoop::Forget(uint64_t seq, Slot& slot) {
   ts.in_window -= 1;
   ts.window_bytes -= slot.entry.size;
   window_bytes_ -= slot.entry.size;
+  if (!slot.entry.status.ok()) --undecodable_slots_;
+  ++window_erases_;
   window_.erase(seq);
 }
 

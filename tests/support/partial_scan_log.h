@@ -3,7 +3,8 @@
 // had a contract, when its iterator failed after some entries were offered: the entries
 // taken so far in the output, an error, and *next left at the start of the range. The
 // drain must never take such an entry twice. Real read faults (fault_fs.h) seldom hit a
-// small log halfway through a scan; this produces that outcome on demand.
+// small log halfway through a scan; this produces that outcome on demand. It can also
+// refuse every Settle() for a while.
 // Thread safety: none; one test thread. The WAL outlives it.
 #pragma once
 
@@ -26,6 +27,8 @@ class PartialScanLog final : public wal::DrainLog {
   // The next scan fails after offering at most `n` entries (kAll: whatever it offers).
   void FailNextScan(size_t n = kAll) { fail_after_ = n; armed_ = true; }
   void Disarm() { armed_ = false; }
+  // While set, every Settle() fails (UNAVAILABLE) and removes nothing.
+  void FailSettles(bool fail) { fail_settles_ = fail; }
   int failed_scans() const { return failed_scans_; }
   // Runs before every scan (the drain simulator waits there for RocksDB's background
   // jobs, so that what a scan reads does not depend on their timing).
@@ -50,6 +53,7 @@ class PartialScanLog final : public wal::DrainLog {
     return absl::DataLossError("injected: scan WAL: Corruption: block checksum mismatch");
   }
   absl::Status Settle(const std::vector<wal::Outcome>& outcomes) override {
+    if (fail_settles_) return absl::UnavailableError("injected: settle refused");
     return wal_->Settle(outcomes);
   }
   absl::Status Reopen() override { return wal_->Reopen(); }
@@ -72,6 +76,7 @@ class PartialScanLog final : public wal::DrainLog {
   bool armed_ = false;
   size_t fail_after_ = kAll;
   int failed_scans_ = 0;
+  bool fail_settles_ = false;
   std::function<void()> before_scan_;
 };
 

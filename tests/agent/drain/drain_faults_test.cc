@@ -7,6 +7,7 @@
 
 #include "agent/drain/discard_reasons.h"
 #include "tests/agent/drain/drain_fixture.h"
+#include "tests/support/raw_wal.h"
 
 namespace kspool::agent {
 namespace {
@@ -209,6 +210,47 @@ TEST_F(DrainFaults, ExpiresEntriesOfATopicWithoutMetadata) {
   EXPECT_EQ(Discarded(*wal_, "t", "expired"), 3u);
   EXPECT_EQ(Live("t"), 0u);
   EXPECT_GE(tracker_->Current().global_ms, rt);
+}
+
+// An entry that does not decode has no receive time to bound the commit point by: while
+// it is in the window (discarded, its settle refused), the point stays below it, though
+// the entry after it is delivered; once it is settled the point moves on. (A drain that
+// passed over undecodable slots when it looks for each topic's oldest fails here.)
+TEST_F(DrainFaults, UndecodableEntryHoldsTheCommitPointUntilItIsSettled) {
+  kafka_.leaders["t"] = {true};
+  const uint64_t corrupt_seq = wal_->GetStats().next_seq;
+  const int64_t corrupt_rt = Append("t", 1);
+  clock_.Advance(10);
+  const int64_t next_rt = Append("t", 1);
+  tracker_.reset();
+  log_.reset();
+  wal_.reset();
+  ASSERT_TRUE(testing::EditLogEntry(dir_.sub("wal"), corrupt_seq,
+                                    [](std::string* raw) { raw->back() ^= 0x5a; })
+                  .ok());
+  {
+    wal::Options o;
+    o.dir = dir_.sub("wal");
+    o.clock = &clock_;
+    absl::StatusOr<std::unique_ptr<wal::Wal>> w = wal::Wal::Open(o);
+    ASSERT_TRUE(w.ok()) << w.status();
+    ReplaceWal(std::move(w).value());
+  }
+  log_->FailSettles(true);
+  {
+    DrainOptions o;
+    o.commit_point_interval_ms = 10;
+    StartDrain(o);
+  }
+  Run(20);
+  ASSERT_EQ(kafka_.DeliveredSeqs("t"), std::vector<uint64_t>{corrupt_seq + 1});
+  EXPECT_LT(tracker_->Current().global_ms, corrupt_rt) << drain_->DebugString();
+  EXPECT_LT(tracker_->Current().topics_ms["t"], corrupt_rt);
+  log_->FailSettles(false);
+  Run(20);
+  EXPECT_EQ(Discarded(*wal_, "t", kReasonCorrupt), 1u);
+  EXPECT_EQ(Live("t"), 0u);
+  EXPECT_GE(tracker_->Current().global_ms, next_rt);
 }
 
 }  // namespace

@@ -162,13 +162,21 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
     batch.push_back(std::move(it->second.outcome));
     taken.push_back(it);
   };
-  for (auto it = window_.begin(); it != window_.end() && it->second.state == Slot::kSettling; ++it) {
-    take(it);
+  auto prefix_end = window_.begin();
+  for (; prefix_end != window_.end() && prefix_end->second.state == Slot::kSettling; ++prefix_end) {
+    take(prefix_end);
   }
+  // Every slot below this one is in the batch now: finished_'s entries below it are in
+  // the batch or no longer in the window, and need no lookup.
+  const uint64_t prefix_below = prefix_end == window_.end() ? UINT64_MAX : prefix_end->first;
   // finished_'s entries before `passed` are in the batch or settled already.
   size_t passed = 0;
   Window::iterator w = window_.end();
   for (uint64_t seq : finished_) {
+    if (seq < prefix_below) {
+      ++passed;
+      continue;
+    }
     w = FindNear(seq, w);  // finished_ is mostly in sequence order too
     if (w != window_.end() && !w->second.batched) {
       if (!all && now - w->second.finished_ms < static_cast<int64_t>(options_.settle_delay_ms)) {

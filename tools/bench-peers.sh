@@ -28,7 +28,11 @@
 # per message over rsyslog-mem's (gRPC batched, Bruce TCP), and kspool Bruce TCP's rate
 # over rsyslog-mem's; after each round, RocksDB alone writes 1,024 messages of 100 B per
 # synced write for 5 s (`kspool-bench --ceiling-only`), and kspool's CPU per message is
-# also given over that writer's, per round. Raw figures: $OUT/<forwarder>-<round>.json (+ .load.json, the
+# also given over that writer's, per round; then the Kafka client alone for 3 s each
+# (`kspool-bench --kafka-ceiling`): kspool's own producer with its settings and its two
+# headers per record, and plain librdkafka with omkafka's settings here. kspool's floor
+# is RocksDB alone plus its producer alone: the CPU a message costs written once and sent
+# once, before it is read back, settled, parsed from gRPC or tracked by the drain. Raw figures: $OUT/<forwarder>-<round>.json (+ .load.json, the
 # sender's report, and .kafka.json, the count), rsyslog's configs and logs in $OUT/rs-*.
 #
 # rsyslog configuration (rsyslog 8.2302 from Debian; rsyslogd -n -f CONF -i PIDFILE as a
@@ -179,6 +183,13 @@ for round in $(seq "$ROUNDS"); do
   echo "round $round/$ROUNDS: raw RocksDB ceiling for 5s..." >&2
   bench --ceiling-only "$OUT" --ceiling-batch 1024 --size 100 --duration 5 \
     >"$OUT/ceiling-$round.json"
+  # And the Kafka client alone: kspool's producer (its settings and headers), then
+  # librdkafka as omkafka is configured here.
+  for mode in kspool plain; do
+    echo "round $round/$ROUNDS: Kafka client alone ($mode) for 3s..." >&2
+    bench --kafka-ceiling "$BROKERS" --kafka-ceiling-mode "$mode" --size 100 --duration 3 \
+      >"$OUT/kafka-ceiling-$mode-$round.json"
+  done
 done
 ELAPSED=$(($(date +%s) - START))
 
@@ -227,8 +238,26 @@ for f, name in (("kspool-grpc-batch", "kspool gRPC batched"), ("kspool-bruce-tcp
         v = [x["cpu_us_per_delivered"] / c["cpu_us_per_message"] for x, c in zip(runs[f], ceiling)]
         print(f"| {name} CPU/msg ÷ raw RocksDB's (1,024 × 100 B per synced write) | {mr(v, '{:.2f}')} | "
               f"{' '.join(f'{x:.2f}' for x in v)} |")
+kc = {m: [json.load(open(f"{out}/kafka-ceiling-{m}-{r}.json"))["kafka_ceiling"] for r in range(1, rounds + 1)]
+      for m in ("kspool", "plain")}
+# kspool's floor: what RocksDB alone spends writing a message plus what its Kafka producer
+# alone spends sending it, before any reading back, settling, gRPC or drain bookkeeping.
+floor = [c["cpu_us_per_message"] + k["cpu_us_per_message"] for c, k in zip(ceiling, kc["kspool"])]
+def row(name, v):
+    print(f"| {name} | {mr(v, '{:.2f}')} | {' '.join(f'{x:.2f}' for x in v)} |")
+row("kspool's Kafka producer alone CPU/msg ÷ raw RocksDB's", [k["cpu_us_per_message"] / c["cpu_us_per_message"] for k, c in zip(kc["kspool"], ceiling)])
+row("kspool's floor (raw RocksDB + its producer alone) ÷ raw RocksDB's", [f / c["cpu_us_per_message"] for f, c in zip(floor, ceiling)])
+if "kspool-grpc-batch" in runs:
+    row("kspool gRPC batched CPU/msg ÷ its floor", [x["cpu_us_per_delivered"] / f for x, f in zip(runs["kspool-grpc-batch"], floor)])
+if "rsyslog-mem" in runs:
+    row("rsyslog memory queue CPU/msg ÷ plain librdkafka alone", [x["cpu_us_per_delivered"] / k["cpu_us_per_message"] for x, k in zip(runs["rsyslog-mem"], kc["plain"])])
 print("\nRaw RocksDB ceiling per round (1,024 × 100 B per synced write): " +
       ", ".join(f"{c['messages_per_s']:,.0f} msg/s at {c['cpu_us_per_message']:.2f} µs" for c in ceiling))
+print("\nKafka client alone per round, kspool's producer (acks=all, idempotence, lz4, headers "
+      "kspool.agent and kspool.seq): " +
+      ", ".join(f"{k['messages_per_s']:,.0f} msg/s at {k['cpu_us_per_message']:.2f} µs" for k in kc["kspool"]))
+print("Kafka client alone per round, plain librdkafka (omkafka's settings here: lz4, no headers): " +
+      ", ".join(f"{k['messages_per_s']:,.0f} msg/s at {k['cpu_us_per_message']:.2f} µs" for k in kc["plain"]))
 print("\n| round | # | forwarder | taken in | delivered in Kafka | all? | s | msg/s | CPU s | µs/msg |")
 print("| ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
 for r in sorted((r for f in fws for r in runs[f]), key=lambda r: (r["round"], r["position"])):

@@ -171,7 +171,19 @@ int main(int argc, char** argv) {
                  "Only the raw RocksDB ceiling in this directory: --ceiling-batch (default "
                  "1024) messages of --size B per synced write for --duration s; one JSON "
                  "object {\"ceiling\": {...}} on stdout");
+  std::string kafka_ceiling, kafka_ceiling_mode = "kspool";
+  app.add_option("--kafka-ceiling", kafka_ceiling,
+                 "Only the Kafka client alone against these brokers: --size B values to "
+                 "bench-0 for --duration s, then until all are acknowledged; one JSON "
+                 "object {\"kafka_ceiling\": {...}} on stdout");
+  app.add_option("--kafka-ceiling-mode", kafka_ceiling_mode,
+                 "kspool: the agent's producer and settings; plain: librdkafka as the peer "
+                 "benchmark's rsyslog uses it")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (!kafka_ceiling.empty()) {
+    return kspool::bench::RunKafkaCeiling(kafka_ceiling, kafka_ceiling_mode, o.size, o.duration_s);
+  }
   if (!ceiling_only.empty()) {
     return kspool::bench::RunCeilingOnly(ceiling_only, ceiling_batch > 0 ? ceiling_batch : 1024,
                                          o.size, o.duration_s);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tools/bench/ceiling.h"
+#include "tools/bench/kafka_ceiling.h"
 #include "tools/bench/kafka_count.h"
 
 namespace kspool::bench {
@@ -66,6 +67,30 @@ int RunCeilingOnly(const std::string& dir, int batch, int size, double seconds) 
                        {{"batch", batch},
                         {"size", size},
                         {"messages_per_s", c->messages_per_s},
+                        {"cpu_us_per_message", c->cpu_us_per_message}}}};
+  std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
+
+int RunKafkaCeiling(const std::string& brokers, const std::string& mode, int size, double seconds) {
+  if (mode != "kspool" && mode != "plain") {
+    std::fprintf(stderr, "kspool-bench: --kafka-ceiling-mode is kspool or plain, not '%s'\n",
+                 mode.c_str());
+    return 2;
+  }
+  auto c = MeasureKafkaCeiling(
+      brokers, mode == "kspool" ? KafkaCeilingMode::kKspool : KafkaCeilingMode::kPlain, size,
+      seconds);
+  if (!c.ok()) {
+    std::fprintf(stderr, "kspool-bench: %s\n", c.status().ToString().c_str());
+    return 1;
+  }
+  nlohmann::json j = {{"kafka_ceiling",
+                       {{"mode", mode},
+                        {"size", size},
+                        {"delivered", c->delivered},
+                        {"seconds", c->seconds},
+                        {"messages_per_s", c->delivered_per_s},
                         {"cpu_us_per_message", c->cpu_us_per_message}}}};
   std::printf("%s\n", j.dump().c_str());
   return 0;

@@ -8,14 +8,16 @@
 #include <cstdio>
 
 #include "absl/synchronization/mutex.h"
+#include "agent/api/protobuf_log.h"
 #include "agent/app/agent.h"
 #include "agent/app/config/config.h"
 #include "agent/kafka/kafka_producer.h"
-#include "agent/api/protobuf_log.h"
+#include "base/allocator_settings.h"
 
 extern char** environ;
 
 int main(int argc, char** argv) {
+  kspool::ConfigureAllocator();  // before any thread: see base/allocator_settings.h
   // Debian builds absl without NDEBUG, which leaves absl::Mutex's deadlock detector
   // (a lock graph updated on every lock) on in gRPC's mutexes: about 3% of the CPU.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);

@@ -49,6 +49,7 @@
 #include "agent/drain/partition_cache.h"
 #include "agent/drain/producer.h"
 #include "agent/drain/reconciler.h"
+#include "agent/drain/slot_pool.h"
 #include "agent/drain/stuck_topic.h"
 #include "base/clock.h"
 #include "base/mutex.h"
@@ -197,7 +198,9 @@ class DrainLoop {
   void Forget(uint64_t seq, Slot& slot);
   // Settles what is due; everything finished when `all`.
   void SettleFinished(int64_t now, bool all);
-  using Window = std::map<uint64_t, Slot>;
+  // Its nodes come from slot_pool_: lowest address first, so a walk reads forward.
+  using Window = std::map<uint64_t, Slot, std::less<uint64_t>,
+                          SlotPoolAllocator<std::pair<const uint64_t, Slot>>>;
   // The slot of `seq` (window_.end() if none), looked for at `near` and just after it
   // before the window is searched: lanes are produced and reports arrive mostly in
   // sequence order, and a step is cheaper than a search of a window of ~100k slots.
@@ -268,7 +271,8 @@ class DrainLoop {
   std::unique_ptr<Producer> producer_;  // null while a replacement waits for its backoff
 
   // Owned by the loop thread.
-  Window window_;
+  SlotPool slot_pool_;  // before window_, which frees its nodes into it
+  Window window_{Window::key_compare(), Window::allocator_type(&slot_pool_)};
   std::map<std::string, TopicState, std::less<>> topics_;
   uint64_t window_bytes_ = 0;
   uint64_t undecodable_slots_ = 0;  // slots whose entry did not decode (status not ok)

@@ -61,13 +61,9 @@ absl::StatusOr<KafkaCeilingResult> Finish(const Tally& t, double cpu, double sec
 }
 
 absl::StatusOr<KafkaCeilingResult> RunKspool(const std::string& brokers, int size, double seconds) {
-  agent::ProducerConfig pc;
-  pc.brokers = brokers;
-  pc.agent_id = "b0b0b0b0b0b0b0b0";  // the agent's ids are 16 hex digits
-  auto producer = agent::KafkaProducer::Create(pc);
-  if (!producer.ok()) return producer.status();
   // Produce() does not copy the value, which stays put in its entry: the entries are
-  // used in turn, only their sequence numbers (copied into a header) change.
+  // used in turn, only their sequence numbers (copied into a header) change. Made
+  // before the producer, so that they outlive it on every return.
   std::vector<wal::Entry> entries(kValues);
   std::vector<std::string> values = PrintableValues(size);
   for (size_t i = 0; i < kValues; ++i) {
@@ -77,6 +73,11 @@ absl::StatusOr<KafkaCeilingResult> RunKspool(const std::string& brokers, int siz
                                             std::chrono::system_clock::now().time_since_epoch())
                                             .count();
   }
+  agent::ProducerConfig pc;
+  pc.brokers = brokers;
+  pc.agent_id = "b0b0b0b0b0b0b0b0";  // the agent's ids are 16 hex digits
+  auto producer = agent::KafkaProducer::Create(pc);
+  if (!producer.ok()) return producer.status();
   Tally t;
   std::vector<agent::DeliveryReport> reports;
   auto poll = [&](int ms) {
@@ -122,7 +123,8 @@ void OnPlainDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
 }
 
 absl::StatusOr<KafkaCeilingResult> RunPlain(const std::string& brokers, int size, double seconds) {
-  Tally t;
+  Tally t;  // both outlive the client, which reports into one and points into the other
+  const std::vector<std::string> values = PrintableValues(size);
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   const std::vector<std::pair<const char*, std::string>> settings = {
@@ -144,7 +146,6 @@ absl::StatusOr<KafkaCeilingResult> RunPlain(const std::string& brokers, int size
     rd_kafka_conf_destroy(conf);
     return absl::InvalidArgumentError(std::string("kafka ceiling: ") + err);
   }
-  const std::vector<std::string> values = PrintableValues(size);
   const double cpu0 = ProcessCpuSeconds();
   const auto start = Clock::now();
   while (Since(start) < seconds) {

@@ -1,24 +1,13 @@
 #include "tools/bench/ceiling.h"
 
-#include <sys/resource.h>
-
 #include <chrono>
 #include <filesystem>
 #include <memory>
 
 #include "rocksdb/db.h"
+#include "tools/bench/cpu.h"
 
 namespace kspool::bench {
-namespace {
-
-double ProcessCpuSeconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
-
-}  // namespace
 
 absl::StatusOr<CeilingResult> MeasureCeiling(const std::string& dir, int batch, int size,
                                              double seconds) {

@@ -37,12 +37,16 @@ std::string WithoutTrailingDigits(std::string s) {
 
 }  // namespace
 
-CpuSnapshot TakeCpuSnapshot(int agent_pid) {
-  CpuSnapshot s;
+double ProcessCpuSeconds() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
-  s.self_s =
-      ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+CpuSnapshot TakeCpuSnapshot(int agent_pid) {
+  CpuSnapshot s;
+  s.self_s = ProcessCpuSeconds();
   std::ifstream stat("/proc/stat");
   std::string cpu;
   unsigned long long v, total = 0, idle = 0;

@@ -19,6 +19,9 @@ struct CpuSnapshot {
 // agent_pid 0: the agent's figures stay 0.
 CpuSnapshot TakeCpuSnapshot(int agent_pid);
 
+// This process's CPU time (user + system, all its threads) in seconds.
+double ProcessCpuSeconds();
+
 // {bench_s, machine_busy (0..1 of all cores), loadavg, and with an agent: agent_s,
 // agent_us_per_msg, agent_threads {name without trailing digits: seconds}}.
 nlohmann::json CpuReport(const CpuSnapshot& before, const CpuSnapshot& after, int agent_pid,

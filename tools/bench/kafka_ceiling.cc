@@ -1,26 +1,19 @@
 #include "tools/bench/kafka_ceiling.h"
 
 #include <librdkafka/rdkafka.h>
-#include <sys/resource.h>
 
 #include <chrono>
 #include <memory>
-#include <random>
 #include <vector>
 
 #include "agent/kafka/kafka_producer.h"
+#include "tools/bench/cpu.h"
+#include "tools/bench/printable_random.h"
 
 namespace kspool::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double ProcessCpuSeconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         double(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
 
 double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -31,11 +24,9 @@ double Since(Clock::time_point t) {
 // of them span more than lz4's 64 KiB window.
 constexpr size_t kValues = 4096;
 std::vector<std::string> PrintableValues(int size) {
-  std::mt19937 rng(7);
+  PrintableRandom random;
   std::vector<std::string> values(kValues, std::string(static_cast<size_t>(size), ' '));
-  for (std::string& v : values) {
-    for (char& c : v) c = static_cast<char>('!' + rng() % 94);
-  }
+  for (std::string& v : values) random.Fill(&v);
   return values;
 }
 

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "tools/bench/printable_random.h"
 #include "tools/common/bruce_writer.h"
 
 namespace kspool::bench {
@@ -10,26 +11,6 @@ namespace {
 
 constexpr size_t kChunkBytes = 16 * 1024;
 constexpr char kSyslogPrefix[] = "<134>Jan  1 00:00:00 bench bench: ";
-
-// xorshift64 over a 64-symbol alphabet: 6 random bits per byte.
-class PrintableRandom {
- public:
-  void Fill(std::string* value) {
-    static constexpr char kAlphabet[] =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for (size_t i = 0; i < value->size(); ++i) {
-      if (i % 10 == 0) {
-        state_ ^= state_ << 13;
-        state_ ^= state_ >> 7;
-        state_ ^= state_ << 17;
-      }
-      (*value)[i] = kAlphabet[(state_ >> (6 * (i % 10))) & 63];
-    }
-  }
-
- private:
-  uint64_t state_ = 0x9E3779B97F4A7C15ull;
-};
 
 }  // namespace
 

@@ -32,6 +32,14 @@ class SendCall final : public grpc::ServerUnaryReactor {
     if (DeliveryWaiters::Id id = waiter.load()) waiters_->Cancel(id);
   }
   void OnDone() override { delete this; }
+  // gRPC runs an inlineable reactor's OnDone/OnCancel on the thread that completes the
+  // call instead of handing them to its executor: one thread wake-up less per Send
+  // (gRPC batched CPU per message x0.94, 0.88-0.96, docs/PERFORMANCE.md). Inline
+  // reactions must be trivial: OnDone only deletes, and OnCancel does nothing while no
+  // waiter is assigned. A WAIT_FOR_KAFKA Send's OnCancel releases its waiter and answers
+  // the call, so it keeps the executor. gRPC asks at each reaction; OnDone cannot come
+  // before Send() returns (the handler holds the call), so `waiter` is set by then.
+  bool InternalInlineable() override { return waiter.load() == 0; }
   std::atomic<DeliveryWaiters::Id> waiter{0};
 
  private:

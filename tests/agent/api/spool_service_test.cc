@@ -6,13 +6,14 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <set>
 #include <thread>
 
+#include "base/clock.h"
 #include "tests/support/raw_call.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
-#include "base/clock.h"
 #include "wal/wal.h"
 
 namespace kspool::agent {
@@ -173,6 +174,46 @@ TEST_F(SpoolServiceTest, ASendBeyondTheReceiveMemoryBoundIsResourceExhaustedWith
   EXPECT_EQ(service_->receive_memory().bound(), 200u);
 }
 
+// A WAIT_FOR_WAL Send's call ends on whichever thread completes it (its reactor is
+// inlineable): Sends whose clients go away at any point of their append end cleanly
+// (the sanitizer passes would see a call freed twice or used after it ended), and every
+// one answered OK is in the WAL.
+TEST_F(SpoolServiceTest, SendsWhoseClientsGoAwayMidAppendEndOnceAndAnsweredOnesAreDurable) {
+  Start();
+  constexpr int kCalls = 200;
+  struct Call {
+    grpc::ClientContext ctx;
+    kspool::v1::SendResponse resp;
+    grpc::Status status;
+  };
+  std::vector<std::unique_ptr<Call>> calls;
+  const kspool::v1::SendRequest req = OneMessage("v");
+  std::atomic<int> answered{0};
+  for (int i = 0; i < kCalls; ++i) {
+    calls.push_back(std::make_unique<Call>());
+    Call* c = calls.back().get();
+    c->ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    stub_->async()->Send(&c->ctx, &req, &c->resp, [c, &answered](grpc::Status s) {
+      c->status = std::move(s);
+      answered.fetch_add(1);
+    });
+    if (i % 2 == 1) c->ctx.TryCancel();  // some before their append, some during it
+  }
+  ASSERT_TRUE(kspool::testing::WaitUntil([&] { return answered.load() == kCalls; }, 10s));
+  std::set<uint64_t> stored;
+  for (const wal::Entry& e : Entries()) stored.insert(e.seq);
+  int ok = 0;
+  for (const auto& c : calls) {
+    if (!c->status.ok()) {
+      EXPECT_EQ(c->status.error_code(), grpc::StatusCode::CANCELLED) << c->status.error_message();
+      continue;
+    }
+    ++ok;
+    ASSERT_EQ(c->resp.sequence_size(), 1);
+    EXPECT_EQ(stored.count(c->resp.sequence(0)), 1u) << "answered, so durable";
+  }
+  EXPECT_GE(ok, kCalls / 2) << "the Sends that were not cancelled are answered";
+}
 // WAIT_FOR_KAFKA through the service, with the drain's part played by the test: it
 // settles outcomes into DeliveryWaiters as the drain loop would after a durable Settle.
 class SpoolWaitTest : public SpoolServiceTest {

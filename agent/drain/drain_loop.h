@@ -175,6 +175,8 @@ class DrainLoop {
   void HandleReports(const std::vector<DeliveryReport>& reports, int64_t now);
   void Retry(uint64_t seq, Slot& slot, const std::string& error, int64_t now);
   void Enqueue(uint64_t seq, Slot& slot, const TopicLayout& layout);
+  // The same, with the topic's state at hand (`ts` is topics_[slot's topic]).
+  void Enqueue(uint64_t seq, Slot& slot, const TopicLayout& layout, TopicState& ts);
   void Unqueue(uint64_t seq, const Slot& slot);
   // Routes the topic's keyed entries again after its partition count changed (a topic
   // deleted and recreated, partitions added). False while entries routed by the old

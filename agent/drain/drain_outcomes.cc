@@ -13,14 +13,20 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
   if (reports.empty()) return;
   // When the outcomes became known, for the delivery index: one wall-clock read per poll.
   const int64_t wall_ms = options_.clock->NowMillis();
-  // Nothing below erases a slot (only the settle and Forget do), so `last` stays valid.
+  // Nothing below erases a slot (only the settle and Forget do), so `last` stays valid;
+  // nor a topic (topics_ is a std::map), so `last_ts` does: reports come in runs of one
+  // topic, which is looked up once per run.
   Window::iterator last = window_.end();
+  TopicState* last_ts = nullptr;
   for (const DeliveryReport& r : reports) {
     auto it = FindNear(r.seq, last);
     if (it == window_.end() || it->second.state != Slot::kInKafka) continue;
-    last = it;
     Slot& slot = it->second;
-    TopicState& ts = topics_[slot.entry.record.topic];
+    if (!last_ts || last->second.entry.record.topic != slot.entry.record.topic) {
+      last_ts = &topics_[slot.entry.record.topic];
+    }
+    last = it;
+    TopicState& ts = *last_ts;
     if (r.possibly_persisted && r.result != DeliveryResult::kDelivered) {
       Suspect(r.seq, slot, "reported failed, possibly persisted");
     }

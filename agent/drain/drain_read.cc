@@ -126,14 +126,21 @@ bool DrainLoop::ReadNew(const Shares& shares) {
   std::map<std::string_view, std::map<int32_t, uint64_t>> taken;  // per topic and lane
   std::string_view layout_topic;
   std::shared_ptr<const TopicLayout> layout;
+  auto t = topics_.end();                              // the current run's topic
+  std::map<int32_t, uint64_t>* topic_taken = nullptr;  // taken[its name], once asked for
   absl::Status s = wal_->ScanChoosing(
       {cursor_, UINT64_MAX, options_.scan_max_keys},
       [&](const wal::ScanCandidate& c) {
         if (c.seq < recheck_below_ && window_.count(c.seq)) {
           return wal::ScanChoice::kSkip;  // read before the WAL was reopened
         }
-        auto t = topics_.find(c.topic);  // no allocation for a known topic
-        if (t == topics_.end()) t = topics_.try_emplace(std::string(c.topic)).first;
+        // Candidates come in runs of one topic (a batch record holds one): looked up once
+        // per run. topics_ is a std::map, nothing here erases from it.
+        if (t == topics_.end() || t->first != c.topic) {
+          t = topics_.find(c.topic);  // no allocation for a known topic
+          if (t == topics_.end()) t = topics_.try_emplace(std::string(c.topic)).first;
+          topic_taken = nullptr;
+        }
         TopicState& ts = t->second;
         // An unreadable record is taken whatever the room: it is quarantined at once.
         if (!c.topic.empty()) {
@@ -150,8 +157,8 @@ bool DrainLoop::ReadNew(const Shares& shares) {
             layout = options_.partitions->Get(t->first);
             layout_topic = t->first;
           }
-          if (room.Empty() || shares.Full(ts) ||
-              HoldsBack(ts, c, *layout, shares, &taken[t->first])) {
+          if (!topic_taken) topic_taken = &taken[t->first];
+          if (room.Empty() || shares.Full(ts) || HoldsBack(ts, c, *layout, shares, topic_taken)) {
             ts.MarkUnread(c.seq, c.receive_time_ms);
             return wal::ScanChoice::kSkip;
           }
@@ -183,6 +190,7 @@ void DrainLoop::ScanFailed(const absl::Status& s) {
 bool DrainLoop::Admit(std::vector<wal::Entry>& entries) {
   std::string_view last_topic;
   std::shared_ptr<const TopicLayout> layout;
+  TopicState* last_ts = nullptr;
   const int64_t now = options_.clock->MonotonicMillis();
   for (wal::Entry& e : entries) {
     const uint64_t seq = e.seq;
@@ -210,15 +218,19 @@ bool DrainLoop::Admit(std::vector<wal::Entry>& entries) {
       Discard(seq, slot, kReasonCorrupt, slot.entry.status.ToString());
       continue;
     }
+    // Entries come in runs of one topic (a batch record holds one): the topic's layout
+    // and state are looked up once per run. topics_ is a std::map, nothing here erases
+    // from it, so `ts` stays valid.
     const std::string& topic = slot.entry.record.topic;
     if (!layout || topic != last_topic) {
       layout = options_.partitions->Get(topic);
       last_topic = topic;
+      last_ts = &topics_[topic];
     }
-    TopicState& ts = topics_[topic];
+    TopicState& ts = *last_ts;
     if (ts.pending_since_ms == 0) ts.pending_since_ms = now;
     if (AdmitInDoubt(seq, slot, ts, now)) continue;  // found in Kafka: settled
-    Enqueue(seq, slot, *layout);
+    Enqueue(seq, slot, *layout, ts);
   }
   inflight_.store(window_.size());
   return !entries.empty();

@@ -66,11 +66,14 @@ int32_t LaneFor(int32_t partition, const std::optional<std::string_view>& key,
 }
 
 void DrainLoop::Enqueue(uint64_t seq, Slot& slot, const TopicLayout& layout) {
+  Enqueue(seq, slot, layout, topics_[slot.entry.record.topic]);
+}
+
+void DrainLoop::Enqueue(uint64_t seq, Slot& slot, const TopicLayout& layout, TopicState& ts) {
   const wal::Record& r = slot.entry.record;
   slot.lane =
       LaneFor(r.partition, r.key ? std::optional<std::string_view>(*r.key) : std::nullopt, layout);
   slot.state = Slot::kReady;
-  TopicState& ts = topics_[r.topic];
   if (slot.lane >= 0 && r.partition < 0 && layout.partition_count() != ts.routed_partitions) {
     ts.routed_otherwise = true;  // a keyed entry: Reroute is due until it has run
   }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -37,7 +38,17 @@ struct Slot {
   bool batched = false;                 // part of the Settle() call being made
   bool alone = false;  // refused in a batch as too large: produced alone from now on
   wal::Entry entry;
-  wal::Outcome outcome;  // set with kSettling
+  // Set with kSettling (DrainLoop::StoreOutcome, TakeOutcome). A delivery to the entry's
+  // own topic, nearly every outcome, is kept as its numbers; any other outcome whole, on
+  // the heap. A slot stays small: every pass walks the window, up to
+  // --max-inflight-messages slots, and a smaller slot is fewer cache lines per message.
+  struct Delivered {
+    int32_t partition = -1;
+    int64_t offset = -1;
+    int64_t time_ms = 0;
+    bool raises_watermark = true;
+  } delivered;
+  std::unique_ptr<wal::Outcome> outcome;  // null: the outcome is `delivered`
 };
 
 // Entries produced in sequence order. After a failure the lane waits for its retry

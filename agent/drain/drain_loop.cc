@@ -159,7 +159,7 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
   taken.reserve(finished_.size());
   auto take = [&](Window::iterator it) {
     it->second.batched = true;
-    batch.push_back(std::move(it->second.outcome));
+    batch.push_back(TakeOutcome(it->first, it->second));
     taken.push_back(it);
   };
   auto prefix_end = window_.begin();
@@ -197,7 +197,7 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
     if (options_.outcomes) TellNotSettled(batch, s);
     for (size_t k = 0; k < taken.size(); ++k) {
       taken[k]->second.batched = false;
-      taken[k]->second.outcome = std::move(batch[k]);
+      StoreOutcome(taken[k]->first, taken[k]->second, std::move(batch[k]));
     }
     batch.clear();
     taken.clear();
@@ -270,12 +270,15 @@ void DrainLoop::TakeLowerOffsets(size_t from, std::vector<wal::Outcome>* batch,
   for (auto f = finished_.begin() + static_cast<std::ptrdiff_t>(from); f != finished_.end(); ++f) {
     w = FindNear(*f, w);
     if (w == window_.end() || w->second.batched || w->second.state != Slot::kSettling) continue;
-    const wal::Outcome& o = w->second.outcome;
-    if (!o.delivered()) continue;
-    auto h = highest.find(std::make_pair(o.topic, o.partition));
-    if (h == highest.end() || o.offset > h->second) continue;
+    const Slot& s = w->second;
+    if (s.outcome && !s.outcome->delivered()) continue;
+    const std::string& topic = s.outcome ? s.outcome->topic : s.entry.record.topic;
+    const int32_t partition = s.outcome ? s.outcome->partition : s.delivered.partition;
+    const int64_t offset = s.outcome ? s.outcome->offset : s.delivered.offset;
+    auto h = highest.find(std::make_pair(topic, partition));
+    if (h == highest.end() || offset > h->second) continue;
     w->second.batched = true;
-    batch->push_back(std::move(w->second.outcome));
+    batch->push_back(TakeOutcome(w->first, w->second));
     taken->push_back(w);
   }
 }

@@ -196,6 +196,12 @@ class DrainLoop {
   // explicit partition) does not exist.
   bool TargetMissing(const Slot& slot, std::string* why);
   void Finish(uint64_t seq, Slot& slot, wal::Outcome outcome, int64_t now);
+  // The rest of Finish, for a slot whose outcome is stored already.
+  void MarkFinished(uint64_t seq, Slot& slot, int64_t now);
+  // Keeps a finished slot's outcome in it (Slot::delivered or Slot::outcome), and takes
+  // it out again whole, exactly as it was kept.
+  static void StoreOutcome(uint64_t seq, Slot& slot, wal::Outcome&& outcome);
+  static wal::Outcome TakeOutcome(uint64_t seq, Slot& slot);
   // Takes an unproduced entry out of the window (it stays in the WAL, unread).
   void Forget(uint64_t seq, Slot& slot);
   // Settles what is due; everything finished when `all`.

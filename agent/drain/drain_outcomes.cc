@@ -40,11 +40,11 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
     auto k = ts.in_kafka.find(slot.produced_to);
     if (k != ts.in_kafka.end() && k->second > 0) --k->second;
     if (r.result == DeliveryResult::kDelivered) {
-      wal::Outcome delivered =
-          wal::Outcome::Delivered(r.seq, slot.entry.record.topic, r.partition, r.offset, wall_ms);
-      delivered.size = slot.entry.size;
-      delivered.receive_time_ms = slot.entry.record.receive_time_ms;
-      Finish(r.seq, slot, std::move(delivered), now);
+      // Kept as its numbers (StoreOutcome's compact form), without building an Outcome.
+      slot.delivered = {r.partition, r.offset,
+                        wall_ms != 0 ? wall_ms : options_.clock->NowMillis()};
+      slot.outcome.reset();
+      MarkFinished(r.seq, slot, now);
       last_delivery_ms_.store(now);
       ts.last_delivery_ms = now;
       producer_failures_ = 0;
@@ -116,10 +116,41 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
 void DrainLoop::Finish(uint64_t seq, Slot& slot, wal::Outcome outcome, int64_t now) {
   // When the outcome became known: the index keeps it and the listener is told it.
   if (outcome.time_ms == 0) outcome.time_ms = options_.clock->NowMillis();
+  StoreOutcome(seq, slot, std::move(outcome));
+  MarkFinished(seq, slot, now);
+}
+
+void DrainLoop::MarkFinished(uint64_t seq, Slot& slot, int64_t now) {
   slot.state = Slot::kSettling;
-  slot.outcome = std::move(outcome);
   slot.finished_ms = now;
   finished_.push_back(seq);
+}
+
+void DrainLoop::StoreOutcome(uint64_t seq, Slot& slot, wal::Outcome&& o) {
+  const wal::Record& r = slot.entry.record;
+  if (o.delivered() && o.seq == seq && o.topic == r.topic && o.size == slot.entry.size &&
+      o.receive_time_ms == r.receive_time_ms && o.discard_reason.empty() && o.error.empty() &&
+      o.raw.empty()) {
+    slot.delivered = {o.partition, o.offset, o.time_ms, o.raises_watermark};
+    slot.outcome.reset();
+    return;
+  }
+  slot.outcome = std::make_unique<wal::Outcome>(std::move(o));
+}
+
+wal::Outcome DrainLoop::TakeOutcome(uint64_t seq, Slot& slot) {
+  if (slot.outcome) {
+    wal::Outcome o = std::move(*slot.outcome);
+    slot.outcome.reset();
+    return o;
+  }
+  const Slot::Delivered& d = slot.delivered;
+  wal::Outcome o =
+      wal::Outcome::Delivered(seq, slot.entry.record.topic, d.partition, d.offset, d.time_ms);
+  o.size = slot.entry.size;
+  o.receive_time_ms = slot.entry.record.receive_time_ms;
+  o.raises_watermark = d.raises_watermark;
+  return o;
 }
 
 void DrainLoop::Retry(uint64_t seq, Slot& slot, const std::string& error, int64_t now) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "tests/agent/drain/drain_fixture.h"
@@ -331,6 +332,45 @@ TEST_F(Drain, ListenerHearsEachOutcomeOnceWhenItIsInTheDeliveryIndex) {
   EXPECT_TRUE(listener.not_settled.empty());
 }
 
+// The window keeps a delivery as its numbers (Slot::delivered); what is settled is the
+// whole outcome again: the entry's topic, stored size and receive time, the reported
+// partition and offset, and when the report came.
+TEST_F(Drain, ASettledDeliveryCarriesItsEntrysSizeReceiveTimeAndReportedPlace) {
+  kafka_.leaders["t"] = {true, true, true};
+  RecordingListener listener;
+  listener.wal = wal_.get();
+  {
+    DrainOptions o;
+    o.outcomes = &listener;
+    StartDrain(o);
+  }
+  Append("t", 4, {}, /*partition=*/2, /*value_bytes=*/40);
+  std::map<uint64_t, wal::Entry> stored;
+  {
+    std::vector<wal::Entry> live;
+    ASSERT_TRUE(wal_->Scan(0, 100, 1 << 20, &live).ok());
+    for (wal::Entry& e : live) stored[e.seq] = std::move(e);
+  }
+  ASSERT_EQ(stored.size(), 4u);
+  const int64_t reported_at = clock_.NowMillis();
+  drain_->RunOnce(0);
+  ASSERT_EQ(listener.settled.size(), 4u);
+  for (const wal::Outcome& o : listener.settled) {
+    ASSERT_EQ(stored.count(o.seq), 1u) << o.seq;
+    const wal::Entry& e = stored[o.seq];
+    EXPECT_EQ(o.state, wal::Outcome::State::kDelivered);
+    EXPECT_EQ(o.topic, "t");
+    EXPECT_EQ(o.partition, 2);
+    EXPECT_EQ(o.offset, 0);  // the scripted producer's
+    EXPECT_EQ(o.size, e.size);
+    EXPECT_EQ(o.receive_time_ms, e.record.receive_time_ms);
+    EXPECT_EQ(o.time_ms, reported_at);
+    EXPECT_TRUE(o.discard_reason.empty());
+    EXPECT_TRUE(o.error.empty());
+  }
+  EXPECT_EQ(Live("t"), 0u);
+}
+
 // A settle that fails (a WAL write error, until the WAL reopens) must not leave anyone
 // waiting for its outcomes: they are told once as not settled, then once settled.
 TEST_F(Drain, ListenerHearsOnceOfOutcomesWhoseSettleFailedAndAgainOnceSettled) {
@@ -375,8 +415,17 @@ TEST_F(Drain, ListenerHearsOnceOfOutcomesWhoseSettleFailedAndAgainOnceSettled) {
   ASSERT_TRUE(wal_->health().ok());
   EXPECT_EQ(Live("t"), 0u);
   ASSERT_EQ(listener.settled.size(), 3u);
-  EXPECT_EQ(listener.settled[0].seq, listener.not_settled[0].seq);
-  EXPECT_EQ(listener.settled[0].offset, listener.not_settled[0].offset);
+  for (size_t i = 0; i < 3; ++i) {
+    // Put back into the window and taken out again as it was.
+    const wal::Outcome& a = listener.not_settled[i];
+    const wal::Outcome& b = listener.settled[i];
+    EXPECT_EQ(b.seq, a.seq);
+    EXPECT_EQ(b.state, a.state);
+    EXPECT_EQ(b.topic, a.topic);
+    EXPECT_EQ(b.partition, a.partition);
+    EXPECT_EQ(b.offset, a.offset);
+    EXPECT_EQ(b.time_ms, a.time_ms) << "when Kafka answered, not when the settle succeeded";
+  }
   EXPECT_EQ(listener.not_settled.size(), 3u);
   for (const wal::Outcome& o : listener.in_index) {
     EXPECT_EQ(o.state, wal::Outcome::State::kDelivered);

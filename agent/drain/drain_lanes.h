@@ -40,8 +40,8 @@ struct Slot {
   wal::Entry entry;
   // Set with kSettling (DrainLoop::StoreOutcome, TakeOutcome). A delivery to the entry's
   // own topic, nearly every outcome, is kept as its numbers; any other outcome whole, on
-  // the heap. A slot stays small: every pass walks the window, up to
-  // --max-inflight-messages slots, and a smaller slot is fewer cache lines per message.
+  // the heap. A slot is 288 bytes instead of 440 with a whole Outcome in it: up to 15 MB
+  // less at the default window of 100k slots (--max-inflight-messages).
   struct Delivered {
     int32_t partition = -1;
     int64_t offset = -1;

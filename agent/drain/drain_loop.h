@@ -202,6 +202,9 @@ class DrainLoop {
   // it out again whole, exactly as it was kept.
   static void StoreOutcome(uint64_t seq, Slot& slot, wal::Outcome&& outcome);
   static wal::Outcome TakeOutcome(uint64_t seq, Slot& slot);
+  // StoreOutcome's compact form: a delivery to the slot's own topic, of its own entry.
+  static void KeepDelivered(Slot& slot, int32_t partition, int64_t offset, int64_t time_ms,
+                            bool raises_watermark);
   // Takes an unproduced entry out of the window (it stays in the WAL, unread).
   void Forget(uint64_t seq, Slot& slot);
   // Settles what is due; everything finished when `all`.

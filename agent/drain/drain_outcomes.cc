@@ -40,10 +40,9 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
     auto k = ts.in_kafka.find(slot.produced_to);
     if (k != ts.in_kafka.end() && k->second > 0) --k->second;
     if (r.result == DeliveryResult::kDelivered) {
-      // Kept as its numbers (StoreOutcome's compact form), without building an Outcome.
-      slot.delivered = {r.partition, r.offset,
-                        wall_ms != 0 ? wall_ms : options_.clock->NowMillis()};
-      slot.outcome.reset();
+      // Kept as its numbers, without building an Outcome (StoreOutcome's compact form).
+      KeepDelivered(slot, r.partition, r.offset,
+                    wall_ms != 0 ? wall_ms : options_.clock->NowMillis(), true);
       MarkFinished(r.seq, slot, now);
       last_delivery_ms_.store(now);
       ts.last_delivery_ms = now;
@@ -131,11 +130,16 @@ void DrainLoop::StoreOutcome(uint64_t seq, Slot& slot, wal::Outcome&& o) {
   if (o.delivered() && o.seq == seq && o.topic == r.topic && o.size == slot.entry.size &&
       o.receive_time_ms == r.receive_time_ms && o.discard_reason.empty() && o.error.empty() &&
       o.raw.empty()) {
-    slot.delivered = {o.partition, o.offset, o.time_ms, o.raises_watermark};
-    slot.outcome.reset();
+    KeepDelivered(slot, o.partition, o.offset, o.time_ms, o.raises_watermark);
     return;
   }
   slot.outcome = std::make_unique<wal::Outcome>(std::move(o));
+}
+
+void DrainLoop::KeepDelivered(Slot& slot, int32_t partition, int64_t offset, int64_t time_ms,
+                              bool raises_watermark) {
+  slot.delivered = {partition, offset, time_ms, raises_watermark};
+  slot.outcome.reset();
 }
 
 wal::Outcome DrainLoop::TakeOutcome(uint64_t seq, Slot& slot) {

@@ -178,7 +178,7 @@ TEST_F(SpoolServiceTest, ASendBeyondTheReceiveMemoryBoundIsResourceExhaustedWith
 // inlineable): Sends whose clients go away at any point of their append end cleanly
 // (the sanitizer passes would see a call freed twice or used after it ended), and every
 // one answered OK is in the WAL.
-TEST_F(SpoolServiceTest, SendsWhoseClientsGoAwayMidAppendEndOnceAndAnsweredOnesAreDurable) {
+TEST_F(SpoolServiceTest, SendsWhoseClientsGoAwayMidAppendEndCleanlyAndAnsweredOnesAreDurable) {
   Start();
   constexpr int kCalls = 200;
   struct Call {

@@ -30,9 +30,12 @@
 # synced write for 5 s (`kspool-bench --ceiling-only`), and kspool's CPU per message is
 # also given over that writer's, per round; then the Kafka client alone for 3 s each
 # (`kspool-bench --kafka-ceiling`): kspool's own producer with its settings and its two
-# headers per record, and plain librdkafka with omkafka's settings here. kspool's floor
-# is RocksDB alone plus its producer alone: the CPU a message costs written once and sent
-# once, before it is read back, settled, parsed from gRPC or tracked by the drain. Raw figures: $OUT/<forwarder>-<round>.json (+ .load.json, the
+# headers per record, and plain librdkafka with omkafka's settings here; then gRPC alone
+# for 5 s (`kspool-bench --grpc-ceiling`): a process that answers every Send of T1's load
+# (8 clients x 100 messages) at once and does nothing else. kspool's floor is RocksDB
+# alone plus its producer alone: the CPU a message costs written once and sent once,
+# before it is read back, settled, parsed from gRPC or tracked by the drain; with gRPC
+# alone added, the least its gRPC batched path can cost. Raw figures: $OUT/<forwarder>-<round>.json (+ .load.json, the
 # sender's report, and .kafka.json, the count), rsyslog's configs and logs in $OUT/rs-*.
 #
 # rsyslog configuration (rsyslog 8.2302 from Debian; rsyslogd -n -f CONF -i PIDFILE as a
@@ -190,6 +193,10 @@ for round in $(seq "$ROUNDS"); do
     bench --kafka-ceiling "$BROKERS" --kafka-ceiling-mode "$mode" --size 100 --duration 3 \
       >"$OUT/kafka-ceiling-$mode-$round.json"
   done
+  # And gRPC alone: the gRPC batched load against a server that only answers.
+  echo "round $round/$ROUNDS: gRPC alone for 5s..." >&2
+  bench --grpc-ceiling --clients 8 --batch 100 --size 100 --duration 5 \
+    >"$OUT/grpc-ceiling-$round.json"
 done
 ELAPSED=$(($(date +%s) - START))
 
@@ -247,7 +254,12 @@ def row(name, v):
     print(f"| {name} | {mr(v, '{:.2f}')} | {' '.join(f'{x:.2f}' for x in v)} |")
 row("kspool's Kafka producer alone CPU/msg ÷ raw RocksDB's", [k["cpu_us_per_message"] / c["cpu_us_per_message"] for k, c in zip(kc["kspool"], ceiling)])
 row("kspool's floor (raw RocksDB + its producer alone) ÷ raw RocksDB's", [f / c["cpu_us_per_message"] for f, c in zip(floor, ceiling)])
+gc = [json.load(open(f"{out}/grpc-ceiling-{r}.json"))["grpc_ceiling"] for r in range(1, rounds + 1)]
+row("gRPC alone (a server that only answers T1's Sends) CPU/msg ÷ raw RocksDB's", [g["cpu_us_per_message"] / c["cpu_us_per_message"] for g, c in zip(gc, ceiling)])
+floor_grpc = [f + g["cpu_us_per_message"] for f, g in zip(floor, gc)]
+row("kspool's floor with gRPC (raw RocksDB + its producer alone + gRPC alone) ÷ raw RocksDB's", [f / c["cpu_us_per_message"] for f, c in zip(floor_grpc, ceiling)])
 if "kspool-grpc-batch" in runs:
+    row("kspool gRPC batched CPU/msg ÷ its floor with gRPC", [x["cpu_us_per_delivered"] / f for x, f in zip(runs["kspool-grpc-batch"], floor_grpc)])
     row("kspool gRPC batched CPU/msg ÷ its floor", [x["cpu_us_per_delivered"] / f for x, f in zip(runs["kspool-grpc-batch"], floor)])
 if "rsyslog-mem" in runs:
     row("rsyslog memory queue CPU/msg ÷ plain librdkafka alone", [x["cpu_us_per_delivered"] / k["cpu_us_per_message"] for x, k in zip(runs["rsyslog-mem"], kc["plain"])])
@@ -258,6 +270,8 @@ print("\nKafka client alone per round, kspool's producer (acks=all, idempotence,
       ", ".join(f"{k['messages_per_s']:,.0f} msg/s at {k['cpu_us_per_message']:.2f} µs" for k in kc["kspool"]))
 print("Kafka client alone per round, plain librdkafka (omkafka's settings here: lz4, no headers): " +
       ", ".join(f"{k['messages_per_s']:,.0f} msg/s at {k['cpu_us_per_message']:.2f} µs" for k in kc["plain"]))
+print("gRPC alone per round (8 clients x 100 x 100 B per Send, answered at once): " +
+      ", ".join(f"{g['messages_per_s']:,.0f} msg/s at {g['cpu_us_per_message']:.2f} µs" for g in gc))
 print("\n| round | # | forwarder | taken in | delivered in Kafka | all? | s | msg/s | CPU s | µs/msg |")
 print("| ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
 for r in sorted((r for f in fws for r in runs[f]), key=lambda r: (r["round"], r["position"])):

@@ -6,7 +6,7 @@
 // message's Kafka outcome; --agent-pid adds where the agent's CPU went. For the peer
 // benchmark (tools/bench-peers.sh; peer_modes.h): --tcp-lines and --bruce-tcp feed one TCP
 // connection, --kafka-offsets and --kafka-wait count deliveries in Kafka, --ceiling-only
-// measures the raw RocksDB ceiling alone.
+// measures the raw RocksDB ceiling alone, --grpc-ceiling gRPC's alone.
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
@@ -180,7 +180,14 @@ int main(int argc, char** argv) {
                  "kspool: the agent's producer and settings; plain: librdkafka as the peer "
                  "benchmark's rsyslog uses it")
       ->capture_default_str();
+  bool grpc_ceiling = false;
+  app.add_flag("--grpc-ceiling", grpc_ceiling,
+               "Only gRPC alone: the load (--clients, --batch, --size, --duration) against a "
+               "child process that answers every Send without doing anything; its CPU per "
+               "message as one JSON object {\"grpc_ceiling\": {...}} on stdout");
   CLI11_PARSE(app, argc, argv);
+  // Before anything starts gRPC here: it forks the server.
+  if (grpc_ceiling) return kspool::bench::RunGrpcCeiling(o);
   if (!kafka_ceiling.empty()) {
     return kspool::bench::RunKafkaCeiling(kafka_ceiling, kafka_ceiling_mode, o.size, o.duration_s);
   }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tools/bench/ceiling.h"
+#include "tools/bench/grpc_ceiling.h"
 #include "tools/bench/kafka_ceiling.h"
 #include "tools/bench/kafka_count.h"
 
@@ -91,6 +92,23 @@ int RunKafkaCeiling(const std::string& brokers, const std::string& mode, int siz
                         {"delivered", c->delivered},
                         {"seconds", c->seconds},
                         {"messages_per_s", c->delivered_per_s},
+                        {"cpu_us_per_message", c->cpu_us_per_message}}}};
+  std::printf("%s\n", j.dump().c_str());
+  return 0;
+}
+
+int RunGrpcCeiling(const LoadOptions& o) {
+  auto c = MeasureGrpcCeiling(o);
+  if (!c.ok()) {
+    std::fprintf(stderr, "kspool-bench: %s\n", c.status().ToString().c_str());
+    return 1;
+  }
+  nlohmann::json j = {{"grpc_ceiling",
+                       {{"clients", o.clients},
+                        {"batch", o.batch},
+                        {"size", o.size},
+                        {"messages", c->messages},
+                        {"messages_per_s", c->messages_per_s},
                         {"cpu_us_per_message", c->cpu_us_per_message}}}};
   std::printf("%s\n", j.dump().c_str());
   return 0;

@@ -1,7 +1,8 @@
 // kspool-bench's modes for the peer benchmark (tools/bench-peers.sh), each printing one
 // JSON object on stdout and returning the process's exit status: feed one TCP connection
 // (tcp_feed.h), count deliveries in Kafka (kafka_count.h), measure the raw RocksDB
-// ceiling alone (ceiling.h) and the Kafka client's (kafka_ceiling.h). Not thread-safe; called once
+// ceiling alone (ceiling.h), the Kafka client's (kafka_ceiling.h) and gRPC's
+// (grpc_ceiling.h). Not thread-safe; called once
 // from main.
 #pragma once
 
@@ -24,5 +25,7 @@ int RunKafkaCount(const std::string& brokers, int topics, int64_t wait_from, uin
 int RunCeilingOnly(const std::string& dir, int batch, int size, double seconds);
 // --kafka-ceiling: the Kafka client alone (kafka_ceiling.h), `mode` "kspool" or "plain".
 int RunKafkaCeiling(const std::string& brokers, const std::string& mode, int size, double seconds);
+// --grpc-ceiling: gRPC alone (grpc_ceiling.h) under the load `o` describes.
+int RunGrpcCeiling(const LoadOptions& o);
 
 }  // namespace kspool::bench

@@ -16,13 +16,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "agent/app/config/config.h"
-#include "agent/validate/kafka_limits.h"
 #include "agent/kafka/kafka_options.h"
+#include "agent/validate/kafka_limits.h"
 
 namespace {
 
@@ -61,10 +62,25 @@ void CheckRanges(const Config& c) {
   }
 }
 
+// The two files the target writes (a config file and what --print-config printed), one
+// pair per process, removed when the fuzzer exits.
+struct ScratchFiles {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  const std::string config = dir + "/kspool-config-fuzz-" + std::to_string(getpid()) + ".toml";
+  const std::string printed =
+      dir + "/kspool-config-fuzz-" + std::to_string(getpid()) + "-printed.toml";
+  ~ScratchFiles() {
+    std::error_code ignored;
+    std::filesystem::remove(config, ignored);
+    std::filesystem::remove(printed, ignored);
+  }
+};
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string file = "/tmp/kspool-config-fuzz-" + std::to_string(getpid()) + ".toml";
+  static const ScratchFiles scratch;
+  const std::string& file = scratch.config;
   std::vector<std::string> args = {"kspool-agent"}, env;
   size_t from = 0;
   while (from <= size) {
@@ -93,8 +109,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (p.output.empty()) Fail("exit without a message");
     if (p.exit_code == 0 && p.output.rfind("# kspool-agent --print-config", 0) == 0) {
       // What --print-config prints is a config file the parser accepts.
-      static const std::string printed =
-          "/tmp/kspool-config-fuzz-" + std::to_string(getpid()) + "-printed.toml";
+      const std::string& printed = scratch.printed;
       std::ofstream(printed, std::ios::trunc) << p.output;
       const std::string flag = "--config=" + printed;
       const char* again_argv[] = {"kspool-agent", flag.c_str()};

@@ -35,8 +35,9 @@
 # (8 clients x 100 messages) at once and does nothing else. kspool's floor is RocksDB
 # alone plus its producer alone: the CPU a message costs written once and sent once,
 # before it is read back, settled, parsed from gRPC or tracked by the drain; with gRPC
-# alone added, the least its gRPC batched path can cost. Raw figures: $OUT/<forwarder>-<round>.json (+ .load.json, the
-# sender's report, and .kafka.json, the count), rsyslog's configs and logs in $OUT/rs-*.
+# alone added, the least its gRPC batched path can cost. Raw figures:
+# $OUT/<forwarder>-<round>.json (+ .load.json, the sender's report, and .kafka.json, the
+# count), rsyslog's configs and logs in $OUT/rs-*.
 #
 # rsyslog configuration (rsyslog 8.2302 from Debian; rsyslogd -n -f CONF -i PIDFILE as a
 # child process, its own work directory, only imtcp and omkafka loaded):

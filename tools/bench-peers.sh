@@ -35,7 +35,10 @@
 # (8 clients x 100 messages) at once and does nothing else. kspool's floor is RocksDB
 # alone plus its producer alone: the CPU a message costs written once and sent once,
 # before it is read back, settled, parsed from gRPC or tracked by the drain; with gRPC
-# alone added, the least its gRPC batched path can cost. Raw figures:
+# alone added, the least its gRPC batched path can cost. And since kspool writes a Send's
+# messages for a topic as one record, RocksDB alone once more in that layout (10,000-byte
+# values, 3 per synced write; per message: its CPU over 100): the floor in kspool's own
+# layout, and the floor with no WAL at all (producer + gRPC). Raw figures:
 # $OUT/<forwarder>-<round>.json (+ .load.json, the sender's report, and .kafka.json, the
 # count), rsyslog's configs and logs in $OUT/rs-*.
 #
@@ -187,6 +190,14 @@ for round in $(seq "$ROUNDS"); do
   echo "round $round/$ROUNDS: raw RocksDB ceiling for 5s..." >&2
   bench --ceiling-only "$OUT" --ceiling-batch 1024 --size 100 --duration 5 \
     >"$OUT/ceiling-$round.json"
+  # RocksDB alone again, written as kspool lays a gRPC batched load out: 10,000-byte
+  # values (a record of 100 messages of 100 B), 3 per synced write (~300 messages, about
+  # its group commit under T1's load).
+  echo "round $round/$ROUNDS: RocksDB ceiling with kspool's record layout for 5s..." >&2
+  rm -rf "$OUT/ceiling-records"
+  bench --ceiling-only "$OUT/ceiling-records" --ceiling-batch 3 --size 10000 --duration 5 \
+    >"$OUT/ceiling-records-$round.json"
+  rm -rf "$OUT/ceiling-records"
   # And the Kafka client alone: kspool's producer (its settings and headers), then
   # librdkafka as omkafka is configured here.
   for mode in kspool plain; do
@@ -259,7 +270,16 @@ gc = [json.load(open(f"{out}/grpc-ceiling-{r}.json"))["grpc_ceiling"] for r in r
 row("gRPC alone (a server that only answers T1's Sends) CPU/msg ÷ raw RocksDB's", [g["cpu_us_per_message"] / c["cpu_us_per_message"] for g, c in zip(gc, ceiling)])
 floor_grpc = [f + g["cpu_us_per_message"] for f, g in zip(floor, gc)]
 row("kspool's floor with gRPC (raw RocksDB + its producer alone + gRPC alone) ÷ raw RocksDB's", [f / c["cpu_us_per_message"] for f, c in zip(floor_grpc, ceiling)])
+# The same with the WAL write as kspool lays it out (per 100-byte message: a record's CPU
+# over the 100 messages it holds), and without any WAL write.
+rec = [json.load(open(f"{out}/ceiling-records-{r}.json"))["ceiling"] for r in range(1, rounds + 1)]
+rec_us = [x["cpu_us_per_message"] * 100 / x["size"] for x in rec]
+row("RocksDB alone, kspool's record layout (100 × 100 B per record, 3 per synced write) CPU/msg ÷ raw RocksDB's", [x / c["cpu_us_per_message"] for x, c in zip(rec_us, ceiling)])
+floor_rec = [x + k["cpu_us_per_message"] + g["cpu_us_per_message"] for x, k, g in zip(rec_us, kc["kspool"], gc)]
+row("kspool's floor with gRPC, its record layout (that write + its producer alone + gRPC alone) ÷ raw RocksDB's", [f / c["cpu_us_per_message"] for f, c in zip(floor_rec, ceiling)])
+row("its producer alone + gRPC alone (no WAL at all) ÷ raw RocksDB's", [(k["cpu_us_per_message"] + g["cpu_us_per_message"]) / c["cpu_us_per_message"] for k, g, c in zip(kc["kspool"], gc, ceiling)])
 if "kspool-grpc-batch" in runs:
+    row("kspool gRPC batched CPU/msg ÷ its floor with gRPC, its record layout", [x["cpu_us_per_delivered"] / f for x, f in zip(runs["kspool-grpc-batch"], floor_rec)])
     row("kspool gRPC batched CPU/msg ÷ its floor with gRPC", [x["cpu_us_per_delivered"] / f for x, f in zip(runs["kspool-grpc-batch"], floor_grpc)])
     row("kspool gRPC batched CPU/msg ÷ its floor", [x["cpu_us_per_delivered"] / f for x, f in zip(runs["kspool-grpc-batch"], floor)])
 if "rsyslog-mem" in runs:
@@ -271,6 +291,8 @@ print("\nKafka client alone per round, kspool's producer (acks=all, idempotence,
       ", ".join(f"{k['messages_per_s']:,.0f} msg/s at {k['cpu_us_per_message']:.2f} µs" for k in kc["kspool"]))
 print("Kafka client alone per round, plain librdkafka (omkafka's settings here: lz4, no headers): " +
       ", ".join(f"{k['messages_per_s']:,.0f} msg/s at {k['cpu_us_per_message']:.2f} µs" for k in kc["plain"]))
+print("RocksDB alone per round, kspool's record layout (3 × 10,000 B per synced write), per 100-B message: " +
+      ", ".join(f"{x:.2f} µs" for x in rec_us))
 print("gRPC alone per round (8 clients x 100 x 100 B per Send, answered at once): " +
       ", ".join(f"{g['messages_per_s']:,.0f} msg/s at {g['cpu_us_per_message']:.2f} µs" for g in gc))
 print("\n| round | # | forwarder | taken in | delivered in Kafka | all? | s | msg/s | CPU s | µs/msg |")

@@ -41,8 +41,7 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
     if (k != ts.in_kafka.end() && k->second > 0) --k->second;
     if (r.result == DeliveryResult::kDelivered) {
       // Kept as its numbers, without building an Outcome (StoreOutcome's compact form).
-      KeepDelivered(slot, r.partition, r.offset,
-                    wall_ms != 0 ? wall_ms : options_.clock->NowMillis(), true);
+      KeepDelivered(slot, r.partition, r.offset, wall_ms, /*raises_watermark=*/true);
       MarkFinished(r.seq, slot, now);
       last_delivery_ms_.store(now);
       ts.last_delivery_ms = now;

@@ -11,7 +11,11 @@
 //  * Sequence numbers are unique, strictly increasing, and never reused, also across
 //    reopen: the next number is persisted in the same batch as the entries.
 //  * Receive times come from the Clock but never go backwards, also across reopen.
-//  * After a write error (LogStatus::health) appends fail with UNAVAILABLE.
+//  * After a write error (LogStatus::health) appends fail with UNAVAILABLE. An append
+//    whose own write failed (a failed sync) is in doubt: RocksDB may have kept it. Its
+//    status says so (AppendInDoubtSeq, appends_in_doubt.h), and after the Reopen()
+//    AppendKept() tells whether it was kept: a caller that retries asks first, or it
+//    stores the messages twice.
 //  * An append fails with RESOURCE_EXHAUSTED, writing nothing, when the live entries
 //    plus the dead letters would exceed Options::max_bytes, when one of its topics' live
 //    entries would exceed Options::max_topic_bytes, or (at once, before it is queued)
@@ -25,6 +29,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "wal/append_batch.h"
+#include "wal/appends_in_doubt.h"
 #include "wal/log_status.h"
 
 namespace kspool::wal {
@@ -47,6 +52,10 @@ class AppendLog : public virtual LogStatus {
   [[nodiscard]] absl::StatusOr<AppendResult> Append(AppendBatch batch);
   // The same outcome as Append(), delivered to `done` instead of returned.
   virtual void AppendAsync(AppendBatch batch, AppendCallback done) = 0;
+  // Whether the append in doubt that starts at `first_seq` (AppendInDoubtSeq of its
+  // failure) was kept: UNAVAILABLE until the WAL has been reopened, NOT_FOUND when it is
+  // no longer remembered (AppendsInDoubt::kMaxRemembered).
+  [[nodiscard]] virtual absl::StatusOr<bool> AppendKept(uint64_t first_seq) const = 0;
 };
 
 }  // namespace kspool::wal

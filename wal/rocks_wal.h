@@ -75,6 +75,7 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
   ~RocksWal() override;
 
   void AppendAsync(AppendBatch batch, AppendCallback done) override;
+  absl::StatusOr<bool> AppendKept(uint64_t first_seq) const override;
   absl::Status Scan(uint64_t from_seq, size_t max_entries, size_t max_bytes,
                     std::vector<Entry>* out) override;
   absl::Status ScanChoosing(const ScanRange& range,
@@ -226,6 +227,8 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
   // The append queue and the committer thread (group_committer.h), started by Open()
   // unless read-only. Its methods take mu_, which guards its state.
   GroupCommitter committer_;
+  // Appends whose failed write RocksDB may have kept, until a reopen says (appends_in_doubt.h).
+  AppendsInDoubt in_doubt_ ABSL_GUARDED_BY(mu_);
   // Sequence numbers, receive times, append counters (log_tail.h).
   LogTail tail_ ABSL_GUARDED_BY(mu_);
   // Counters per topic, live bytes, head, admission, topic tracking (ledger.h); its

@@ -52,6 +52,15 @@ void RocksWal::AppendAsync(AppendBatch batch, AppendCallback done) {
   std::move(done)(refused);
 }
 
+absl::StatusOr<bool> RocksWal::AppendKept(uint64_t first_seq) const {
+  MutexLock l(&mu_);
+  if (!write_error_.ok()) {
+    return absl::UnavailableError("WAL " + options_.dir +
+                                  ": the outcome of a failed append is known once it is reopened");
+  }
+  return in_doubt_.Kept(first_seq);
+}
+
 RocksWal::~RocksWal() {
   committer_.Stop();  // commits what is queued
   CloseCommitPoints();
@@ -87,9 +96,11 @@ size_t RocksWal::CommitGroup() {
   // Taken with the writing receive time: a lease granted after this waits for the group.
   const CommitPoints leased = lease_.LeasedFor(accepted);
 
+  bool in_doubt = false;  // the group's write reached RocksDB and failed
   if (status.ok() && !group.writers.empty()) {
     mu_.Unlock();
     rocksdb::Status s;
+    bool attempted = false;
     {
       ReaderLock r(&db_mu_);
       if (!db_) {
@@ -111,6 +122,7 @@ size_t RocksWal::CommitGroup() {
         }
         CommitLease::PutLeased(leased, db_->meta, &wb);
         auto start = std::chrono::steady_clock::now();
+        attempted = true;
         s = SyncedWrite(&wb);
         if (s.ok() && options_.on_group_commit) {
           options_.on_group_commit(
@@ -127,10 +139,19 @@ size_t RocksWal::CommitGroup() {
     } else {
       RecordWriteErrorLocked(s, "append");
       status = write_error_;
+      in_doubt = attempted;
     }
   }
   tail_.Committed(end_seq);
-  for (GroupCommitter::Writer* w : group.writers) w->status = status;
+  for (GroupCommitter::Writer* w : group.writers) {
+    if (in_doubt) {
+      // RocksDB may have kept the write: the outcome is known after the reopen.
+      in_doubt_.Failed(w->result.first_seq);
+      w->status = MarkAppendInDoubt(status, w->result.first_seq);
+    } else {
+      w->status = status;
+    }
+  }
   return group.examined;
 }
 

@@ -183,6 +183,9 @@ absl::Status RocksWal::LoadState(bool reopen) {
     MutexLock l(&mu_);
     agent_id_ = std::move(id);
     if (reopen) {
+      // The log on disk ends before next_seq: the appends whose write failed before
+      // this reopen were kept if they start below it.
+      in_doubt_.Resolve(next_seq);
       // Never hand out a number twice, even one whose failed write did not persist.
       next_seq = std::max(next_seq, tail_.next_seq());
       last_receive = std::max(last_receive, tail_.last_receive_ms());

@@ -32,6 +32,7 @@ class ReadOnlyWal final : public Wal {
       : wal_(std::move(wal)), dir_(std::move(dir)) {}
 
   void AppendAsync(AppendBatch, AppendCallback done) override { std::move(done)(Refused()); }
+  absl::StatusOr<bool> AppendKept(uint64_t) const override { return Refused(); }
   absl::Status Scan(uint64_t from_seq, size_t max_entries, size_t max_bytes,
                     std::vector<Entry>* out) override {
     return wal_->Scan(from_seq, max_entries, max_bytes, out);

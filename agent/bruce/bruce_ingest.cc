@@ -177,8 +177,58 @@ void BruceIngest::RetryRefused() {
       if (stopping_ || refused_.empty()) return;
       again.swap(refused_);
     }
-    for (Pending& p : again) Submit(std::move(p));
+    for (size_t i = 0; i < again.size(); ++i) {
+      bool kept = false;
+      if (!MayRetry(again[i], &kept)) {
+        // Not reopened yet: this batch and those after it wait, in order.
+        MutexLock l(&mu_);
+        retry_at_mono_ms_ = options_.clock->MonotonicMillis() + kMetadataPollMs * 5;
+        refused_.insert(refused_.begin(), std::make_move_iterator(again.begin() + i),
+                        std::make_move_iterator(again.end()));
+        break;
+      }
+      if (kept) {
+        CountAppended(again[i]);
+        continue;
+      }
+      Submit(std::move(again[i]));
+    }
   }
+}
+
+bool BruceIngest::MayRetry(Pending& p, bool* kept) {
+  *kept = false;
+  if (!p.in_doubt_seq) return true;
+  absl::StatusOr<bool> answer = wal_->AppendKept(*p.in_doubt_seq);
+  if (absl::IsUnavailable(answer.status())) return false;
+  if (!answer.ok()) {
+    // Forgotten (more failed appends since than the WAL remembers): appending again may
+    // store it twice, which a loss would be worse than.
+    WarnDegraded("bruce_append_outcome_unknown",
+                 "the outcome of a failed append of " + std::to_string(p.batch.size()) +
+                     " messages is unknown (" + answer.status().ToString() +
+                     "); appending them again (a duplicate is possible)");
+  } else if (*answer) {
+    spdlog::info("bruce input: the WAL kept the failed append of {} messages (seq {}); not "
+                 "appended again",
+                 p.batch.size(), *p.in_doubt_seq);
+    *kept = true;
+  }
+  p.in_doubt_seq.reset();
+  return true;
+}
+
+void BruceIngest::CountAppended(const Pending& p) {
+  if (options_.on_appended) options_.on_appended();
+  if (options_.metrics) {
+    for (BruceTransport t :
+         {BruceTransport::kDatagram, BruceTransport::kStream, BruceTransport::kTcp}) {
+      const uint64_t c = p.by_transport[static_cast<size_t>(t)];
+      if (c) options_.metrics->BruceAppended(BruceTransportName(t), c);
+    }
+  }
+  MutexLock l(&mu_);
+  appended_ += p.batch.size();
 }
 
 void BruceIngest::Submit(Pending p) {
@@ -192,14 +242,7 @@ void BruceIngest::Submit(Pending p) {
   wal_->AppendAsync(std::move(p.batch), [this, kept](absl::StatusOr<wal::AppendResult> r) {
     const size_t n = kept->batch.size();
     if (r.ok()) {
-      if (options_.on_appended) options_.on_appended();
-      if (options_.metrics) {
-        for (BruceTransport t :
-             {BruceTransport::kDatagram, BruceTransport::kStream, BruceTransport::kTcp}) {
-          const uint64_t c = kept->by_transport[static_cast<size_t>(t)];
-          if (c) options_.metrics->BruceAppended(BruceTransportName(t), c);
-        }
-      }
+      CountAppended(*kept);
     } else {
       WarnDegraded("bruce_append_refused",
                    "the WAL refused " + std::to_string(n) + " messages (" + r.status().ToString() +
@@ -208,12 +251,11 @@ void BruceIngest::Submit(Pending p) {
     std::function<void()> on_room = on_room_;
     {
       MutexLock l(&mu_);
-      if (r.ok()) {
-        appended_ += n;
-      } else {
+      if (!r.ok()) {
         const int64_t delay =
             options_.retry_after_ms ? options_.retry_after_ms(r.status().code()) : 200;
         retry_at_mono_ms_ = options_.clock->MonotonicMillis() + std::max<int64_t>(delay, 10);
+        kept->in_doubt_seq = wal::AppendInDoubtSeq(r.status());
         refused_.push_back(std::move(*kept));
       }
       --inflight_;

@@ -7,7 +7,10 @@
 // Flow control: at most `max_inflight_appends` batches are in the WAL's hands; beyond
 // it, and while the WAL refuses appends (full, I/O error; retried after the agent's
 // retry-after delay), Flush() blocks, so the listener stops reading its sockets and the
-// kernel holds the clients back. A PartitionKey message for a topic whose partition
+// kernel holds the clients back. A batch whose append failed in doubt (a failed sync:
+// RocksDB may have kept it) is not appended again blindly: once the WAL is reopened
+// it asks whether the write was kept (wal::AppendLog::AppendKept), and appends it again
+// only if not. A PartitionKey message for a topic whose partition
 // count was never learned waits the same way until Kafka's metadata names it.
 // Thread safety: Accept() and Flush() from one thread (the listener's); Stop() and the
 // destructor from another. Owns its batches; borrows the WAL, the cache, the log.
@@ -17,6 +20,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <optional>
 #include <string_view>
 
 #include "agent/bruce/bruce_rejections.h"
@@ -81,12 +85,19 @@ class BruceIngest {
   struct Pending {
     wal::AppendBatch batch;
     std::array<uint64_t, 3> by_transport{};
+    // Set when its append failed in doubt (wal::AppendInDoubtSeq): its first sequence
+    // number, asked about (AppendKept) before it may be appended again.
+    std::optional<uint64_t> in_doubt_seq;
   };
   // The partition of a PartitionKey message, or a bad_topic error; waits (flow control)
   // while the topic's partition count is unknown. -2: stopping.
   absl::StatusOr<int32_t> PartitionOf(std::string_view topic, int32_t partition_key);
   void Submit(Pending p);
   void RetryRefused();
+  // A refused batch may go again: true unless its append was in doubt and the WAL has
+  // not said yet whether it kept it; one it kept is counted appended instead (*kept).
+  bool MayRetry(Pending& p, bool* kept);
+  void CountAppended(const Pending& p);
   void WarnDegraded(const std::string& event, const std::string& line);
 
   wal::AppendLog* const wal_;

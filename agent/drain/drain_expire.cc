@@ -15,6 +15,13 @@
 // leader (those for a known leaderless partition are taken back anyway).
 // Receive times never decrease with the sequence number (the WAL assigns them so), so
 // the first unread entry young enough ends the look at a topic's unread entries.
+// An entry that may be in Kafka already is never expired before the reconciliation that
+// would find it has answered (AwaitsReconciliation): after a restart that took longer
+// than the age limit, expiring it would report a message Kafka holds as discarded, put
+// it in the dead letters (a replay makes a real duplicate) and hold watermarks back.
+// Such an entry left unread stops the look at its topic, and asks for its topic's
+// reconciliation if nothing has yet; once answered, one with a copy found is settled as
+// delivered there, the others expire.
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -38,12 +45,14 @@ void DrainLoop::ExpireOld(int64_t now) {
   // Expired() reads: now - receive time > age.
   const int64_t cutoff = options_.clock->NowMillis() - static_cast<int64_t>(age);
   for (auto& [name, ts] : topics_) {
-    ExpireLane(ts.unrouted, cutoff);
-    ExpireLane(ts.unordered, cutoff);
-    for (auto& [p, lane] : ts.partitions) ExpireLane(lane, cutoff);
+    if (ts.in_window == 0) continue;
+    std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(name);
+    ExpireLane(ts, ts.unrouted, kLaneUnrouted, *layout, cutoff);
+    ExpireLane(ts, ts.unordered, kLaneUnordered, *layout, cutoff);
+    for (auto& [p, lane] : ts.partitions) ExpireLane(ts, lane, p, *layout, cutoff);
   }
   for (auto& [name, ts] : topics_) {
-    if (ts.unread_from != 0 && ts.unread_receive_ms < cutoff) ExpireUnread(name, ts, cutoff);
+    if (ts.unread_from != 0 && ts.unread_receive_ms < cutoff) ExpireUnread(name, ts, cutoff, now);
   }
   ExpireInClient(cutoff);
   inflight_.store(window_.size());
@@ -65,12 +74,28 @@ void DrainLoop::ExpireInClient(int64_t cutoff) {
   }
 }
 
-void DrainLoop::ExpireLane(Lane& lane, int64_t cutoff) {
+bool DrainLoop::AwaitsReconciliation(const TopicState& ts, uint64_t seq, const Slot& slot,
+                                     int32_t lane_id, const TopicLayout& layout) const {
+  if (!ts.gate.holding || !InDoubt(seq)) return false;
+  // Without a key, or partitioned by the client: its copy may be in any partition.
+  if (lane_id < 0) return true;
+  return ts.gate.HoldsPartition(lane_id) || InDoubtKeyHeld(ts, seq, slot, layout);
+}
+
+bool DrainLoop::AwaitsReconciliation(const TopicState& ts, uint64_t seq, const Slot& slot) const {
+  if (!ts.gate.holding || !InDoubt(seq)) return false;
+  return AwaitsReconciliation(ts, seq, slot, slot.lane,
+                              *options_.partitions->Get(slot.entry.record.topic));
+}
+
+void DrainLoop::ExpireLane(TopicState& ts, Lane& lane, int32_t lane_id, const TopicLayout& layout,
+                           int64_t cutoff) {
   if (lane.empty()) return;
   // Entries in a lane are not in the client: discarding one leaves the lane's order.
   auto expire = [&](uint64_t seq) {
     Slot& slot = window_.at(seq);
     if (!slot.entry.status.ok() || slot.entry.record.receive_time_ms >= cutoff) return false;
+    if (AwaitsReconciliation(ts, seq, slot, lane_id, layout)) return false;
     Discard(seq, slot, kReasonExpired, kNeverProduced);
     return true;
   };
@@ -80,7 +105,8 @@ void DrainLoop::ExpireLane(Lane& lane, int64_t cutoff) {
   }
 }
 
-void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t cutoff) {
+void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t cutoff,
+                             int64_t now) {
   // The window's room plus the overshoot not yet used (entries expired earlier may still
   // wait for their settle, e.g. while the WAL fails).
   auto headroom = [](uint64_t limit, uint64_t held) { return held < limit ? limit - held : 0; };
@@ -92,6 +118,9 @@ void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t c
   uint64_t taken = 0, taken_bytes = 0;
   int64_t last_ms = 0;  // receive time of the last entry offered, of any topic
   std::optional<int64_t> stopped_at_ms;
+  // The first in-doubt entry met while its topic's reconciliation has not answered.
+  std::optional<std::pair<uint64_t, int64_t>> in_doubt;
+  const bool reconciling = options_.reconciler && (ts.gate.holding || !reconcile_asked_.count(topic));
   std::vector<wal::Entry> entries;
   uint64_t next = 0;
   absl::Status s = wal_->ScanChoosing(
@@ -103,6 +132,11 @@ void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t c
         }
         if (c.receive_time_ms != 0) last_ms = c.receive_time_ms;
         if (c.topic != topic || window_.count(c.seq)) return wal::ScanChoice::kSkip;
+        if (reconciling && c.seq < in_doubt_below_) {
+          in_doubt = {c.seq, c.receive_time_ms};
+          stopped_at_ms = c.receive_time_ms;  // the topic's oldest unread entry from here
+          return wal::ScanChoice::kStop;
+        }
         ++taken;
         taken_bytes += c.size;
         return wal::ScanChoice::kTake;
@@ -121,6 +155,9 @@ void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t c
       ts.scan_from = std::max(ts.scan_from, next);
     }
   }
+  if (in_doubt && !reconcile_asked_.count(topic)) {
+    AskReconcile(topic, ts, in_doubt->first, in_doubt->second);
+  }
   for (wal::Entry& e : entries) {
     const uint64_t seq = e.seq;
     auto [it, fresh] = window_.try_emplace(seq);
@@ -134,6 +171,11 @@ void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t c
       ++undecodable_slots_;
       slot.entry.record.topic = topic;
       Discard(seq, slot, kReasonCorrupt, slot.entry.status.ToString());
+    } else if (auto f = found_.find(seq); f != found_.end()) {
+      // Its reconciliation answered and found it in Kafka: delivered there.
+      const FoundCopy copy = f->second.copy;
+      found_.erase(f);
+      SettleFound(seq, slot, copy, now);
     } else {
       Discard(seq, slot, kReasonExpired,
               "older than --max-message-age; never read (its partition had no leader, or its "

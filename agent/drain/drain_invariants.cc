@@ -15,7 +15,9 @@
 //  * the window holds at most max_inflight_messages (plus undecodable entries, which are
 //    taken whatever the room) and max_inflight_bytes plus one entry;
 //  * a topic's catch-up position is not below its first unread entry;
-//  * every finished slot is listed in finished_, and none is left marked batched.
+//  * every finished slot is listed in finished_, and none is left marked batched;
+//  * a copy found and kept for later (found_) is for an entry outside the window: one
+//    read into it is settled from the copy at once (AdmitInDoubt, ExpireUnread).
 #include <algorithm>
 #include <map>
 #include <set>
@@ -139,6 +141,11 @@ absl::Status DrainLoop::CheckInvariants() const {
       return fail("seq ", seq, " is finished but not listed to be settled");
     }
     if (slot.batched) return fail("seq ", seq, " is still marked part of a settle batch");
+  }
+  for (const auto& kept : found_) {
+    if (window_.count(kept.first)) {
+      return fail("copy found of seq ", kept.first, " kept while it is in the window");
+    }
   }
   // Expiry may take the window past its limits by a stated overshoot (ExpireUnread).
   if (window_.size() > options_.max_inflight_messages + kExpireOvershootMessages + undecodable) {

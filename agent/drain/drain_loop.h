@@ -159,8 +159,18 @@ class DrainLoop {
   // Discards entries older than max_message_age_ms that are not in the client: those in
   // lanes and those left unread (drain_expire.cc). At most once per expire interval.
   void ExpireOld(int64_t now);
-  void ExpireLane(Lane& lane, int64_t cutoff);
-  void ExpireUnread(const std::string& topic, TopicState& ts, int64_t cutoff);
+  void ExpireLane(TopicState& ts, Lane& lane, int32_t lane_id, const TopicLayout& layout,
+                  int64_t cutoff);
+  void ExpireUnread(const std::string& topic, TopicState& ts, int64_t cutoff, int64_t now);
+  // True while `seq` may be in Kafka already (in doubt: in the WAL at Start(), or a
+  // suspect) and the reconciliation that would find it there has not answered for it:
+  // such an entry is neither produced nor expired meanwhile, or a message Kafka holds
+  // would be reported discarded, dead-lettered, and duplicated by a replay. `lane_id`
+  // is the entry's lane (kLaneUnordered/kLaneUnrouted wait for the whole topic).
+  bool AwaitsReconciliation(const TopicState& ts, uint64_t seq, const Slot& slot,
+                            int32_t lane_id, const TopicLayout& layout) const;
+  // The same for a slot whose report just came back (its layout looked up).
+  bool AwaitsReconciliation(const TopicState& ts, uint64_t seq, const Slot& slot) const;
   // Marks the topics whose unrouted entries the client holds past the age limit
   // (TopicState::client_holds_expired).
   void ExpireInClient(int64_t cutoff);
@@ -241,6 +251,14 @@ class DrainLoop {
   void PollReconciler(int64_t now);
   void SettleFound(uint64_t seq, Slot& slot, const FoundCopy& copy, int64_t now);
   void HoldUnkeyed(Lane& lane, uint64_t seq, int64_t now);
+  // False once `topic`'s entry `seq`, not in the window, can no longer be read: below
+  // the reader's cursor and below the topic's unread position, it was read and has left
+  // the window, settled. A copy found for such an entry has nothing left to settle.
+  bool MayBeUnread(std::string_view topic, uint64_t seq) const;
+  // Drops from found_ the copies whose entries can no longer be read (MayBeUnread), at
+  // most every kRecheckMs: kept, they would hold their partitions' watermarks for the
+  // life of the process (HoldWatermarks).
+  void PruneFound(int64_t now, bool force);
   // An unkeyed (or unrouted) in-doubt entry that must wait for its topic's reconciliation.
   bool InDoubtHeld(const TopicState& ts, uint64_t seq) const {
     return ts.gate.HoldsTopic() && InDoubt(seq);
@@ -346,6 +364,7 @@ class DrainLoop {
     FoundCopy copy;
   };
   std::map<uint64_t, FoundLater> found_;
+  int64_t next_found_prune_ms_ = 0;
 
   std::thread thread_;
   std::atomic<bool> stop_{false};

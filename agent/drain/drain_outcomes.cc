@@ -73,7 +73,7 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
                   r.result == DeliveryResult::kUnknownPartition ? kReasonUnknownPartition
                                                                 : kReasonUnknownTopic,
                   r.error + "; " + why);
-        } else if (Expired(slot)) {
+        } else if (Expired(slot) && !AwaitsReconciliation(ts, r.seq, slot)) {
           // A keyed entry the producer cannot route yet (its metadata lags the agent's,
           // or the topic changed): bounded by the age limit, as any other retry.
           Discard(r.seq, slot, kReasonExpired,
@@ -99,7 +99,8 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
         break;
       }
       default:  // kRetry (kQueued and kQueueFull never come as reports)
-        if (Expired(slot)) {
+        // A suspect (possibly persisted, above) waits for its round before it may expire.
+        if (Expired(slot) && !AwaitsReconciliation(ts, r.seq, slot)) {
           Discard(r.seq, slot, kReasonExpired,
                   "older than --max-message-age; last error: " + r.error);
         } else {

@@ -151,11 +151,8 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
       CheckFailed(__FILE__, __LINE__, "lane entry " + std::to_string(seq) + " has no slot");
     }
     Slot& slot = last->second;
-    if (Expired(slot)) {
-      lane.ready.pop_front();
-      Discard(seq, slot, kReasonExpired, "older than --max-message-age");
-      continue;
-    }
+    // The in-doubt gates come before the age limit: an entry that may be in Kafka is not
+    // expired until its reconciliation answered (drain_expire.cc).
     if (!ordered && InDoubtHeld(ts, seq)) {
       lane.ready.pop_front();
       HoldUnkeyed(lane, seq, now);  // until its topic is reconciled
@@ -165,6 +162,11 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
     // Routed by the client: an in-doubt entry waits for the whole topic's reconciliation,
     // and the lane's newer entries behind it (a suspect may follow entries that are not).
     if (lane_id == kLaneUnrouted && InDoubtHeld(ts, seq)) return;
+    if (Expired(slot)) {
+      lane.ready.pop_front();
+      Discard(seq, slot, kReasonExpired, "older than --max-message-age");
+      continue;
+    }
     int32_t partition = slot.entry.record.partition;  // explicit, or kAnyPartition
     if (lane_id >= 0) {
       partition = lane_id;

@@ -119,6 +119,7 @@ void DrainLoop::PollReconciler(int64_t now) {
   std::vector<ReconcileResult> results;
   options_.reconciler->Poll(&results);
   for (ReconcileResult& r : results) {
+    uint64_t settled_before = 0;
     if (options_.metrics && (r.bytes_read > 0 || r.seconds > 0)) {
       options_.metrics->ReconcileRead(r.bytes_read, r.seconds);
     }
@@ -128,7 +129,14 @@ void DrainLoop::PollReconciler(int64_t now) {
       ++found;
       auto w = window_.find(c.seq);
       if (w == window_.end()) {
-        found_[c.seq] = {r.topic, c};  // settled when read (AdmitInDoubt), if still live
+        if (MayBeUnread(r.topic, c.seq)) {
+          found_[c.seq] = {r.topic, c};  // settled when read (AdmitInDoubt, ExpireUnread)
+        } else {
+          // Settled already: by an earlier round's copy, or produced after its hold ended
+          // (then this copy and that delivery are two). Kept, it would hold the
+          // partition's watermark for good (HoldWatermarks).
+          ++settled_before;
+        }
         continue;
       }
       Slot& slot = w->second;
@@ -140,6 +148,11 @@ void DrainLoop::PollReconciler(int64_t now) {
     if (found > 0) {
       reconcile_found_.fetch_add(found);
       if (options_.metrics) options_.metrics->ReconcileFound(found);
+    }
+    if (settled_before > 0) {
+      spdlog::info("reconcile: topic '{}': {} cop(ies) found for entries settled before "
+                   "(round {})",
+                   r.topic, settled_before, r.round);
     }
     if (!r.ended_early.empty()) {
       spdlog::warn("reconcile: topic '{}': {} partition(s) released before they were read to "
@@ -163,6 +176,7 @@ void DrainLoop::PollReconciler(int64_t now) {
       t->second.unordered.retry_at_ms = 0;  // its held unkeyed entries go now
     }
   }
+  PruneFound(now, /*force=*/false);
   bool any = false;
   for (auto& [name, ts] : topics_) {
     if (!ts.gate.holding) continue;
@@ -186,6 +200,23 @@ void DrainLoop::PollReconciler(int64_t now) {
     if (!ts.gate.holding) continue;
     reconciling_.push_back({name, (now - ts.gate.since_ms) / 1000.0,
                             std::vector<int32_t>(ts.gate.released.begin(), ts.gate.released.end())});
+  }
+}
+
+bool DrainLoop::MayBeUnread(std::string_view topic, uint64_t seq) const {
+  if (seq >= cursor_) return true;  // also everything after a reopen put the cursor back
+  auto t = topics_.find(topic);
+  // Entries below the cursor not in the window are unread only from unread_from on
+  // (TopicState); a topic without state has none unread (dropped only while idle).
+  return t != topics_.end() && t->second.unread_from != 0 && seq >= t->second.unread_from;
+}
+
+void DrainLoop::PruneFound(int64_t now, bool force) {
+  if (found_.empty() || (!force && now < next_found_prune_ms_)) return;
+  next_found_prune_ms_ = now + kRecheckMs;
+  for (auto it = found_.begin(); it != found_.end();) {
+    it = !window_.count(it->first) && !MayBeUnread(it->second.topic, it->first) ? found_.erase(it)
+                                                                                 : std::next(it);
   }
 }
 

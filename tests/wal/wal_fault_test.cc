@@ -73,6 +73,46 @@ TEST_F(WalFault, FailedSyncIsStickyUntilReopenThenAcceptsAgain) {
   EXPECT_GT(again->first_seq, 2u) << "the failed append's sequence number is not reused";
 }
 
+// A failed sync leaves the append in doubt: RocksDB kept this one (the reopen replays
+// it), and AppendKept says so once the WAL is reopened, not before. An append refused
+// afterwards (the sticky error) wrote nothing and is not in doubt.
+TEST_F(WalFault, AppendWhoseSyncFailedIsInDoubtUntilTheReopenSaysItWasKept) {
+  auto wal = OpenWal();
+  fs_->FailSyncOfWrite("kept-kept-");
+  absl::StatusOr<AppendResult> r = wal->Append(MakeBatch("a", 2, "kept-kept-"));
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  std::optional<uint64_t> seq = AppendInDoubtSeq(r.status());
+  ASSERT_TRUE(seq.has_value()) << r.status();
+  absl::StatusOr<AppendResult> refused = wal->Append(MakeBatch("a", 1, "refused"));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_FALSE(AppendInDoubtSeq(refused.status()).has_value());
+  EXPECT_EQ(wal->AppendKept(*seq).status().code(), absl::StatusCode::kUnavailable);
+  ASSERT_TRUE(wal->Reopen().ok());
+  absl::StatusOr<bool> kept = wal->AppendKept(*seq);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_TRUE(*kept);
+  EXPECT_EQ(ScanAll(wal.get()).size(), 2u);
+  EXPECT_EQ(wal->AppendKept(*seq + 100).status().code(), absl::StatusCode::kNotFound);
+}
+
+// A write that never reached the log file (its append failed): not kept.
+TEST_F(WalFault, AppendWhoseWriteFailedIsNotKeptAfterTheReopen) {
+  auto wal = OpenWal();
+  ASSERT_TRUE(wal->Append(MakeBatch("a", 1, "before")).ok());
+  fs_->FailNextAppends(1, /*no_space=*/false);
+  absl::StatusOr<AppendResult> r = wal->Append(MakeBatch("a", 2, "lost"));
+  std::optional<uint64_t> seq = AppendInDoubtSeq(r.status());
+  ASSERT_TRUE(seq.has_value()) << r.status();
+  ASSERT_TRUE(wal->Reopen().ok());
+  absl::StatusOr<bool> kept = wal->AppendKept(*seq);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_FALSE(*kept);
+  ASSERT_TRUE(wal->Append(MakeBatch("a", 1, "after")).ok());
+  EXPECT_EQ(ScanAll(wal.get()).size(), 2u);
+  // A later append's numbers are above the lost one's: still "not kept".
+  EXPECT_FALSE(*wal->AppendKept(*seq));
+}
+
 TEST_F(WalFault, FullDiskIsUnavailableAndRecoversOnceSpaceReturns) {
   auto wal = OpenWal();
   ASSERT_TRUE(wal->Append(MakeBatch("a", 2, "before")).ok());

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "tests/support/bruce_format.h"
+#include "tests/support/fault_fs.h"
 #include "tests/support/temp_dir.h"
 #include "wal/wal.h"
 
@@ -22,10 +23,11 @@ constexpr int64_t kTs = 1'700'000'000'000;
 
 class BruceIngestTest : public ::testing::Test {
  protected:
-  void Open(uint64_t max_bytes = 0) {
+  void Open(uint64_t max_bytes = 0, std::shared_ptr<rocksdb::FileSystem> fs = nullptr) {
     wal::Options o;
     o.dir = dir_.sub("wal");
     o.max_bytes = max_bytes;
+    if (fs) o.env = kspool::testing::EnvFor(fs);
     wal_ = std::move(wal::Wal::Open(o)).value();
   }
   void SetUp() override {
@@ -191,6 +193,82 @@ TEST_F(BruceIngestTest, AWalThatRefusesMakesFlushWaitAndRetryWithoutDroppingAnyt
   settled += Entries().size();
   EXPECT_EQ(settled, 40u);
   EXPECT_EQ(rejections_.count(BruceReject::kMalformed), 0u);
+}
+
+// A failed sync whose write RocksDB kept (a reopen replays it): the batch is in the WAL,
+// and appending it again would store each message twice under two sequence numbers.
+// The ingest waits for the reopen, asks the WAL whether it kept the write, and does not
+// append it again.
+TEST_F(BruceIngestTest, ABatchWhoseSyncFailedIsNotAppendedTwiceWhenTheWalKeptIt) {
+  auto fs = std::make_shared<kspool::testing::FaultInjectionFileSystem>();
+  wal_.reset();
+  Open(0, fs);
+  auto ingest = Ingest(1);
+  const std::string marker = "in-doubt-batch-in-doubt-batch-";
+  fs->FailSyncOfWrite(marker);
+  std::thread reader([&] {
+    for (int i = 0; i < 3; ++i) {
+      ingest->Accept(AnyPartition("t", kTs, "", marker + std::to_string(i)),
+                     BruceTransport::kDatagram, 65536);
+    }
+    ingest->Flush();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (ingest->appended() < 3 && std::chrono::steady_clock::now() < until) {
+      ingest->Flush();  // as the listener does when idle: retries what was refused
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  // The drain reopens the WAL after a write error; here this thread does, once the
+  // append has failed and nothing is in the WAL's hands.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!ingest->Refused() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(ingest->Refused()) << "the injected sync failure did not happen";
+  EXPECT_EQ(fs->injected_sync_failures(), 1u);
+  EXPECT_FALSE(wal_->health().ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // retries meanwhile wait
+  ASSERT_TRUE(wal_->Reopen().ok());
+  reader.join();
+  EXPECT_EQ(ingest->appended(), 3u);
+  ingest.reset();
+  std::vector<wal::Entry> e = Entries();
+  ASSERT_EQ(e.size(), 3u) << "the batch the WAL kept was appended again";
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(e[i].record.value, marker + std::to_string(i));
+}
+
+// The same failure when RocksDB did not keep the write (the log file's append itself
+// failed): after the reopen the batch is appended again, once.
+TEST_F(BruceIngestTest, ABatchWhoseWriteFailedIsAppendedAgainWhenTheWalLostIt) {
+  auto fs = std::make_shared<kspool::testing::FaultInjectionFileSystem>();
+  wal_.reset();
+  Open(0, fs);
+  auto ingest = Ingest(1);
+  const std::string value = "lost-batch";
+  std::thread reader([&] {
+    ingest->Accept(AnyPartition("t", kTs, "", value), BruceTransport::kDatagram, 65536);
+    fs->FailNextAppends(1, /*no_space=*/false);
+    ingest->Flush();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (ingest->appended() < 1 && std::chrono::steady_clock::now() < until) {
+      ingest->Flush();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!ingest->Refused() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(ingest->Refused());
+  std::this_thread::sleep_for(std::chrono::milliseconds(150));  // retries meanwhile wait
+  EXPECT_EQ(ingest->appended(), 0u);
+  ASSERT_TRUE(wal_->Reopen().ok());
+  reader.join();
+  EXPECT_EQ(ingest->appended(), 1u);
+  ingest.reset();
+  std::vector<wal::Entry> e = Entries();
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].record.value, value);
 }
 
 }  // namespace

@@ -140,7 +140,9 @@ void FakeProducer::Poll(int, std::vector<DeliveryReport>* out) {
       kafka_->fail_once.erase(fail);
       continue;
     }
-    out->push_back(Report(p, DeliveryResult::kDelivered, "", "", /*offset=*/0));
+    auto end = kafka_->log_end.find({p.topic, p.partition});
+    const int64_t offset = end == kafka_->log_end.end() ? 0 : end->second++;
+    out->push_back(Report(p, DeliveryResult::kDelivered, "", "", offset));
     kafka_->delivered.push_back(std::move(p));
   }
   queued_.swap(waiting);

@@ -50,6 +50,9 @@ struct FakeKafka {
   // The client partitions a keyed message sent to kAnyPartition by its key over the
   // partitions it knows (as librdkafka does), and `partition` is where it put it.
   bool partition_by_key = false;
+  // Per topic and partition, the offset the next delivery there gets, counted on from
+  // there; a partition not listed delivers everything at offset 0.
+  std::map<std::pair<std::string, int32_t>, int64_t> log_end;
   std::string fatal;  // a producer made while this is set reports it as fatal
   // The producer made as number N (1 the first) hits a fatal error now, with what it
   // holds still unanswered: it answers nothing more (0: none).

@@ -58,6 +58,9 @@ inline constexpr std::string_view kLeasedPointTopicPrefix = "leased_point_ms/";
 inline constexpr std::string_view kAcceptedPrefix = "accepted/";
 inline constexpr std::string_view kDeliveredPrefix = "delivered/";
 inline constexpr std::string_view kDiscardedPrefix = "discarded/";
+// `held/<topic>`: u64 count, u64 bytes of its settled messages whose batch record is
+// still stored (FORMAT.md, "Settling part of a record").
+inline constexpr std::string_view kHeldPrefix = "held/";
 inline constexpr std::string_view kDeadLetters = "dead_letters";
 inline constexpr std::string_view kDeadDroppedPrefix = "dead_dropped/";
 inline constexpr std::string_view kReceiveFloor = "receive_floor_ms";
@@ -94,6 +97,9 @@ inline std::string Delivered(std::string_view topic) {
   return std::string(kDeliveredPrefix) + std::string(topic);
 }
 // Topic names cannot contain '/', so the split back is unambiguous.
+inline std::string Held(std::string_view topic) {
+  return std::string(kHeldPrefix) + std::string(topic);
+}
 inline std::string Discarded(std::string_view topic, std::string_view reason) {
   return std::string(kDiscardedPrefix) + std::string(topic) + "/" + std::string(reason);
 }

@@ -16,7 +16,7 @@ void Ledger::Load(std::map<std::string, TopicStats> topics, uint64_t head) {
   topics_ = std::move(topics);
   head_ = head;
   live_bytes_ = 0;
-  for (const auto& [t, ts] : topics_) live_bytes_ += ts.pending().bytes;
+  for (const auto& [t, ts] : topics_) live_bytes_ += ts.stored().bytes;
 }
 
 absl::Status Ledger::Admit(const AppendBatch& batch, uint64_t group_bytes, uint64_t dead_bytes,
@@ -33,7 +33,7 @@ absl::Status Ledger::Admit(const AppendBatch& batch, uint64_t group_bytes, uint6
   if (limits_.max_topic_bytes > 0) {
     for (const auto& [topic, delta] : batch.topics()) {
       uint64_t pending = 0;
-      if (auto t = topics_.find(topic); t != topics_.end()) pending = t->second.pending().bytes;
+      if (auto t = topics_.find(topic); t != topics_.end()) pending = t->second.stored().bytes;
       if (auto g = group_topics->find(topic); g != group_topics->end()) pending += g->second;
       if (pending + delta.second <= limits_.max_topic_bytes) continue;
       ++refused_[kTopicFull];
@@ -56,13 +56,16 @@ void Ledger::NoteAccepted(const std::map<std::string, Counts>& accepted, uint64_
   for (const auto& [topic, c] : accepted) topics_[topic].accepted = c;
 }
 
-void Ledger::NoteSettled(const std::map<std::string, TopicStats>& totals, uint64_t bytes) {
+void Ledger::NoteSettled(const std::map<std::string, TopicStats>& totals, uint64_t bytes,
+                         uint64_t held_added, uint64_t held_released) {
   for (const auto& [topic, t] : totals) {
     TopicStats& ts = topics_[topic];
     ts.delivered = t.delivered;
     for (const auto& [reason, c] : t.discarded) ts.discarded[reason] = c;
+    ts.held = t.held;
   }
-  live_bytes_ -= std::min(live_bytes_, bytes);
+  live_bytes_ += held_added;
+  live_bytes_ -= std::min(live_bytes_, bytes + held_released);
 }
 
 void Ledger::NoteDeadDropped(const std::map<std::string, std::map<std::string, Counts>>& dropped) {

@@ -7,7 +7,10 @@
 //  * Admission: the WAL's capacity (Options::max_bytes, counting the dead letters) and
 //    the per-topic bound (Options::max_topic_bytes: a topic that cannot drain fills at
 //    most that much; only its own appends are refused), with the refusals counted by
-//    cause and, for tracked topics, by topic.
+//    cause and, for tracked topics, by topic. Both count what the log stores: live
+//    messages and the settled ones still held in part-settled batch records
+//    (TopicStats::stored()), so one stuck partition cannot fill the volume through the
+//    records it shares with delivered messages.
 //  * Topic tracking: the topics whose commit points are kept, with the receive time of
 //    their last append. A topic with nothing live and no append for
 //    Options::topic_idle_forget_ms is forgotten, and so are the longest idle beyond
@@ -46,6 +49,7 @@ class Ledger {
 
   const std::map<std::string, TopicStats>& topics() const { return topics_; }
   Counts accepted(const std::string& topic) const;
+  // Stored in the log: live messages and held ones (TopicStats::stored()).
   uint64_t live_bytes() const { return live_bytes_; }
   uint64_t head() const { return head_; }
 
@@ -66,9 +70,11 @@ class Ledger {
 
   // After a written append of `bytes`: the topics' new `accepted` totals.
   void NoteAccepted(const std::map<std::string, Counts>& accepted, uint64_t bytes);
-  // After a written Settle of `bytes`: the touched topics' new delivered and discarded
-  // totals (their other counters are not taken over).
-  void NoteSettled(const std::map<std::string, TopicStats>& totals, uint64_t bytes);
+  // After a written Settle of `bytes`: the touched topics' new delivered, discarded and
+  // held totals (their other counters are not taken over), and the bytes the settle
+  // left held in part-settled records and those it freed from them.
+  void NoteSettled(const std::map<std::string, TopicStats>& totals, uint64_t bytes,
+                   uint64_t held_added, uint64_t held_released);
   // After a written dead-letter trim: per topic and limit, the new dropped totals.
   void NoteDeadDropped(const std::map<std::string, std::map<std::string, Counts>>& dropped);
 

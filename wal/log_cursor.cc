@@ -155,6 +155,16 @@ absl::StatusOr<int64_t> LogCursor::ReceiveTime() const {
   return batch_->status();
 }
 
+absl::StatusOr<int64_t> LogCursor::VerifiedReceiveTime() const {
+  if (batch_) {
+    if (batch_->ok()) return (*batch_)->receive_time_ms;
+    return batch_->status();  // a salvaged time is unchecked
+  }
+  Entry e = Decode();
+  if (!e.status.ok()) return e.status;
+  return e.record.receive_time_ms;
+}
+
 RecordRouting LogCursor::Routing() const {
   if (!batch_) return PeekRouting(value_);
   if (batch_->ok()) return (*batch_)->Routing(idx_);

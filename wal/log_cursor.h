@@ -54,6 +54,10 @@ class LogCursor {
   size_t size() const;
   // Read without decoding the message (a version-1 entry's checksum is not checked).
   absl::StatusOr<int64_t> ReceiveTime() const;
+  // The same, only once a checksum vouches for it (a version-1 entry is decoded): an
+  // error for a corrupt record, whose time may be anything, even years ahead. Whatever
+  // moves a commit point or the receive-time floor reads this one.
+  absl::StatusOr<int64_t> VerifiedReceiveTime() const;
   // Valid until the cursor moves.
   RecordRouting Routing() const;
   // Decoded, or with its status and raw bytes: a message of an unreadable batch record

@@ -133,7 +133,9 @@ absl::StatusOr<int64_t> RocksWal::ReceiveTimeBound(uint64_t from_seq) {
   RETURN_IF_ERROR(c.status("WAL " + options_.dir + ": find the first live entry at or after " +
                            std::to_string(from)));
   if (c.Valid()) {
-    absl::StatusOr<int64_t> t = c.ReceiveTime();
+    // Verified: a corrupt record's time may be anything, and a bound from it would
+    // publish a commit point (and raise the receive-time floor) into the future.
+    absl::StatusOr<int64_t> t = c.VerifiedReceiveTime();
     if (t.ok()) return *t;
     // An unreadable record cannot vouch for its time, but it was not settled when the
     // last commit point was saved, so it was received after that point.

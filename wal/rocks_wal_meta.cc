@@ -82,6 +82,8 @@ absl::StatusOr<MetaState> ReadMeta(rocksdb::DB* db, rocksdb::ColumnFamilyHandle*
     } else if (StartsWith(k, keys::kDeliveredPrefix)) {
       m.topics[std::string(k.substr(keys::kDeliveredPrefix.size()))].delivered =
           keys::ParseCounts(val);
+    } else if (StartsWith(k, keys::kHeldPrefix)) {
+      m.topics[std::string(k.substr(keys::kHeldPrefix.size()))].held = keys::ParseCounts(val);
     } else if (StartsWith(k, keys::kDiscardedPrefix)) {
       if (split2(k.substr(keys::kDiscardedPrefix.size()), &topic, &name)) {
         m.topics[topic].discarded[name] = keys::ParseCounts(val);

@@ -58,13 +58,16 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   rocksdb::WriteBatch wb;
   const int64_t now_ms = options_.clock->NowMillis();
   if (cand > head) wb.Put(db_->meta, keys::kHead, keys::U64(cand));
-  RETURN_IF_ERROR(SettleInLog(*db_, seqs, &wb));  // deletes, or bits in part-settled records
+  HeldChange held;  // bytes part-settled records keep on disk, per topic
+  RETURN_IF_ERROR(SettleInLog(*db_, seqs, &wb, &held));  // deletes, or bits in part-settled records
   uint64_t bytes = 0;
   for (const Outcome& o : outcomes) bytes += o.size;
   const Counts added = dead_letters_.Keep(outcomes, now_ms, *db_, &wb);
   // New totals of the touched counters, aggregated per (topic, outcome) first: a batch
   // holds thousands of messages but only a few topics.
   std::map<std::string, TopicStats> totals;
+  std::vector<std::string> held_topics;  // whose held bytes change (written below)
+  std::pair<uint64_t, uint64_t> held_delta;  // bytes held now, bytes no longer held
   Counts dead;  // the dead letters' totals after this batch
   {
     MutexLock l(&mu_);
@@ -87,6 +90,33 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
       last_counts->count += 1;
       last_counts->bytes += o.size;
     }
+    // The held bytes' new totals: what a stuck message keeps of its record on disk is
+    // charged to its topic until the record goes (Ledger::Admit).
+    auto change = [&](const std::string& topic) -> TopicStats& {
+      auto [it, fresh] = totals.try_emplace(topic);
+      if (fresh) {
+        auto t = ledger_.topics().find(topic);
+        if (t != ledger_.topics().end()) it->second = t->second;
+      }
+      held_topics.push_back(topic);
+      return it->second;
+    };
+    auto sub = [](uint64_t* v, uint64_t d) { *v -= std::min(*v, d); };  // an older WAL's: 0
+    for (const auto& [topic, c] : held.added) {
+      Counts& h = change(topic).held;
+      h.count += c.count;
+      h.bytes += c.bytes;
+      held_delta.first += c.bytes;
+    }
+    for (const auto& [topic, c] : held.released) {
+      Counts& h = change(topic).held;
+      held_delta.second += std::min(h.bytes, c.bytes);
+      sub(&h.count, c.count);
+      sub(&h.bytes, c.bytes);
+    }
+  }
+  for (const std::string& topic : held_topics) {
+    wb.Put(db_->meta, keys::Held(topic), keys::EncodeCounts(totals[topic].held));
   }
   for (const auto& [topic, t] : totals) {
     wb.Put(db_->meta, keys::Delivered(topic), keys::EncodeCounts(t.delivered));
@@ -112,7 +142,7 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   uint64_t limit;
   {
     MutexLock l(&mu_);
-    ledger_.NoteSettled(totals, bytes);
+    ledger_.NoteSettled(totals, bytes, held_delta.first, held_delta.second);
     dead_letters_.SetTotals(dead);
     delivery_index_.SetTotals(index);
     report_.Apply(std::move(split));

@@ -39,6 +39,7 @@ Stats RocksWal::GetStats() const {
     Counts p = ts.pending();
     s.entries += p.count;
     s.bytes += p.bytes;
+    s.held_bytes += ts.held.bytes;
   }
   if (s.entries > 0 && db_) {
     // If the log cannot be read, the head: every live entry is at or above it.

@@ -22,10 +22,36 @@ struct Touched {
   SettledBits now;  // the messages this settle settles
 };
 
+// Adds to `*to` the messages of `t`'s record whose bits `pick` says; nothing for a record
+// that does not verify (HeldChange). Reads the record again: only a record settled in
+// parts pays the read, not the common one settled whole at once.
+template <typename Pick>
+absl::Status CountHeld(const OpenDb& db, const Touched& t, Pick pick,
+                       std::map<std::string, Counts>* to) {
+  std::string value;
+  const rocksdb::Status s = db.db->Get(rocksdb::ReadOptions(), db.log, t.key, &value);
+  if (!s.ok()) {
+    return FromRocks(s, "read WAL record " + std::to_string(t.rec.first_seq) + ".." +
+                            std::to_string(t.rec.first_seq + t.rec.count - 1) +
+                            " for its settled messages' sizes");
+  }
+  absl::StatusOr<BatchView> view = ParseBatch(value, t.rec.count);
+  if (!view.ok()) return absl::OkStatus();
+  Counts* c = nullptr;
+  for (uint32_t i = 0; i < t.rec.count; ++i) {
+    if (!pick(i)) continue;
+    if (!c) c = &(*to)[std::string(view->topic)];
+    c->count += 1;
+    c->bytes += view->MessageSize(i);
+  }
+  return absl::OkStatus();
+}
+
 // Adds the writes for `t`. A record whose messages are all settled by this one settle
 // had none settled before (each number given is live), so it has no bitmap to read or
 // delete: the common case costs one tombstone and no read.
-absl::Status Write(const OpenDb& db, const Touched& t, rocksdb::WriteBatch* wb) {
+absl::Status Write(const OpenDb& db, const Touched& t, rocksdb::WriteBatch* wb,
+                   HeldChange* held) {
   if (t.now.all()) {
     wb->Delete(db.log, t.key);
     return absl::OkStatus();
@@ -38,24 +64,28 @@ absl::Status Write(const OpenDb& db, const Touched& t, rocksdb::WriteBatch* wb) 
                             ".." + std::to_string(t.rec.first_seq + t.rec.count - 1) +
                             " are settled");
   }
-  SettledBits bits(t.rec.count);
-  if (s.ok()) SettledBits::Parse(stored, t.rec.count, &bits);  // another length: none settled
+  SettledBits before(t.rec.count);
+  if (s.ok()) SettledBits::Parse(stored, t.rec.count, &before);  // another length: none settled
+  SettledBits bits = before;
   for (uint32_t i = 0; i < t.rec.count; ++i) {
     if (t.now.Test(i)) bits.Set(i);
   }
   if (bits.all()) {
     wb->Delete(db.log, t.key);
     if (s.ok()) wb->Delete(db.meta, keys::SettledIn(t.key));
-  } else {
-    wb->Put(db.meta, keys::SettledIn(t.key), bits.stored());
+    // Its earlier settled messages leave the disk with it.
+    return CountHeld(db, t, [&](uint32_t i) { return before.Test(i) && !t.now.Test(i); },
+                     &held->released);
   }
-  return absl::OkStatus();
+  wb->Put(db.meta, keys::SettledIn(t.key), bits.stored());
+  return CountHeld(db, t, [&](uint32_t i) { return t.now.Test(i) && !before.Test(i); },
+                   &held->added);
 }
 
 }  // namespace
 
 absl::Status SettleInLog(const OpenDb& db, const std::vector<uint64_t>& seqs,
-                         rocksdb::WriteBatch* wb) {
+                         rocksdb::WriteBatch* wb, HeldChange* held) {
   if (seqs.empty()) return absl::OkStatus();
   const std::string lo = keys::Seq(seqs.front());
   const rocksdb::Slice lo_s(lo);
@@ -81,7 +111,7 @@ absl::Status SettleInLog(const OpenDb& db, const std::vector<uint64_t>& seqs,
       continue;
     }
     if (!batch || batch->rec.first_seq != at->first_seq) {
-      if (batch) RETURN_IF_ERROR(Write(db, *batch, wb));
+      if (batch) RETURN_IF_ERROR(Write(db, *batch, wb, held));
       batch.emplace();
       batch->key.assign(it->key().data(), it->key().size());
       batch->rec = *at;
@@ -89,7 +119,7 @@ absl::Status SettleInLog(const OpenDb& db, const std::vector<uint64_t>& seqs,
     }
     batch->now.Set(static_cast<uint32_t>(seq - at->first_seq));
   }
-  if (batch) RETURN_IF_ERROR(Write(db, *batch, wb));
+  if (batch) RETURN_IF_ERROR(Write(db, *batch, wb, held));
   return absl::OkStatus();
 }
 

@@ -7,18 +7,33 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "rocksdb/write_batch.h"
 #include "wal/open_db.h"
+#include "wal/stats.h"
 
 namespace kspool::wal {
 
+// What a settle does to the bytes held by part-settled records, per topic (a batch
+// record holds one topic): `added`, messages settled now whose record stays (another of
+// its messages is live); `released`, messages settled before whose record is deleted
+// now. Sizes are the accounted ones (LogCursor::size()); a record whose checksum does not
+// match is neither charged nor released: its bytes cannot vouch for a topic or a size,
+// and the drain discards its messages together when it reads them.
+struct HeldChange {
+  std::map<std::string, Counts> added;
+  std::map<std::string, Counts> released;
+};
+
 // Adds to `wb` the writes that settle `seqs` (sorted, unique, each one live). A number
 // that no record holds is passed over (a settle applied twice: it is not live). Fails
-// only when the log or a bitmap cannot be read; `wb` is then unusable.
+// only when the log or a bitmap cannot be read; `wb` is then unusable. `held` gains
+// the change to the topics' held bytes; the caller persists it in the same batch.
 [[nodiscard]] absl::Status SettleInLog(const OpenDb& db, const std::vector<uint64_t>& seqs,
-                                       rocksdb::WriteBatch* wb);
+                                       rocksdb::WriteBatch* wb, HeldChange* held);
 
 }  // namespace kspool::wal

@@ -23,13 +23,25 @@ struct TopicStats {
   // Of the discarded, those later removed from the dead letters by a limit ("size" or
   // "age"). Informational: the ledger counts them as discarded.
   std::map<std::string, Counts> dead_dropped;
+  // Settled messages whose batch record is still stored: it holds live messages too,
+  // and its bytes leave the disk only with its last one (FORMAT.md, "Settling part of a
+  // record"). Charged against the bounds with pending() (stored()).
+  Counts held;
   // Derived: still in the log.
   Counts pending() const;
+  // Derived: what the topic's records take in the log, live or held.
+  Counts stored() const {
+    const Counts p = pending();
+    return {p.count + held.count, p.bytes + held.bytes};
+  }
 };
 
 struct Stats {
   uint64_t entries = 0;
   uint64_t bytes = 0;
+  // Of settled messages still stored in part-settled batch records (TopicStats::held):
+  // counted with `bytes` against Options::max_bytes.
+  uint64_t held_bytes = 0;
   uint64_t next_seq = 0;
   std::optional<uint64_t> oldest_seq;
   std::string agent_id;

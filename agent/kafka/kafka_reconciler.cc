@@ -61,6 +61,22 @@ void KafkaReconciler::Enqueue(Job job) {
   job.asked_ms = job.due_ms = clock_->MonotonicMillis();
   {
     MutexLock l(&mu_);
+    // A newer round of a topic supersedes one still queued: the drain takes releases
+    // only from its newest round, and the newer one reads from the watermarks as they
+    // are when it begins, from the older one's oldest receive time on, so it covers
+    // what the older one would have read. Without this, rounds pile up behind the
+    // workers and each reads the topic again for nothing.
+    if (job.round > 0) {
+      for (Job& queued : jobs_) {
+        if (queued.topic != job.topic || queued.round == 0) continue;
+        job.oldest_receive_ms = std::min(job.oldest_receive_ms, queued.oldest_receive_ms);
+        job.asked_ms = std::min(job.asked_ms, queued.asked_ms);  // its max_hold counts from the first
+        spdlog::debug("reconcile: topic '{}': round {} replaces queued round {}", job.topic,
+                      job.round, queued.round);
+        queued = std::move(job);
+        return;  // a worker is already due to take it
+      }
+    }
     jobs_.push_back(std::move(job));
     // Threads are started by the first request: an agent with nothing in doubt has none.
     while (threads_.size() < static_cast<size_t>(std::max(1, options_.workers)) &&

@@ -20,7 +20,9 @@
 // that partition waits), until max_hold_ms after the request; the drain ends its hold
 // then in any case. A topic Kafka does not have is released at once ("topic_missing").
 // Topics are served by `workers` threads, each with its own scanner, in the order asked,
-// so a slow topic holds back at most one worker.
+// so a slow topic holds back at most one worker. A ReconcileAgain for a topic whose
+// earlier round is still queued replaces that round (it reads from the watermarks as
+// they are then, covering the older round's reads).
 // Thread safety: Reconcile() and Poll() from the drain's thread; the rest is internal.
 #pragma once
 

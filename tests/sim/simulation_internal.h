@@ -169,6 +169,8 @@ class Simulation : public agent::OutcomeListener {
   std::map<std::string, int64_t> topic_fault_ms_;  // monotonic: last fault of the topic
   int64_t global_fault_ms_ = 0;
   int64_t clock_step_mono_ = 0;  // monotonic: the last wall-clock step
+  // Per topic, the last step its in-doubt entries were held for reconciliation (check 6).
+  std::map<std::string, int64_t> reconcile_held_mono_;
   wal::CommitPoints last_points_;
   std::string violation_;
   uint64_t digest_ = 1469598103934665603ull;

@@ -8,6 +8,7 @@
 #include "tests/support/raw_wal.h"
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
+#include "wal/coding.h"
 #include "wal/record.h"
 #include "wal/wal.h"
 
@@ -41,9 +42,15 @@ TEST_F(WalFault, FullWalIsResourceExhaustedAndWritesNothingOfTheRequest) {
   EXPECT_EQ(ScanAll(wal.get()).size(), 8u);
   EXPECT_EQ(wal->GetStats().topics["t"].accepted.count, 8u);
   ASSERT_TRUE(wal->Append(MakeBatch("t", 2, "0123456789")).ok());  // exactly full
-  // Draining makes room again.
+  // Draining makes room again: a whole record (settling part of one frees nothing until
+  // its last message goes: TopicStats::held).
   std::vector<Entry> e = ScanAll(wal.get());
   e.resize(3);
+  ASSERT_TRUE(wal->Settle(Delivered(e)).ok());
+  EXPECT_EQ(wal->Append(MakeBatch("t", 3, "0123456789")).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  e = ScanAll(wal.get());
+  e.resize(5);  // the rest of the first record
   ASSERT_TRUE(wal->Settle(Delivered(e)).ok());
   EXPECT_TRUE(wal->Append(MakeBatch("t", 3, "0123456789")).ok());
   EXPECT_EQ(wal->GetStats().capacity_bytes, one * 10);
@@ -111,6 +118,34 @@ TEST_F(WalFault, AppendWhoseWriteFailedIsNotKeptAfterTheReopen) {
   EXPECT_EQ(ScanAll(wal.get()).size(), 2u);
   // A later append's numbers are above the lost one's: still "not kept".
   EXPECT_FALSE(*wal->AppendKept(*seq));
+}
+
+// A corrupt record whose unverified receive time reads years ahead (here 2100): it must
+// not become the commit point's bound, which would publish a point in the future and
+// raise the floor under every later receive time. Its checksum does not match, so the
+// bound holds at the last saved point until the record is settled.
+TEST_F(WalFault, CorruptRecordsReceiveTimeNeverMovesTheCommitPointOrTheFloor) {
+  int64_t appended_ms = 0;
+  {
+    auto wal = OpenWal();
+    absl::StatusOr<AppendResult> r = wal->Append(MakeBatch("a", 1, "x"));
+    ASSERT_TRUE(r.ok()) << r.status();
+    appended_ms = r->receive_time_ms;
+  }
+  constexpr int64_t k2100 = 4'102'444'800'000;
+  ASSERT_TRUE(kspool::testing::EditLogEntry(dir_.path(), 1, [](std::string* v) {
+                std::string t;
+                coding::PutFixed64(&t, static_cast<uint64_t>(k2100));
+                v->replace(5, 8, t);
+              }).ok());
+  auto wal = OpenWal();
+  const int64_t limit = appended_ms + 3'600'000;  // an hour of slack for a slow machine
+  absl::StatusOr<int64_t> bound = wal->ReceiveTimeBound(0);
+  ASSERT_TRUE(bound.ok()) << bound.status();
+  EXPECT_LT(*bound, limit) << "the bound came from the corrupt record's time";
+  absl::StatusOr<AppendResult> next = wal->Append(MakeBatch("a", 1, "y"));
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_LT(next->receive_time_ms, limit);
 }
 
 TEST_F(WalFault, FullDiskIsUnavailableAndRecoversOnceSpaceReturns) {

@@ -93,8 +93,17 @@ TEST_P(WalIdempotent, SettleRetriedAfterAFailedSyncReopenAndRestartCountsOnce) {
   EXPECT_EQ(t.discarded["expired"].count, 1u);
   EXPECT_EQ(wal->GetStats().dead_letters.count, 1u);
   EXPECT_EQ(wal->GetStats().dead_letters.bytes, dead.bytes);
-  auto r = wal->Append(MakeBatch("t", 9, "w"));
-  EXPECT_TRUE(r.ok()) << r.status() << ": 3 live + 9 fit in 12 (and the dead letter)";
+  // The 9 settled messages are held in their record with the 3 live ones, once.
+  t = wal->GetStats().topics["t"];
+  EXPECT_EQ(t.held.count, 9u);
+  EXPECT_EQ(t.stored().count, 12u);
+  EXPECT_EQ(wal->Append(MakeBatch("t", 1, "w")).status().code(),
+            absl::StatusCode::kResourceExhausted)
+      << "the record still takes its 12 on disk";
+  ASSERT_TRUE(wal->Settle(Delivered({e[7], e[10], e[11]})).ok());  // the record goes
+  EXPECT_EQ(wal->GetStats().topics["t"].held.count, 0u);
+  auto r = wal->Append(MakeBatch("t", 12, "w"));
+  EXPECT_TRUE(r.ok()) << r.status() << ": 12 fit in 12 (and the dead letter)";
   ExpectLedgerHolds(wal.get(), "after appending again");
 }
 

@@ -27,10 +27,15 @@ struct OpenDb {
   // file system, or null for the default (tests inject faults through it); `info_log`:
   // where RocksDB logs (info_log.h), never a file in `dir`; `max_log_bytes`: RocksDB's
   // log files beyond this make it flush the memtables they hold (0: its default), so an
-  // open, which flushes them, needs at most about that much room (open_reserve.h).
+  // open, which flushes them, needs at most about that much room (open_reserve.h);
+  // `bound_bytes`: Options::max_bytes (0: none). RocksDB's own overhead is sized from
+  // the bound (DiskSizing, open_db.cc): its logs, memtables and the settled data its
+  // table files keep until compaction then stay a fraction of it, so the directory as
+  // `du` sees it stays near the bound whatever passes through.
   static absl::StatusOr<std::unique_ptr<OpenDb>> Open(const std::string& dir, rocksdb::Env* env,
                                                       std::shared_ptr<rocksdb::Logger> info_log,
-                                                      uint64_t max_log_bytes = 0);
+                                                      uint64_t max_log_bytes = 0,
+                                                      uint64_t bound_bytes = 0);
   // The options of every iterator the WAL opens on `cf`. RocksDB 7.8.3's merging iterator
   // can lose the error of a table file it fails to open or read at a file boundary and
   // go on, so that a scan skips the rest of that level and still ends OK; iterators that

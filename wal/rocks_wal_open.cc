@@ -76,7 +76,8 @@ absl::StatusOr<std::unique_ptr<OpenDb>> RocksWal::OpenDatabase() {
     }
     RETURN_IF_ERROR(reserve_->BeforeOpen(first_start, out_of_space));
   }
-  return OpenDb::Open(options_.dir, options_.env.get(), info_log_, options_.reserve_bytes / 2);
+  return OpenDb::Open(options_.dir, options_.env.get(), info_log_, options_.reserve_bytes / 2,
+                      options_.max_bytes);
 }
 
 absl::Status RocksWal::LoadState(bool reopen) {

@@ -92,27 +92,27 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
     }
     // The held bytes' new totals: what a stuck message keeps of its record on disk is
     // charged to its topic until the record goes (Ledger::Admit).
-    auto change = [&](const std::string& topic) -> TopicStats& {
-      auto [it, fresh] = totals.try_emplace(topic);
-      if (fresh) {
-        auto t = ledger_.topics().find(topic);
-        if (t != ledger_.topics().end()) it->second = t->second;
+    // (No lambda reads ledger_ here: -Wthread-safety cannot see mu_ held inside one.)
+    for (const auto* change : {&held.added, &held.released}) {
+      const bool added_now = change == &held.added;
+      for (const auto& [topic, c] : *change) {
+        auto [it, fresh] = totals.try_emplace(topic);
+        if (fresh) {
+          auto t = ledger_.topics().find(topic);
+          if (t != ledger_.topics().end()) it->second = t->second;
+        }
+        held_topics.push_back(topic);
+        Counts& h = it->second.held;
+        if (added_now) {
+          h.count += c.count;
+          h.bytes += c.bytes;
+          held_delta.first += c.bytes;
+        } else {  // saturating: a WAL written before held/ existed starts at 0
+          held_delta.second += std::min(h.bytes, c.bytes);
+          h.count -= std::min(h.count, c.count);
+          h.bytes -= std::min(h.bytes, c.bytes);
+        }
       }
-      held_topics.push_back(topic);
-      return it->second;
-    };
-    auto sub = [](uint64_t* v, uint64_t d) { *v -= std::min(*v, d); };  // an older WAL's: 0
-    for (const auto& [topic, c] : held.added) {
-      Counts& h = change(topic).held;
-      h.count += c.count;
-      h.bytes += c.bytes;
-      held_delta.first += c.bytes;
-    }
-    for (const auto& [topic, c] : held.released) {
-      Counts& h = change(topic).held;
-      held_delta.second += std::min(h.bytes, c.bytes);
-      sub(&h.count, c.count);
-      sub(&h.bytes, c.bytes);
     }
   }
   for (const std::string& topic : held_topics) {

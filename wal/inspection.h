@@ -23,6 +23,16 @@
 
 namespace kspool::wal {
 
+// What the bitmaps of part-settled records say (Inspection::CheckBitmaps).
+struct BitmapCheck {
+  uint64_t bitmaps = 0;
+  std::map<std::string, Counts> held;  // settled messages per topic, by the bitmaps
+  // Problems, each naming the bitmap's key: no record under it (an orphan), a length
+  // that is not its record's count, every bit set (the record should be gone), a
+  // record that does not verify (its messages are not counted).
+  std::vector<std::string> orphans, bad_length, all_set, unreadable;
+};
+
 class Inspection : public virtual LogStatus {
  public:
   ~Inspection() override = default;
@@ -41,6 +51,9 @@ class Inspection : public virtual LogStatus {
   // Counts the live entries per topic by scanning the whole log (for verification:
   // the persisted counters must agree with it). Undecodable entries count under "".
   [[nodiscard]] virtual absl::Status CountLive(std::map<std::string, Counts>* out) = 0;
+  // Reads every `settled_in/` bitmap with its record (for verification, FORMAT.md
+  // "Settling part of a record"): what they hold per topic must equal the held counters.
+  [[nodiscard]] virtual absl::StatusOr<BitmapCheck> CheckBitmaps() = 0;
 };
 
 }  // namespace kspool::wal

@@ -102,6 +102,7 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
   absl::Status ScanDeadLetters(uint64_t from_seq, size_t max_entries,
                                std::vector<DeadLetter>* out) override;
   absl::Status CountLive(std::map<std::string, Counts>* out) override;
+  absl::StatusOr<BitmapCheck> CheckBitmaps() override;
   absl::StatusOr<std::optional<Entry>> Newest() override;
   absl::StatusOr<std::vector<ReplayedEntry>> ReplayDeadLetters(
       const std::vector<uint64_t>& seqs) override;

@@ -71,6 +71,7 @@ class ReadOnlyWal final : public Wal {
                                std::vector<DeadLetter>* out) override {
     return wal_->ScanDeadLetters(from_seq, max_entries, out);
   }
+  absl::StatusOr<BitmapCheck> CheckBitmaps() override { return wal_->CheckBitmaps(); }
   absl::Status CountLive(std::map<std::string, Counts>* out) override {
     return wal_->CountLive(out);
   }

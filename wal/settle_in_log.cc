@@ -54,6 +54,10 @@ absl::Status Write(const OpenDb& db, const Touched& t, rocksdb::WriteBatch* wb,
                    HeldChange* held) {
   if (t.now.all()) {
     wb->Delete(db.log, t.key);
+    // Each number given is live, so no bit was set before; a bitmap can still be stored
+    // if it had another length (it settles nothing, SettledBits::Parse). Deleted blindly
+    // (no read), or it would outlive its record.
+    wb->Delete(db.meta, keys::SettledIn(t.key));
     return absl::OkStatus();
   }
   std::string stored;

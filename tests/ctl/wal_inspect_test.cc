@@ -215,6 +215,41 @@ TEST_F(CrashedWalTest, JsonOutputParsesBack) {
   EXPECT_EQ(verify["entries"], 5);
 }
 
+// A bitmap whose record is gone (what the settle's all-settled shortcut once left
+// behind) and one of the wrong length are reported, by key.
+TEST_F(CrashedWalTest, OrphanAndMalformedBitmapsAreReported) {
+  const std::string copy = tmp_.sub("bitmaps");
+  std::filesystem::copy(wal_, copy, std::filesystem::copy_options::recursive);
+  auto bitmap_key = [](uint64_t last_seq, uint32_t count) {
+    std::string log_key = SeqKey(last_seq);
+    for (int i = 3; i >= 0; --i) log_key.push_back(static_cast<char>(count >> (8 * i)));
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string k = "settled_in/";
+    for (char c : log_key) {
+      k += kHex[static_cast<uint8_t>(c) >> 4];
+      k += kHex[static_cast<uint8_t>(c) & 0xf];
+    }
+    return k;
+  };
+  WithRawRocks(copy, [&](rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>& cfh) {
+    rocksdb::ColumnFamilyHandle* meta = nullptr;
+    for (auto* h : cfh) {
+      if (h->GetName() == "meta") meta = h;
+    }
+    ASSERT_NE(meta, nullptr);
+    ASSERT_TRUE(db->Put({}, meta, bitmap_key(100, 2), std::string(1, '\x01')).ok());  // no record
+    ASSERT_TRUE(db->Put({}, meta, bitmap_key(2, 1), std::string(3, '\x01')).ok());    // 3 bytes for 1
+  });
+  CtlResult r = Ctl({"--json", "wal", "verify", copy});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  json verify = json::parse(r.out);
+  EXPECT_EQ(verify["bitmaps"], 2);
+  EXPECT_EQ(verify["bitmap_problems"]["count"], 2);
+  const std::string problems = verify["bitmap_problems"]["first"].dump();
+  EXPECT_NE(problems.find("orphan"), std::string::npos) << problems;
+  EXPECT_NE(problems.find("3 bytes for a record of 1"), std::string::npos) << problems;
+}
+
 TEST_F(CrashedWalTest, CorruptRecordIsReportedAndTheRestStillLists) {
   const std::string copy = CorruptCopy();
   CtlResult verify = Ctl({"wal", "verify", copy});

@@ -4,7 +4,9 @@
 // record lets the log grow far past --wal-max-bytes and --topic-max-bytes.
 #include <gtest/gtest.h>
 
+#include "tests/support/raw_wal.h"
 #include "tests/support/temp_dir.h"
+#include "wal/keys.h"
 #include "tests/wal/wal_test_util.h"
 
 namespace kspool::wal {
@@ -95,6 +97,33 @@ TEST_F(WalHeldBytes, ASettleAppliedTwiceHoldsItsBytesOnce) {
   ASSERT_TRUE(wal->Settle(some).ok());
   EXPECT_EQ(wal->GetStats().topics["t"].held.count, 3u);
   EXPECT_EQ(wal->GetStats().topics["t"].held.bytes, held.bytes);
+}
+
+// A bitmap that settles nothing (another length than its record's count) must not outlive
+// its record when one settle then settles every message of it: before, the shortcut for
+// that case deleted the record without looking, and the bitmap stayed an orphan.
+TEST_F(WalHeldBytes, ARecordSettledWholeTakesAnyBitmapWithIt) {
+  {
+    auto wal = OpenWal(0, 0);
+    ASSERT_TRUE(wal->Append(MakeBatch("t", 10, "value-")).ok());
+  }
+  std::string log_key = keys::Seq(10);
+  for (int i = 3; i >= 0; --i) log_key.push_back(static_cast<char>(10u >> (8 * i)));
+  ASSERT_TRUE(kspool::testing::WithRawWal(dir_.path(), [&](rocksdb::DB* db,
+                                                           kspool::testing::RawHandles& cf) {
+                return db->Put({}, cf.at("meta"), keys::SettledIn(log_key), "bad-length");
+              }).ok());
+  auto wal = OpenWal(0, 0);
+  absl::StatusOr<BitmapCheck> before = wal->CheckBitmaps();
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_EQ(before->bad_length.size(), 1u);
+  std::vector<Entry> e = ScanAll(wal.get());
+  ASSERT_EQ(e.size(), 10u) << "a bitmap of another length settles nothing";
+  ASSERT_TRUE(wal->Settle(Delivered(e)).ok());
+  absl::StatusOr<BitmapCheck> after = wal->CheckBitmaps();
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->bitmaps, 0u) << "the bitmap outlived its record";
+  EXPECT_EQ(wal->GetStats().topics["t"].held.count, 0u);
 }
 
 }  // namespace

@@ -1,0 +1,92 @@
+// RocksWal::CheckBitmaps (inspection.h): every `settled_in/` bitmap read with its record,
+// for `kspoolctl wal verify`. Not on any serving path: it walks every bitmap.
+#include <memory>
+#include <string>
+
+#include "wal/keys.h"
+#include "wal/record.h"
+#include "wal/rocks_status.h"
+#include "wal/rocks_wal.h"
+#include "wal/settled_bits.h"
+
+namespace kspool::wal {
+namespace {
+
+// The log key a bitmap's key names (24 hex digits), or nullopt.
+std::optional<std::string> LogKeyOf(std::string_view bitmap_key) {
+  std::string_view hex = bitmap_key.substr(keys::kSettledInPrefix.size());
+  if (hex.size() % 2 != 0) return std::nullopt;
+  std::string out;
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    auto nibble = [](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      return -1;
+    };
+    const int hi = nibble(hex[i]), lo = nibble(hex[i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out.push_back(static_cast<char>(hi * 16 + lo));
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<BitmapCheck> RocksWal::CheckBitmaps() {
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
+  BitmapCheck out;
+  const rocksdb::Snapshot* snap = db_->db->GetSnapshot();
+  rocksdb::ReadOptions ro = db_->IteratorOptions(db_->meta);
+  ro.snapshot = snap;
+  std::unique_ptr<rocksdb::Iterator> it(db_->db->NewIterator(ro, db_->meta));
+  const std::string prefix(keys::kSettledInPrefix);
+  absl::Status status;
+  for (it->Seek(prefix); it->Valid(); it->Next()) {
+    const std::string key = it->key().ToString();
+    if (key.compare(0, prefix.size(), prefix) != 0) break;
+    ++out.bitmaps;
+    std::optional<std::string> log_key = LogKeyOf(key);
+    std::optional<LogKey> rec = log_key ? ParseLogKey(*log_key) : std::nullopt;
+    if (!rec || !rec->batch) {
+      out.bad_length.push_back(key + " (names no batch record)");
+      continue;
+    }
+    rocksdb::ReadOptions get = ro;
+    std::string value;
+    const rocksdb::Status s = db_->db->Get(get, db_->log, *log_key, &value);
+    if (s.IsNotFound()) {
+      out.orphans.push_back(key);
+      continue;
+    }
+    if (!s.ok()) {
+      status = FromRocks(s, "read the record of bitmap " + key);
+      break;
+    }
+    SettledBits bits;
+    if (!SettledBits::Parse(it->value().ToString(), rec->count, &bits)) {
+      out.bad_length.push_back(key + " (" + std::to_string(it->value().size()) +
+                               " bytes for a record of " + std::to_string(rec->count) + ")");
+      continue;
+    }
+    if (bits.all()) out.all_set.push_back(key);
+    absl::StatusOr<BatchView> view = ParseBatch(value, rec->count);
+    if (!view.ok()) {
+      out.unreadable.push_back(key + ": " + view.status().ToString());
+      continue;
+    }
+    Counts& c = out.held[std::string(view->topic)];
+    for (uint32_t i = 0; i < rec->count; ++i) {
+      if (!bits.Test(i)) continue;
+      c.count += 1;
+      c.bytes += view->MessageSize(i);
+    }
+  }
+  if (status.ok()) status = FromRocks(it->status(), "read the bitmaps of part-settled records");
+  it.reset();
+  db_->db->ReleaseSnapshot(snap);
+  if (!status.ok()) return status;
+  return out;
+}
+
+}  // namespace kspool::wal

@@ -120,7 +120,9 @@ void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t c
   std::optional<int64_t> stopped_at_ms;
   // The first in-doubt entry met while its topic's reconciliation has not answered.
   std::optional<std::pair<uint64_t, int64_t>> in_doubt;
-  const bool reconciling = options_.reconciler && (ts.gate.holding || !reconcile_asked_.count(topic));
+  // In doubt from the start and never asked about, or held for a round (a suspect left
+  // unread, as after a WAL reopen: the reader starts again at the head).
+  const bool never_asked = options_.reconciler && !reconcile_asked_.count(topic);
   std::vector<wal::Entry> entries;
   uint64_t next = 0;
   absl::Status s = wal_->ScanChoosing(
@@ -132,7 +134,8 @@ void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t c
         }
         if (c.receive_time_ms != 0) last_ms = c.receive_time_ms;
         if (c.topic != topic || window_.count(c.seq)) return wal::ScanChoice::kSkip;
-        if (reconciling && c.seq < in_doubt_below_) {
+        if (options_.reconciler && InDoubt(c.seq) &&
+            (ts.gate.holding || (never_asked && c.seq < in_doubt_below_))) {
           in_doubt = {c.seq, c.receive_time_ms};
           stopped_at_ms = c.receive_time_ms;  // the topic's oldest unread entry from here
           return wal::ScanChoice::kStop;

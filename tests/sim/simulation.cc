@@ -214,6 +214,7 @@ void Simulation::InjectFaults() {
     auto [name, t] = pick();
     if (t->exists && t->partitions.size() > 1) {
       t->exists = false;
+      recreated_.insert(name);  // its copies are gone from the deletion on
       const size_t fewer = 1 + Below(t->partitions.size() - 1);
       const int64_t gone = static_cast<int64_t>(Below(3000));
       Injected(name + " deleted, recreated with " + std::to_string(fewer) + " partitions after " +

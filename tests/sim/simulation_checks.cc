@@ -29,7 +29,10 @@
 //     window of one entry carries about 190 in 30 s, and faulty topics may have piled up
 //     more; without the allowance a seed fails for its backlog, whatever the drain does);
 //  8. at the end, after the faults are healed: every acknowledged entry landed or was
-//     discarded with a reason (nothing acknowledged is lost).
+//     discarded with a reason (nothing acknowledged is lost);
+//  9. an entry that landed in Kafka (before a crash, or unreported) is never settled as
+//     discarded (Learn). Not checked for a topic deleted and recreated meanwhile (its
+//     copies are gone with it) nor when reconciliation checks are off (check_reconcile).
 #include "tests/sim/simulation_internal.h"
 
 namespace kspool::sim {
@@ -120,6 +123,13 @@ void Simulation::Learn(const std::vector<wal::Outcome>& outcomes) {
     auto s = by_seq_.find(o.seq);
     if (s == by_seq_.end()) continue;  // not acknowledged to its writer
     ModelEntry& e = entries_[s->second];
+    // Check 9: a message Kafka holds is never accounted discarded: the discard report would
+    // count a delivered message as lost, and a dead-letter replay would make a duplicate.
+    if (e.landed && !e.discarded && cfg_.check_reconcile && !recreated_.count(e.topic)) {
+      Fail("seq " + std::to_string(o.seq) + " (topic " + e.topic + ") is in Kafka and was " +
+           "settled as discarded (" + o.discard_reason + ")");
+      return;
+    }
     if (!e.discarded) {
       e.discarded = true;
       ++discarded_;

@@ -30,6 +30,9 @@ uint64_t DirBytes(const std::string& dir) {
 }
 
 TEST(WalDiskBound, OneStuckMessagePerRecordKeepsTheDirectoryWithinTheBound) {
+  // One kspool thread; what runs beside it is RocksDB's compactions, whose
+  // synchronization TSan cannot see in the uninstrumented library (false reports).
+  if (kThreadSanitizer) GTEST_SKIP() << "RocksDB is not TSan-instrumented: false reports";
   kspool::testing::TempDir dir;
   ManualClock clock{1'000'000};
   constexpr uint64_t kBound = 4 << 20;

@@ -257,12 +257,17 @@ class StateCollector : public prometheus::Collectable {
     auto entries = Family("kspool_wal_entries", "Messages in the WAL", MetricType::Gauge);
     auto bytes = Family("kspool_wal_bytes", "Bytes of the messages in the WAL", MetricType::Gauge);
     auto cap = Family("kspool_wal_capacity_bytes", "WAL capacity (--wal-max-bytes)", MetricType::Gauge);
+    auto held = Family("kspool_wal_held_bytes",
+                       "Bytes of settled messages still stored in part-settled records (counted "
+                       "with kspool_wal_bytes against --wal-max-bytes)",
+                       MetricType::Gauge);
     auto fsyncs = Family("kspool_wal_fsyncs_total", "Synced WAL writes (appends, settles, commit points, admin)", MetricType::Counter);
     auto healthy = Family("kspool_wal_healthy", "1 while the WAL accepts writes, 0 after an I/O error",
                           MetricType::Gauge);
     Add(&entries, st.entries);
     Add(&bytes, st.bytes);
     Add(&cap, st.capacity_bytes);
+    Add(&held, st.held_bytes);
     Add(&fsyncs, st.fsyncs);
     Add(&healthy, s.wal->health().ok() ? 1 : 0);
     auto inflight = Family("kspool_kafka_inflight_messages",
@@ -289,8 +294,9 @@ class StateCollector : public prometheus::Collectable {
       }
     }
     std::vector<MetricFamily> out = {point,   lag,      age,      received, delivered,
-                                     discarded, entries, bytes,   cap,      fsyncs,
-                                     healthy, inflight, up,       stuck,    leaderless};
+                                     discarded, entries, bytes,   cap,      held,
+                                     fsyncs,  healthy,  inflight, up,       stuck,
+                                     leaderless};
     AddBounds(st, &out);
     AddDeliveries(s, st, &out);
     AddFrontDoor(s, &out);

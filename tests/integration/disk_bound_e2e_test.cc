@@ -16,6 +16,7 @@
 
 #include "tests/support/agent_process.h"
 #include "tests/support/dev_kafka.h"
+#include "tests/support/http_get.h"
 #include "tests/support/kafka_reader.h"
 #include "tests/support/temp_dir.h"
 
@@ -86,6 +87,10 @@ TEST(DiskBoundE2E, LeaderlessPartitionOfAKeyedTopicKeepsTheWalDirectoryWithinIts
   EXPECT_GT(static_cast<uint64_t>(keyed_n + other_n) * 1000, 2 * kBound)
       << "twice the bound passed through";
   EXPECT_LE(largest, kBound + kBound / 4);
+  // What the agent reports charges the stuck partition's records whole.
+  std::map<std::string, double> m = kspool::testing::ScrapeMetrics(agent.http_address());
+  EXPECT_GT(m["kspool_wal_held_bytes"], 0) << "no settled message is held in a record";
+  EXPECT_LE(m["kspool_wal_bytes"] + m["kspool_wal_held_bytes"], kBound);
   auto other = kspool::testing::ReadTopic(kafka.bootstrap(), "other", other_n, 60s);
   std::set<std::string> distinct;
   for (const auto& r : other) distinct.insert(r.value);

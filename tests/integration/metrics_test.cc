@@ -52,6 +52,8 @@ TEST(Metrics, CountsMatchWhatWasSentDeliveredAndDiscardedAndSurviveRestart) {
   EXPECT_EQ(m["kspool_kafka_produce_errors_total{error=\"MSG_SIZE_TOO_LARGE\"}"], 2);
   EXPECT_EQ(m["kspool_wal_entries"], 0);
   EXPECT_EQ(m["kspool_wal_bytes"], 0);
+  ASSERT_TRUE(m.count("kspool_wal_held_bytes"));
+  EXPECT_EQ(m["kspool_wal_held_bytes"], 0);
   EXPECT_EQ(m["kspool_wal_capacity_bytes"], 50'000'000);
   EXPECT_GE(m["kspool_wal_fsyncs_total"], 1);
   EXPECT_GE(m["kspool_wal_fsync_duration_seconds_count"], 1);

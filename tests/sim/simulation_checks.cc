@@ -30,6 +30,9 @@
 //     more; without the allowance a seed fails for its backlog, whatever the drain does);
 //  8. at the end, after the faults are healed: every acknowledged entry landed or was
 //     discarded with a reason (nothing acknowledged is lost);
+// 10. the books after every step (CheckBooks): per topic, pending equals the live entries a
+//     scan finds, the held bytes equal what the bitmaps say, and no bitmap is an orphan,
+//     of another length, or all set;
 //  9. an entry that landed in Kafka (before a crash, or unreported) is never settled as
 //     discarded (Learn). Not checked for a topic deleted and recreated meanwhile (its
 //     copies are gone with it) nor when reconciliation checks are off (check_reconcile).
@@ -151,6 +154,7 @@ void Simulation::CheckWal() {
       return;
     }
   }
+  CheckBooks(live);
   const wal::CommitPoints cp = tracker_->Current();
   if (cp.global_ms < last_points_.global_ms) {
     Fail("the global commit point went back from " + std::to_string(last_points_.global_ms) +
@@ -175,6 +179,58 @@ void Simulation::CheckWal() {
   }
   if (cp.global_ms != 0) last_points_.global_ms = cp.global_ms;
   for (const auto& [topic, ms] : cp.topics_ms) last_points_.topics_ms[topic] = ms;
+}
+
+void Simulation::CheckBooks(const std::vector<wal::Entry>& live) {
+  // Check 10: the books, from the log itself. Per topic, pending (accepted - delivered -
+  // discarded) equals the live entries a scan finds, and the held bytes equal what the
+  // bitmaps of part-settled records say, across partial settles, failed syncs, power
+  // cuts and reopens. With an unreadable entry (no topic to count it under) only the
+  // totals compare.
+  const wal::Stats st = wal_->GetStats();
+  std::map<std::string, wal::Counts> found;
+  bool unreadable = false;
+  for (const wal::Entry& e : live) {
+    if (!e.status.ok()) unreadable = true;
+    wal::Counts& c = found[e.status.ok() ? e.record.topic : std::string()];
+    c.count += 1;
+    c.bytes += e.size;
+  }
+  wal::Counts want_total, have_total;
+  for (const auto& [topic, ts] : st.topics) {
+    const wal::Counts want = ts.pending();
+    const wal::Counts have = found.count(topic) ? found[topic] : wal::Counts{};
+    want_total = {want_total.count + want.count, want_total.bytes + want.bytes};
+    if (!unreadable && (want.count != have.count || want.bytes != have.bytes)) {
+      Fail("books: topic " + topic + " counts " + std::to_string(want.count) + " pending (" +
+           std::to_string(want.bytes) + " bytes), the log holds " + std::to_string(have.count) +
+           " (" + std::to_string(have.bytes) + " bytes)");
+      return;
+    }
+  }
+  for (const auto& [topic, c] : found) have_total = {have_total.count + c.count, have_total.bytes + c.bytes};
+  if (want_total.count != have_total.count) {
+    Fail("books: the counters say " + std::to_string(want_total.count) + " pending, the log holds " +
+         std::to_string(have_total.count));
+    return;
+  }
+  absl::StatusOr<wal::BitmapCheck> bits = wal_->CheckBitmaps();
+  if (!bits.ok()) return;  // a read fault of this step: the next step looks again
+  if (!bits->orphans.empty() || !bits->bad_length.empty() || !bits->all_set.empty()) {
+    Fail("books: bitmap problems: " + std::to_string(bits->orphans.size()) + " orphans, " +
+         std::to_string(bits->bad_length.size()) + " of another length, " +
+         std::to_string(bits->all_set.size()) + " all set");
+    return;
+  }
+  for (const auto& [topic, ts] : st.topics) {
+    auto h = bits->held.find(topic);
+    const wal::Counts have = h == bits->held.end() ? wal::Counts{} : h->second;
+    if (bits->unreadable.empty() && (ts.held.count != have.count || ts.held.bytes != have.bytes)) {
+      Fail("books: topic " + topic + " counts " + std::to_string(ts.held.count) +
+           " held messages, the bitmaps " + std::to_string(have.count));
+      return;
+    }
+  }
 }
 
 void Simulation::Check() {

@@ -123,6 +123,7 @@ class Simulation : public agent::OutcomeListener {
   void Heal();
   void Check();
   void CheckWal();
+  void CheckBooks(const std::vector<wal::Entry>& live);
   void OnLand(const std::string& topic, int32_t partition, const Landed& l);
   // Reconciliation: an entry Kafka held when the drain started (and still holds) must not
   // be produced again by that drain (SimReconciler reads every partition with a leader).

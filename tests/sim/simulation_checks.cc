@@ -30,12 +30,12 @@
 //     more; without the allowance a seed fails for its backlog, whatever the drain does);
 //  8. at the end, after the faults are healed: every acknowledged entry landed or was
 //     discarded with a reason (nothing acknowledged is lost);
-// 10. the books after every step (CheckBooks): per topic, pending equals the live entries a
-//     scan finds, the held bytes equal what the bitmaps say, and no bitmap is an orphan,
-//     of another length, or all set;
 //  9. an entry that landed in Kafka (before a crash, or unreported) is never settled as
 //     discarded (Learn). Not checked for a topic deleted and recreated meanwhile (its
-//     copies are gone with it) nor when reconciliation checks are off (check_reconcile).
+//     copies are gone with it) nor when reconciliation checks are off (check_reconcile);
+// 10. the books after every step (CheckBooks): per topic, pending equals the live entries a
+//     scan finds, the held bytes equal what the bitmaps say, and no bitmap is an orphan,
+//     of another length, or all set.
 #include "tests/sim/simulation_internal.h"
 
 namespace kspool::sim {

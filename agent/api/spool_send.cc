@@ -217,8 +217,7 @@ DeliveryWaiters::Id SpoolService::StartSend(grpc::CallbackServerContext* context
            [this, n, done = std::move(done)](absl::StatusOr<wal::AppendResult> r) mutable {
              SendResult result;
              if (!r.ok()) {
-               result.status = ToGrpc(r.status());
-               result.retry_after_ms = retry_after_ms_(r.status().code());
+               result = AppendFailed(r.status(), n);
              } else {
                result.reply.mutable_sequence()->Reserve(static_cast<int>(n));
                for (size_t i = 0; i < n; ++i) result.reply.add_sequence(r->first_seq + i);
@@ -257,15 +256,31 @@ DeliveryWaiters::Id SpoolService::StartSend(grpc::CallbackServerContext* context
   Append(std::move(batch), std::move(*lease), [this, wait](absl::StatusOr<wal::AppendResult> r) {
     if (!r.ok()) {
       waiters_->Abandon(wait->id);
-      SendResult result;
-      result.status = ToGrpc(r.status());
-      result.retry_after_ms = retry_after_ms_(r.status().code());
-      wait->Complete(std::move(result));
+      wait->Complete(AppendFailed(r.status(), wait->n));
       return;
     }
     AwaitOutcomes(wait, *r);
   });
   return wait->id;
+}
+
+SpoolService::SendResult SpoolService::AppendFailed(const absl::Status& s, size_t n) const {
+  SendResult result;
+  result.status = ToGrpc(s);
+  result.retry_after_ms = retry_after_ms_(s.code());
+  if (std::optional<uint64_t> first = wal::AppendInDoubtSeq(s); first && n > 0) {
+    // The write reached the WAL and only its sync failed: RocksDB may keep it, and then
+    // it is delivered. Named, so that a client asks before it sends the messages again.
+    const std::string range = std::to_string(*first) + ".." + std::to_string(*first + n - 1);
+    result.status = grpc::Status(
+        result.status.error_code(),
+        result.status.error_message() + "; the write reached the WAL and may have been kept: "
+                                        "sequences " + range +
+            " (ask GetDeliveryStatus once the agent accepts Sends again before sending them "
+            "again)");
+    result.sequences = range;
+  }
+  return result;
 }
 
 absl::StatusOr<RequestMemoryBudget::Lease> SpoolService::ChargeWait(

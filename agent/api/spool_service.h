@@ -62,6 +62,10 @@ class SpoolService final : public SpoolServiceBase {
     std::string sequences;           // "first..last" when durable but not answered in time
   };
   using SendDone = absl::AnyInvocable<void(SendResult) &&>;
+  // The answer to a Send whose append failed; one in doubt (wal::AppendInDoubtSeq: its
+  // sync failed, RocksDB may keep it) names its `n` sequence numbers, in the message and
+  // in `sequences` (trailing metadata kspool-sequences).
+  SendResult AppendFailed(const absl::Status& s, size_t n) const;
 
   // `retry_after_ms` answers, for a rejected Send's status code, how long to wait.
   // `clock`: the wall clock that client timestamps are checked against.

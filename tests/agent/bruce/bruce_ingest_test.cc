@@ -48,6 +48,23 @@ class BruceIngestTest : public ::testing::Test {
     o.retry_after_ms = [](absl::StatusCode) { return int64_t{20}; };
     return std::make_unique<BruceIngest>(wal_.get(), &rejections_, o);
   }
+  // As the listener does when idle: Flush() now and then retries what was refused,
+  // until `n` messages are appended (or 20 s passed).
+  static void FlushUntilAppended(BruceIngest* ingest, uint64_t n) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (ingest->appended() < n && std::chrono::steady_clock::now() < until) {
+      ingest->Flush();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  // Until the WAL refused an append and nothing is in its hands (or 20 s passed).
+  static bool WaitUntilRefused(const BruceIngest* ingest) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!ingest->Refused() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return ingest->Refused();
+  }
   std::vector<wal::Entry> Entries() {
     std::vector<wal::Entry> e;
     absl::Status s = wal_->Scan(0, 100000, 64 << 20, &e);
@@ -211,20 +228,11 @@ TEST_F(BruceIngestTest, ABatchWhoseSyncFailedIsNotAppendedTwiceWhenTheWalKeptIt)
       ingest->Accept(AnyPartition("t", kTs, "", marker + std::to_string(i)),
                      BruceTransport::kDatagram, 65536);
     }
-    ingest->Flush();
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (ingest->appended() < 3 && std::chrono::steady_clock::now() < until) {
-      ingest->Flush();  // as the listener does when idle: retries what was refused
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    FlushUntilAppended(ingest.get(), 3);
   });
   // The drain reopens the WAL after a write error; here this thread does, once the
   // append has failed and nothing is in the WAL's hands.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!ingest->Refused() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_TRUE(ingest->Refused()) << "the injected sync failure did not happen";
+  ASSERT_TRUE(WaitUntilRefused(ingest.get())) << "the injected sync failure did not happen";
   EXPECT_EQ(fs->injected_sync_failures(), 1u);
   EXPECT_FALSE(wal_->health().ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(150));  // retries meanwhile wait
@@ -248,18 +256,9 @@ TEST_F(BruceIngestTest, ABatchWhoseWriteFailedIsAppendedAgainWhenTheWalLostIt) {
   std::thread reader([&] {
     ingest->Accept(AnyPartition("t", kTs, "", value), BruceTransport::kDatagram, 65536);
     fs->FailNextAppends(1, /*no_space=*/false);
-    ingest->Flush();
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (ingest->appended() < 1 && std::chrono::steady_clock::now() < until) {
-      ingest->Flush();
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    FlushUntilAppended(ingest.get(), 1);
   });
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!ingest->Refused() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ASSERT_TRUE(ingest->Refused());
+  ASSERT_TRUE(WaitUntilRefused(ingest.get()));
   std::this_thread::sleep_for(std::chrono::milliseconds(150));  // retries meanwhile wait
   EXPECT_EQ(ingest->appended(), 0u);
   ASSERT_TRUE(wal_->Reopen().ok());

@@ -105,6 +105,7 @@ void Simulation::Crash(bool power) {
   Injected(power ? "power cut" : "crash and restart");
   global_fault_ms_ = Mono();
   kafka_.Crash();  // while the drain's buffers are alive: what was on the wire lands
+  settled_delivered_.clear();
   drain_.reset();
   reconciler_.reset();
   tracker_.reset();

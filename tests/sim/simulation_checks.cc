@@ -35,7 +35,9 @@
 //     copies are gone with it) nor when reconciliation checks are off (check_reconcile);
 // 10. the books after every step (CheckBooks): per topic, pending equals the live entries a
 //     scan finds, the held bytes equal what the bitmaps say, and no bitmap is an orphan,
-//     of another length, or all set.
+//     of another length, or all set;
+// 11. exactly once inside one process: a sequence number settled as delivered is never
+//     produced again before a crash (OnProduce).
 #include "tests/sim/simulation_internal.h"
 
 namespace kspool::sim {
@@ -54,6 +56,13 @@ void Simulation::NoteInKafkaAtOpen() {
 
 void Simulation::OnProduce(uint64_t seq) {
   if (!drain_) return;
+  // Check 11: exactly once inside one process. An entry settled as delivered left the
+  // WAL in that synced write: nothing may read and produce it again.
+  if (settled_delivered_.count(seq)) {
+    Fail("seq " + std::to_string(seq) + " was settled as delivered and produced again by the "
+         "same process");
+    return;
+  }
   if (auto u = kafka_.unreported_copies.find(seq); u != kafka_.unreported_copies.end()) {
     // A copy the drain was not told of (lost with a replaced producer, or reported failed
     // though possibly persisted): the drain must find it before it produces again.

@@ -69,7 +69,12 @@ class Simulation : public agent::OutcomeListener {
   SimResult Run();
 
   // OutcomeListener: the discards the drain decided.
-  void Settled(const std::vector<wal::Outcome>& outcomes) override { Learn(outcomes); }
+  void Settled(const std::vector<wal::Outcome>& outcomes) override {
+    for (const wal::Outcome& o : outcomes) {
+      if (o.delivered()) settled_delivered_.insert(o.seq);
+    }
+    Learn(outcomes);
+  }
   void NotSettled(const std::vector<wal::Outcome>& outcomes, const absl::Status&) override {
     Learn(outcomes);
   }
@@ -170,6 +175,8 @@ class Simulation : public agent::OutcomeListener {
   std::map<std::string, int64_t> topic_fault_ms_;  // monotonic: last fault of the topic
   int64_t global_fault_ms_ = 0;
   int64_t clock_step_mono_ = 0;  // monotonic: the last wall-clock step
+  // Sequence numbers this process settled as delivered (check 11); a crash forgets them.
+  std::set<uint64_t> settled_delivered_;
   // Per topic, the last step its in-doubt entries were held for reconciliation (check 6).
   std::map<std::string, int64_t> reconcile_held_mono_;
   wal::CommitPoints last_points_;

@@ -40,8 +40,7 @@ absl::StatusOr<bool> AppendsInDoubt::Kept(uint64_t first_seq) const {
   }
   if (!it->second) {
     return absl::UnavailableError("the outcome of the append starting at sequence number " +
-                                  std::to_string(first_seq) +
-                                  " is known once the WAL is reopened");
+                                  std::to_string(first_seq) + " is known once the WAL is reopened");
   }
   return *it->second;
 }

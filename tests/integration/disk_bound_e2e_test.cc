@@ -4,8 +4,8 @@
 // partition; the WAL directory (RocksDB's logs and tables, not the reserve file) stays
 // within 1.25x the bound, the keyed topic's Sends get RESOURCE_EXHAUSTED once its share
 // (--topic-max-bytes) is full, and another topic keeps delivering throughout.
-#include <gtest/gtest.h>
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdio>
@@ -40,8 +40,8 @@ uint64_t WalDirBytes(const std::string& dir) {
   return total;
 }
 
-kspool::v1::SendRequest Request(const std::string& topic, int n, std::mt19937_64& rng,
-                                bool keyed, int* counter) {
+kspool::v1::SendRequest Request(const std::string& topic, int n, std::mt19937_64& rng, bool keyed,
+                                int* counter) {
   kspool::v1::SendRequest req;
   for (int i = 0; i < n; ++i) {
     auto* m = req.add_messages();
@@ -76,13 +76,14 @@ TEST(DiskBoundE2E, LeaderlessPartitionOfAKeyedTopicKeepsTheWalDirectoryWithinIts
       ++keyed_refused;
     }
     s = agent.Send(Request("other", 60, rng, false, &other_n), &resp);
-    ASSERT_TRUE(s.ok()) << "round " << round << ": the other topic was refused: "
-                        << s.error_message();
+    ASSERT_TRUE(s.ok()) << "round " << round
+                        << ": the other topic was refused: " << s.error_message();
     largest = std::max(largest, WalDirBytes(wal));
   }
-  std::printf("WAL directory at most %.1f MiB (%.0f%% of the 16 MiB bound); keyed Sends: %d "
-              "accepted, %d refused; %d messages of the other topic\n",
-              largest / 1048576.0, 100.0 * largest / kBound, keyed_ok, keyed_refused, other_n);
+  std::printf(
+      "WAL directory at most %.1f MiB (%.0f%% of the 16 MiB bound); keyed Sends: %d "
+      "accepted, %d refused; %d messages of the other topic\n",
+      largest / 1048576.0, 100.0 * largest / kBound, keyed_ok, keyed_refused, other_n);
   EXPECT_GT(keyed_refused, 0) << "the keyed topic never filled its share";
   EXPECT_GT(static_cast<uint64_t>(keyed_n + other_n) * 1000, 2 * kBound)
       << "twice the bound passed through";

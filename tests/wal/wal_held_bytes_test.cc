@@ -6,8 +6,8 @@
 
 #include "tests/support/raw_wal.h"
 #include "tests/support/temp_dir.h"
-#include "wal/keys.h"
 #include "tests/wal/wal_test_util.h"
+#include "wal/keys.h"
 
 namespace kspool::wal {
 namespace {

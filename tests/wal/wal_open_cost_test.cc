@@ -30,7 +30,8 @@ TEST(WalOpenCost, ReadingTheMetaAtOpenPassesThePartSettledRecordsBitmaps) {
     for (size_t i = 0; i < e.size(); i += 2) first_of_each.push_back(e[i]);
     ASSERT_TRUE((*wal)->Settle(Delivered(first_of_each)).ok());  // a bitmap per record
   }
-  absl::StatusOr<std::unique_ptr<OpenDb>> db = OpenDb::Open(dir.path(), nullptr, NewInfoLog(nullptr));
+  absl::StatusOr<std::unique_ptr<OpenDb>> db =
+      OpenDb::Open(dir.path(), nullptr, NewInfoLog(nullptr));
   ASSERT_TRUE(db.ok()) << db.status();
   rocksdb::SetPerfLevel(rocksdb::PerfLevel::kEnableCount);
   rocksdb::get_perf_context()->Reset();

@@ -42,7 +42,7 @@ class DrainReconcileFound : public DrainReconcile {
 // delivered where they are, not discarded as expired (nor put in the dead letters).
 TEST_F(DrainReconcileFound, InDoubtEntriesInTheWindowAreNotExpiredBeforeTheirReconciliation) {
   kafka_.leaders["a"] = {true, true};
-  Append("a", 2);                   // 1, 2: no key
+  Append("a", 2);                    // 1, 2: no key
   Append("a", 2, KeysFor(1, 2, 1));  // 3, 4: keyed, partition 1
   StartAging(/*max_age_ms=*/1000);
   Run(3);
@@ -136,7 +136,7 @@ TEST_F(DrainReconcileFound, CopyOfAnEntryDiscardedMeanwhileLeavesTheWatermarkFre
 TEST_F(DrainReconcileFound, PossiblyPersistedEntryPastTheAgeLimitWaitsForItsRound) {
   kafka_.leaders["a"] = {true};
   StartAging(/*max_age_ms=*/1000);
-  Append("a", 1);  // 1: produced by this process
+  Append("a", 1);         // 1: produced by this process
   kafka_.hold.insert(1);  // its report is late
   Run(5);
   ASSERT_TRUE(Produced(1));

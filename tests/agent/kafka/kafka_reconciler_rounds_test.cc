@@ -31,8 +31,8 @@ TEST(KafkaReconcilerRounds, ANewerRoundReplacesOneStillQueued) {
   };
   ReconcilerOptions o;
   o.workers = 1;
-  KafkaReconciler r(factory, wal->get(), /*partitions=*/nullptr, "agent", o,
-                    SystemClock::Default(), nullptr);
+  KafkaReconciler r(factory, wal->get(), /*partitions=*/nullptr, "agent", o, SystemClock::Default(),
+                    nullptr);
   r.Reconcile("a", 1000);
   while (made.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   r.ReconcileAgain("b", 3000, 2);

@@ -1,8 +1,11 @@
 // RocksWal::CheckBitmaps (inspection.h): every `settled_in/` bitmap read with its record,
 // for `kspoolctl wal verify`. Not on any serving path: it walks every bitmap.
+#include <algorithm>
+#include <cctype>
 #include <memory>
 #include <string>
 
+#include "absl/strings/escaping.h"
 #include "wal/keys.h"
 #include "wal/record.h"
 #include "wal/rocks_status.h"
@@ -12,22 +15,15 @@
 namespace kspool::wal {
 namespace {
 
-// The log key a bitmap's key names (24 hex digits), or nullopt.
+// The log key a bitmap's key names (keys::SettledIn: its hex digits), or nullopt.
 std::optional<std::string> LogKeyOf(std::string_view bitmap_key) {
-  std::string_view hex = bitmap_key.substr(keys::kSettledInPrefix.size());
-  if (hex.size() % 2 != 0) return std::nullopt;
-  std::string out;
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    auto nibble = [](char c) -> int {
-      if (c >= '0' && c <= '9') return c - '0';
-      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-      return -1;
-    };
-    const int hi = nibble(hex[i]), lo = nibble(hex[i + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out.push_back(static_cast<char>(hi * 16 + lo));
+  const std::string_view hex = bitmap_key.substr(keys::kSettledInPrefix.size());
+  if (hex.size() % 2 != 0 || !std::all_of(hex.begin(), hex.end(), [](char c) {
+        return std::isxdigit(static_cast<unsigned char>(c));
+      })) {
+    return std::nullopt;
   }
-  return out;
+  return absl::HexStringToBytes(absl::string_view(hex.data(), hex.size()));
 }
 
 }  // namespace
@@ -52,9 +48,8 @@ absl::StatusOr<BitmapCheck> RocksWal::CheckBitmaps() {
       out.bad_length.push_back(key + " (names no batch record)");
       continue;
     }
-    rocksdb::ReadOptions get = ro;
     std::string value;
-    const rocksdb::Status s = db_->db->Get(get, db_->log, *log_key, &value);
+    const rocksdb::Status s = db_->db->Get(ro, db_->log, *log_key, &value);
     if (s.IsNotFound()) {
       out.orphans.push_back(key);
       continue;

@@ -22,21 +22,14 @@ struct Touched {
   SettledBits now;  // the messages this settle settles
 };
 
-// Adds to `*to` the messages of `t`'s record whose bits `pick` says; nothing for a record
-// that does not verify (HeldChange). Reads the record again: only a record settled in
-// parts pays the read, not the common one settled whole at once.
+// Adds to `*to` the messages of `t`'s record (`value`, its bytes) whose bits `pick` says;
+// nothing for a record that does not verify (HeldChange). Only a record settled in parts
+// pays the parse, not the common one settled whole at once.
 template <typename Pick>
-absl::Status CountHeld(const OpenDb& db, const Touched& t, Pick pick,
-                       std::map<std::string, Counts>* to) {
-  std::string value;
-  const rocksdb::Status s = db.db->Get(rocksdb::ReadOptions(), db.log, t.key, &value);
-  if (!s.ok()) {
-    return FromRocks(s, "read WAL record " + std::to_string(t.rec.first_seq) + ".." +
-                            std::to_string(t.rec.first_seq + t.rec.count - 1) +
-                            " for its settled messages' sizes");
-  }
+void CountHeld(const Touched& t, std::string_view value, Pick pick,
+               std::map<std::string, Counts>* to) {
   absl::StatusOr<BatchView> view = ParseBatch(value, t.rec.count);
-  if (!view.ok()) return absl::OkStatus();
+  if (!view.ok()) return;
   Counts* c = nullptr;
   for (uint32_t i = 0; i < t.rec.count; ++i) {
     if (!pick(i)) continue;
@@ -44,14 +37,13 @@ absl::Status CountHeld(const OpenDb& db, const Touched& t, Pick pick,
     c->count += 1;
     c->bytes += view->MessageSize(i);
   }
-  return absl::OkStatus();
 }
 
 // Adds the writes for `t`. A record whose messages are all settled by this one settle
 // had none settled before (each number given is live), so it has no bitmap to read or
 // delete: the common case costs one tombstone and no read.
-absl::Status Write(const OpenDb& db, const Touched& t, rocksdb::WriteBatch* wb,
-                   HeldChange* held) {
+absl::Status Write(const OpenDb& db, const Touched& t, std::string_view value,
+                   rocksdb::WriteBatch* wb, HeldChange* held) {
   if (t.now.all()) {
     wb->Delete(db.log, t.key);
     // Each number given is live, so no bit was set before; a bitmap can still be stored
@@ -78,12 +70,14 @@ absl::Status Write(const OpenDb& db, const Touched& t, rocksdb::WriteBatch* wb,
     wb->Delete(db.log, t.key);
     if (s.ok()) wb->Delete(db.meta, keys::SettledIn(t.key));
     // Its earlier settled messages leave the disk with it.
-    return CountHeld(db, t, [&](uint32_t i) { return before.Test(i) && !t.now.Test(i); },
-                     &held->released);
+    CountHeld(t, value, [&](uint32_t i) { return before.Test(i) && !t.now.Test(i); },
+              &held->released);
+    return absl::OkStatus();
   }
   wb->Put(db.meta, keys::SettledIn(t.key), bits.stored());
-  return CountHeld(db, t, [&](uint32_t i) { return t.now.Test(i) && !before.Test(i); },
-                   &held->added);
+  CountHeld(t, value, [&](uint32_t i) { return t.now.Test(i) && !before.Test(i); },
+            &held->added);
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -98,8 +92,18 @@ absl::Status SettleInLog(const OpenDb& db, const std::vector<uint64_t>& seqs,
   std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(ro, db.log));
   std::optional<Touched> batch;  // the batch record whose bits are being set
   std::optional<LogKey> at;      // the record under the iterator
+  // The pending batch record's writes are added while the iterator is still on it, so
+  // that its bytes (the held sizes) are read once, with the seek that found it.
+  auto flush = [&]() -> absl::Status {
+    if (!batch) return absl::OkStatus();
+    const std::string_view value(it->value().data(), it->value().size());
+    absl::Status s = Write(db, *batch, value, wb, held);
+    batch.reset();
+    return s;
+  };
   for (uint64_t seq : seqs) {
     if (!at || seq >= at->first_seq + at->count) {
+      RETURN_IF_ERROR(flush());
       it->Seek(keys::Seq(seq));
       RETURN_IF_ERROR(FromRocks(it->status(), "find WAL entry " + std::to_string(seq)));
       at.reset();
@@ -114,8 +118,7 @@ absl::Status SettleInLog(const OpenDb& db, const std::vector<uint64_t>& seqs,
       wb->Delete(db.log, it->key());
       continue;
     }
-    if (!batch || batch->rec.first_seq != at->first_seq) {
-      if (batch) RETURN_IF_ERROR(Write(db, *batch, wb, held));
+    if (!batch) {  // a batch record is pending only while the iterator is on it (flush)
       batch.emplace();
       batch->key.assign(it->key().data(), it->key().size());
       batch->rec = *at;
@@ -123,8 +126,7 @@ absl::Status SettleInLog(const OpenDb& db, const std::vector<uint64_t>& seqs,
     }
     batch->now.Set(static_cast<uint32_t>(seq - at->first_seq));
   }
-  if (batch) RETURN_IF_ERROR(Write(db, *batch, wb, held));
-  return absl::OkStatus();
+  return flush();
 }
 
 }  // namespace kspool::wal

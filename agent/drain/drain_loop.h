@@ -258,7 +258,7 @@ class DrainLoop {
   // Drops from found_ the copies whose entries can no longer be read (MayBeUnread), at
   // most every kRecheckMs: kept, they would hold their partitions' watermarks for the
   // life of the process (HoldWatermarks).
-  void PruneFound(int64_t now, bool force);
+  void PruneFound(int64_t now);
   // An unkeyed (or unrouted) in-doubt entry that must wait for its topic's reconciliation.
   bool InDoubtHeld(const TopicState& ts, uint64_t seq) const {
     return ts.gate.HoldsTopic() && InDoubt(seq);

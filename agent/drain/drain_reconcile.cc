@@ -176,7 +176,7 @@ void DrainLoop::PollReconciler(int64_t now) {
       t->second.unordered.retry_at_ms = 0;  // its held unkeyed entries go now
     }
   }
-  PruneFound(now, /*force=*/false);
+  PruneFound(now);
   bool any = false;
   for (auto& [name, ts] : topics_) {
     if (!ts.gate.holding) continue;
@@ -211,8 +211,8 @@ bool DrainLoop::MayBeUnread(std::string_view topic, uint64_t seq) const {
   return t != topics_.end() && t->second.unread_from != 0 && seq >= t->second.unread_from;
 }
 
-void DrainLoop::PruneFound(int64_t now, bool force) {
-  if (found_.empty() || (!force && now < next_found_prune_ms_)) return;
+void DrainLoop::PruneFound(int64_t now) {
+  if (found_.empty() || now < next_found_prune_ms_) return;
   next_found_prune_ms_ = now + kRecheckMs;
   for (auto it = found_.begin(); it != found_.end();) {
     it = !window_.count(it->first) && !MayBeUnread(it->second.topic, it->first) ? found_.erase(it)

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "base/memory_trim.h"
 
 namespace kspool::agent {
@@ -13,7 +15,9 @@ constexpr int kMaxTrimCalls = 16;
 
 }  // namespace
 
-void WalMaintenance::Start() { thread_.Start("kspool-walmaint", interval_, [this] { RunOnce(); }); }
+void WalMaintenance::Start() {
+  thread_.Start("kspool-walmaint", interval_, [this] { RunOnce(); });
+}
 
 void WalMaintenance::Stop() { thread_.Stop(); }
 
@@ -27,10 +31,11 @@ void WalMaintenance::RunOnce() {
   ForgetIdleTopics();
   const wal::Stats st = wal_->GetStats();
   if (st.report_coarsenings > coarsenings_seen_) {
-    spdlog::warn("discard report: the commit point is held back and the after-commit-point "
-                 "table reached its bound; merged it to {} time buckets: the report's point "
-                 "may lag the commit point until it passes them",
-                 st.report_buckets);
+    spdlog::warn(
+        "discard report: the commit point is held back and the after-commit-point "
+        "table reached its bound; merged it to {} time buckets: the report's point "
+        "may lag the commit point until it passes them",
+        st.report_buckets);
     coarsenings_seen_ = st.report_coarsenings;
   }
 }
@@ -39,20 +44,30 @@ void WalMaintenance::RestoreReserve() {
   const bool made = wal_->RestoreReserve();
   const wal::Stats st = wal_->GetStats();
   if (st.reserve_missing && !reserve_missing_seen_) {
-    spdlog::warn("wal: the reserve (KSPOOL_RESERVE in the WAL directory) is missing: the "
-                 "volume was full (too full to open the WAL with it, or the WAL ran out of "
-                 "space); Sends are "
-                 "refused (UNAVAILABLE, no_reserve) so that the space left goes to delivering "
-                 "what the WAL holds, until the volume has twice the reserve free "
-                 "(--wal-reserve-bytes)");
+    spdlog::warn(
+        "wal: the reserve (KSPOOL_RESERVE in the WAL directory) is missing: the "
+        "volume was full (too full to open the WAL with it, or the WAL ran out of "
+        "space); Sends are "
+        "refused (UNAVAILABLE, no_reserve) so that the space left goes to delivering "
+        "what the WAL holds, until the volume has twice the reserve free "
+        "(--wal-reserve-bytes)");
   } else if (!st.reserve_missing && (reserve_missing_seen_ || made)) {
     spdlog::warn("wal: the reserve is back ({} bytes): accepting Sends again", st.reserve_bytes);
   }
   reserve_missing_seen_ = st.reserve_missing;
   // Settled entries free their space only once compacted away: while the volume is full,
   // as soon as the drain has settled some (the head moved), not when RocksDB gets to it.
+  // The reserve comes back as soon as part of the backlog is compacted away; the rest of
+  // the backlog the full volume left is compacted too, as it is delivered, up to the
+  // entries written before the reserve came back (after that, RocksDB's own compactions
+  // suffice: the volume has room). Without this, up to the reserve's size of delivered
+  // entries stayed on the volume until enough new writes triggered a compaction.
   const uint64_t head = st.oldest_seq.value_or(st.next_seq);
-  if (!st.reserve_missing || head == compacted_below_ || !wal_->health().ok()) return;
+  if (st.reserve_missing) {
+    reclaim_until_ = std::max(reclaim_until_, st.next_seq);
+  }
+  const bool reclaiming = st.reserve_missing || compacted_below_ < reclaim_until_;
+  if (!reclaiming || head == compacted_below_ || !wal_->health().ok()) return;
   if (absl::Status s = wal_->CompactDeadRange(); !s.ok()) {
     spdlog::warn("wal: compacting the delivered range to free space failed, will retry: {}",
                  s.ToString());
@@ -78,10 +93,11 @@ void WalMaintenance::TrimDeadLetters() {
     if (!t->more) break;
   }
   if (total.by_size.count + total.by_age.count == 0) return;
-  spdlog::warn("dead letters: removed {} ({} bytes) beyond --dead-letter-max-bytes and {} ({} "
-               "bytes) older than --dead-letter-max-age, oldest first; they stay counted as "
-               "discarded (kspool_dead_letters_dropped_total)",
-               total.by_size.count, total.by_size.bytes, total.by_age.count, total.by_age.bytes);
+  spdlog::warn(
+      "dead letters: removed {} ({} bytes) beyond --dead-letter-max-bytes and {} ({} "
+      "bytes) older than --dead-letter-max-age, oldest first; they stay counted as "
+      "discarded (kspool_dead_letters_dropped_total)",
+      total.by_size.count, total.by_size.bytes, total.by_age.count, total.by_age.bytes);
 }
 
 void WalMaintenance::TrimDeliveries() {
@@ -90,9 +106,10 @@ void WalMaintenance::TrimDeliveries() {
   for (int i = 0; i < kMaxTrimCalls; ++i) {
     absl::StatusOr<wal::DeliveryTrim> t = wal_->TrimDeliveries();
     if (!t.ok()) {
-      spdlog::warn("delivery index: forgetting outcomes beyond --delivery-retention failed, "
-                   "will retry: {}",
-                   t.status().ToString());
+      spdlog::warn(
+          "delivery index: forgetting outcomes beyond --delivery-retention failed, "
+          "will retry: {}",
+          t.status().ToString());
       Degraded("delivery_trim_failed");
       return;
     }
@@ -108,9 +125,10 @@ void WalMaintenance::ForgetIdleTopics() {
     return;
   }
   if (gone->empty()) return;
-  spdlog::info("topics: {} idle topic(s) no longer tracked (first: {}); their counters stay, "
-               "their commit points come back with their next message",
-               gone->size(), gone->front());
+  spdlog::info(
+      "topics: {} idle topic(s) no longer tracked (first: {}); their counters stay, "
+      "their commit points come back with their next message",
+      gone->size(), gone->front());
 }
 
 }  // namespace kspool::agent

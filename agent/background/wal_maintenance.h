@@ -5,11 +5,11 @@
 // report's after table had to be coarsened, and makes the WAL's reserve again once the
 // volume has room (RestoreReserve; warns when it goes missing and when it is back:
 // Sends are refused meanwhile; compacts the delivered range as the drain settles, which
-// is what frees the space). Each removal is logged as a warning and
-// shows in the metrics (kspool_dead_letters_dropped_total, kspool_topics_forgotten_total,
-// kspool_report_coarsenings_total).
-// Nothing here writes while there is nothing to do: an idle agent costs no fsync.
-// Thread safety: Start/Stop from the owner; RunOnce from one thread at a time.
+// is what frees the space, until what was written while it was missing is delivered). Each removal
+// is logged as a warning and shows in the metrics (kspool_dead_letters_dropped_total,
+// kspool_topics_forgotten_total, kspool_report_coarsenings_total). Nothing here writes while there
+// is nothing to do: an idle agent costs no fsync. Thread safety: Start/Stop from the owner; RunOnce
+// from one thread at a time.
 #pragma once
 
 #include <chrono>
@@ -44,9 +44,10 @@ class WalMaintenance {
   wal::Maintenance* const wal_;
   Metrics* const metrics_;
   const std::chrono::milliseconds interval_;
-  uint64_t coarsenings_seen_ = 0;  // owned by the round's thread
+  uint64_t coarsenings_seen_ = 0;      // owned by the round's thread
   bool reserve_missing_seen_ = false;  // likewise
   uint64_t compacted_below_ = 0;       // likewise: the head at the last CompactDeadRange
+  uint64_t reclaim_until_ = 0;         // likewise: the next seq while the reserve was last missing
   PeriodicThread thread_;
 };
 

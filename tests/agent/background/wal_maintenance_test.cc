@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <vector>
 
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
@@ -64,8 +65,9 @@ TEST_F(WalMaintenanceTest, ARoundRemovesExpiredDeadLettersAndForgetsIdleTopics) 
       << metrics_.Serialize();
   EXPECT_TRUE(MetricsHave("kspool_tracked_topics 0"));
   EXPECT_TRUE(MetricsHave("kspool_topics_forgotten_total 1"));
-  EXPECT_TRUE(MetricsHave("kspool_messages_discarded_total{topic=\"gone\","
-                          "reason=\"msg_size_too_large\"} 3"))
+  EXPECT_TRUE(
+      MetricsHave("kspool_messages_discarded_total{topic=\"gone\","
+                  "reason=\"msg_size_too_large\"} 3"))
       << "still counted as discarded";
 }
 
@@ -81,6 +83,64 @@ TEST_F(WalMaintenanceTest, TheThreadRunsRoundsUntilStopped) {
   }
   m.Stop();
   EXPECT_EQ(wal_->GetStats().tracked_topics, 0u);
+}
+
+// A scripted WAL for the reclaim rule: what the volume's state is, and which heads the
+// dead range was compacted below.
+class ScriptedSpace : public wal::Maintenance {
+ public:
+  absl::StatusOr<wal::DeadLetterTrim> TrimDeadLetters() override { return wal::DeadLetterTrim{}; }
+  absl::StatusOr<wal::DeliveryTrim> TrimDeliveries() override { return wal::DeliveryTrim{}; }
+  absl::StatusOr<std::vector<std::string>> ForgetIdleTopics() override {
+    return std::vector<std::string>{};
+  }
+  absl::Status CompactDeadRange() override {
+    compacted_below.push_back(head);
+    return absl::OkStatus();
+  }
+  bool RestoreReserve() override { return false; }
+  absl::Status health() const override { return absl::OkStatus(); }
+  std::string agent_id() const override { return "scripted"; }
+  wal::Stats GetStats() const override {
+    wal::Stats s;
+    s.next_seq = next;
+    if (head < next) s.oldest_seq = head;
+    s.entries = next - head;
+    s.reserve_missing = reserve_missing;
+    return s;
+  }
+  wal::CommitPoints SavedCommitPoints() const override { return {}; }
+  std::vector<std::string> TrackedTopics() const override { return {}; }
+
+  uint64_t head = 1, next = 1;
+  bool reserve_missing = false;
+  std::vector<uint64_t> compacted_below;
+};
+
+TEST_F(WalMaintenanceTest, TheBacklogAFullVolumeLeftIsCompactedAwayAfterTheReserveIsBack) {
+  ScriptedSpace wal;
+  WalMaintenance m(&wal, nullptr);
+  wal.next = 1000;
+  m.RunOnce();
+  EXPECT_TRUE(wal.compacted_below.empty()) << "room on the volume: RocksDB's own compactions";
+  wal.reserve_missing = true;
+  wal.head = 100;
+  m.RunOnce();
+  m.RunOnce();
+  EXPECT_EQ(wal.compacted_below, std::vector<uint64_t>({100})) << "once per head moved";
+  // The reserve is back after part of the backlog was freed; the rest is still compacted
+  // as it is delivered, up to what was written while the reserve was missing.
+  wal.reserve_missing = false;
+  wal.head = 400;
+  wal.next = 1500;
+  m.RunOnce();
+  wal.head = 1000;
+  m.RunOnce();
+  wal.head = 1400;
+  m.RunOnce();
+  wal.head = 1500;
+  m.RunOnce();
+  EXPECT_EQ(wal.compacted_below, std::vector<uint64_t>({100, 400, 1000}));
 }
 
 }  // namespace

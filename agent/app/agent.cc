@@ -155,7 +155,8 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
 
   a->tracker_ = std::make_unique<CommitTracker>(a->wal_.get());
   absl::StatusOr<std::unique_ptr<KafkaMetadata>> md =
-      KafkaMetadata::Create(config.kafka_brokers, config.kafka_options);
+      KafkaMetadata::Create(config.kafka_brokers, config.kafka_options,
+                            config.wal.max_tracked_topics);
   if (!md.ok()) return md.status();
   a->metadata_ = std::move(md).value();
   PartitionCacheOptions pco;
@@ -175,6 +176,9 @@ absl::StatusOr<std::unique_ptr<Agent>> Agent::Start(const Config& config, AgentD
   a->feed_ = std::make_unique<DeliveryFeed>(a->wal_.get());
   a->feed_->Start();
   DrainOptions dopt = config.drain;
+  // The Kafka clients keep every topic name they were given: they are bounded by what the
+  // agent tracks (drain_producer_life.cc, kafka_metadata.h).
+  dopt.producer_max_topics = config.wal.max_tracked_topics;
   dopt.clock = deps.clock;
   dopt.metrics = metrics;
   dopt.partitions = a->partitions_.get();

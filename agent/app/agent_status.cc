@@ -39,7 +39,8 @@ std::string Agent::StatusJson(Clock* clock) const {
                      ? nlohmann::json(nullptr)
                      : nlohmann::json((mono - drain_->last_delivery_mono_ms()) / 1000.0)},
                 {"discarded_since_start", drain_->discarded()},
-                {"producers_replaced", drain_->producers_replaced()}};
+                {"producers_replaced", drain_->producers_replaced()},
+                {"producers_recycled", drain_->producers_recycled()}};
   // Topics (and their partitions without a leader) that hold entries back.
   nlohmann::json stuck = nlohmann::json::array();
   for (const StuckTopic& t : drain_->Stuck()) {

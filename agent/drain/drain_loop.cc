@@ -85,6 +85,7 @@ void DrainLoop::RunOnce(int poll_ms) {
   int64_t now = options_.clock->MonotonicMillis();
   MaybeReopenWal(now);
   ReplaceProducerIfFatal(now);
+  RecycleProducerIfQuiet(now);
   ExpireOld(now);
   read_any_ = Refill(now);
   PollReconciler(now);

@@ -75,6 +75,12 @@ struct DrainOptions {
   // twice as long, up to the max.
   uint64_t producer_backoff_ms = 500;
   uint64_t producer_backoff_max_ms = 60000;
+  // A producer that has produced to more topic names than this is replaced at a quiet
+  // moment (nothing in flight, no report due): the client keeps every topic it was given
+  // for its life, with its memory and its share of every metadata round, whatever the
+  // agent forgot. 0: never. At most one such replacement per producer_recycle_min_ms.
+  uint64_t producer_max_topics = 0;
+  uint64_t producer_recycle_min_ms = 5000;
   // Least time between two take-backs of messages queued for leaderless partitions.
   uint64_t purge_interval_ms = 2000;
   size_t scan_max_keys = 65536;  // WAL keys one read pass may look at
@@ -123,6 +129,8 @@ class DrainLoop {
   uint64_t redelivered() const { return redelivered_.load(); }
   uint64_t discarded() const { return discarded_.load(); }
   uint64_t producers_replaced() const { return producers_replaced_.load(); }
+  // Producers replaced at a quiet moment for the topic names they held (any thread).
+  uint64_t producers_recycled() const { return producers_recycled_.load(); }
   // Monotonic clock time of the last successful delivery report (0: none yet).
   int64_t last_delivery_mono_ms() const { return last_delivery_ms_.load(); }
   int brokers_up() const { return brokers_up_.load(); }
@@ -240,6 +248,8 @@ class DrainLoop {
   void UpdateStuck(int64_t now);
   void MaybeReopenWal(int64_t now);
   void ReplaceProducerIfFatal(int64_t now);
+  // Replaces a producer past producer_max_topics once nothing is in flight.
+  void RecycleProducerIfQuiet(int64_t now);
   void Degraded(const char* event) {
     if (options_.metrics) options_.metrics->Degraded(event);
   }
@@ -372,6 +382,8 @@ class DrainLoop {
   std::atomic<uint64_t> redelivered_{0};
   std::atomic<uint64_t> discarded_{0};
   std::atomic<uint64_t> producers_replaced_{0};
+  std::atomic<uint64_t> producers_recycled_{0};
+  int64_t last_recycle_ms_ = 0;  // when RecycleProducerIfQuiet last replaced one
   std::atomic<int64_t> last_delivery_ms_{0};
   std::atomic<int> brokers_up_{0};  // 0 until the producer's first statistics
   Mutex wake_mu_;

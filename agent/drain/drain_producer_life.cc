@@ -52,6 +52,40 @@ void DrainLoop::ReplaceProducerIfFatal(int64_t now) {
       now + static_cast<int64_t>(std::min(backoff, options_.producer_backoff_max_ms));
 }
 
+void DrainLoop::RecycleProducerIfQuiet(int64_t now) {
+  if (!producer_ || options_.producer_max_topics == 0) return;
+  const size_t known = producer_->KnownTopics();
+  if (known <= options_.producer_max_topics) return;
+  if (last_recycle_ms_ != 0 &&
+      now - last_recycle_ms_ < static_cast<int64_t>(options_.producer_recycle_min_ms)) {
+    return;
+  }
+  // Quiet: the client holds no message and owes no report, so nothing can be in Kafka
+  // unreported and nothing needs reconciling; every slot of the window is ready to be
+  // produced again by the new producer as by the old.
+  if (producer_->OutstandingMessages() > 0) return;
+  for (const auto& [seq, slot] : window_) {
+    if (slot.state == Slot::kInKafka) return;
+  }
+  absl::StatusOr<std::unique_ptr<Producer>> p = factory_();
+  if (!p.ok()) {
+    spdlog::warn(
+        "kafka: cannot make a new producer to give back the one holding {} topic "
+        "names; keeping it: {}",
+        known, p.status().ToString());
+    Degraded("producer_recycle_failed");
+    last_recycle_ms_ = now;  // not retried at once
+    return;
+  }
+  producer_ = std::move(p).value();
+  last_recycle_ms_ = now;
+  producers_recycled_.fetch_add(1);
+  spdlog::info(
+      "kafka: replaced the producer at a quiet moment: it held {} topic names "
+      "(more than {}); what it kept for them is given back",
+      known, options_.producer_max_topics);
+}
+
 void DrainLoop::DrainForShutdown() {
   if (!producer_) return;
   const int64_t deadline =

@@ -8,6 +8,7 @@
 // handed out only by Poll().
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -97,6 +98,8 @@ class Producer {
   virtual void PurgeAll() = 0;
   // Non-empty once the producer hit a fatal (idempotence) error: it must be replaced.
   virtual std::string FatalError() const = 0;
+  // Topic names produced to since the producer was made (the client keeps each).
+  virtual size_t KnownTopics() const { return 0; }
   // Brokers the client holds a connection to; 0 until it knows.
   virtual int BrokersUp() const = 0;
   // True once the client has said (in its statistics) that it holds no broker connection:

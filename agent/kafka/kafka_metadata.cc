@@ -8,38 +8,62 @@
 namespace kspool::agent {
 
 absl::StatusOr<std::unique_ptr<KafkaMetadata>> KafkaMetadata::Create(
-    const std::string& brokers, const std::vector<std::string>& options) {
+    const std::string& brokers, const std::vector<std::string>& options, size_t max_topics) {
   std::unique_ptr<KafkaMetadata> m(new KafkaMetadata());
+  m->brokers_ = brokers;
+  m->options_ = options;
+  m->max_topics_ = max_topics;
+  // Its log (debug output with --kafka-option debug=...) goes where the producer's does,
+  // with secret values scrubbed.
+  m->scrubber_ = SecretScrubber(options);
+  absl::StatusOr<std::shared_ptr<rd_kafka_t>> rk = m->MakeHandle();
+  if (!rk.ok()) return rk.status();
+  MutexLock l(&m->mu_);
+  m->rk_ = std::move(rk).value();
+  return m;
+}
+
+absl::StatusOr<std::shared_ptr<rd_kafka_t>> KafkaMetadata::MakeHandle() {
   char err[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  rd_kafka_conf_set(conf, "bootstrap.servers", brokers.c_str(), err, sizeof(err));
+  rd_kafka_conf_set(conf, "bootstrap.servers", brokers_.c_str(), err, sizeof(err));
   // Security and client settings the user passed apply here too; the producer-only
   // ones are rejected by librdkafka for no handle type, so ignoring errors is safe.
-  for (const std::string& kv : options) {
+  for (const std::string& kv : options_) {
     size_t eq = kv.find('=');
     if (eq == std::string::npos) continue;
     rd_kafka_conf_set(conf, kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), err, sizeof(err));
   }
   rd_kafka_conf_set(conf, "log_level", "3", err, sizeof(err));
-  // Its log (debug output with --kafka-option debug=...) goes where the producer's does,
-  // with secret values scrubbed.
-  m->scrubber_ = SecretScrubber(options);
-  rd_kafka_conf_set_opaque(conf, &m->scrubber_);
+  rd_kafka_conf_set_opaque(conf, &scrubber_);
   rd_kafka_conf_set_log_cb(conf, [](const rd_kafka_t* rk, int level, const char* fac,
                                     const char* buf) {
     LogLibrdkafkaLine(*static_cast<const SecretScrubber*>(rd_kafka_opaque(rk)), level, fac, buf);
   });
-  m->rk_ = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
-  if (!m->rk_) {
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, err, sizeof(err));
+  if (!rk) {
     rd_kafka_conf_destroy(conf);
-    return absl::InvalidArgumentError("kafka metadata client: " + m->scrubber_.Scrub(err));
+    return absl::InvalidArgumentError("kafka metadata client: " + scrubber_.Scrub(err));
   }
-  return m;
+  return std::shared_ptr<rd_kafka_t>(rk, [](rd_kafka_t* h) { rd_kafka_destroy(h); });
 }
 
-KafkaMetadata::~KafkaMetadata() {
-  if (rk_) rd_kafka_destroy(rk_);
+std::shared_ptr<rd_kafka_t> KafkaMetadata::HandleFor(const std::string& topic) {
+  MutexLock l(&mu_);
+  if (names_.insert(topic).second && max_topics_ > 0 && names_.size() > max_topics_) {
+    // librdkafka keeps every topic a handle was asked about, for the handle's life: a
+    // new handle gives that back once the requests still using the old one return.
+    absl::StatusOr<std::shared_ptr<rd_kafka_t>> fresh = MakeHandle();
+    if (fresh.ok()) {
+      rk_ = std::move(fresh).value();
+      names_ = {topic};
+      handles_made_.fetch_add(1);
+    }
+  }
+  return rk_;
 }
+
+KafkaMetadata::~KafkaMetadata() = default;
 
 absl::StatusOr<std::vector<bool>> FreshPartitionLeaders(rd_kafka_t* rk, rd_kafka_topic_t* rkt,
                                                         const std::string& topic, int timeout_ms) {
@@ -84,11 +108,8 @@ absl::StatusOr<int> KafkaMetadata::PartitionCount(const std::string& topic, int 
 
 absl::StatusOr<std::vector<bool>> KafkaMetadata::PartitionLeaders(const std::string& topic,
                                                                   int timeout_ms) {
-  rd_kafka_topic_t* rkt;
-  {
-    MutexLock l(&mu_);
-    rkt = rd_kafka_topic_new(rk_, topic.c_str(), nullptr);
-  }
+  const std::shared_ptr<rd_kafka_t> rk = HandleFor(topic);
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk.get(), topic.c_str(), nullptr);
   using Clock = std::chrono::steady_clock;
   const Clock::time_point deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   absl::StatusOr<std::vector<bool>> leaders =
@@ -98,7 +119,7 @@ absl::StatusOr<std::vector<bool>> KafkaMetadata::PartitionLeaders(const std::str
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - start).count();
     const int slice = static_cast<int>(std::clamp<int64_t>(left, 1, kSliceMs));
-    leaders = FreshPartitionLeaders(rk_, rkt, topic, slice);
+    leaders = FreshPartitionLeaders(rk.get(), rkt, topic, slice);
     // Asked again only when the slice ran out (the cluster did not answer in time), never
     // after an error that came back at once: no tight loop on a refused connection.
     if (leaders.ok() || absl::IsNotFound(leaders.status()) || left <= kSliceMs ||

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -25,8 +26,11 @@ absl::StatusOr<std::vector<bool>> FreshPartitionLeaders(rd_kafka_t* rk, rd_kafka
 
 class KafkaMetadata {
  public:
+  // Past `max_topics` topic names asked about (0: no limit), the next request gets a new
+  // librdkafka handle, and the old one, which keeps every name it was given, goes once
+  // the requests using it return.
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<KafkaMetadata>> Create(
-      const std::string& brokers, const std::vector<std::string>& options);
+      const std::string& brokers, const std::vector<std::string>& options, size_t max_topics = 0);
   ~KafkaMetadata();
 
   // Partitions of `topic` from a fresh metadata request. NOT_FOUND if the cluster says
@@ -41,12 +45,23 @@ class KafkaMetadata {
   // librdkafka's metadata call cannot be interrupted: a request is made of calls of at
   // most this long, each a fresh request, and Cancel() is seen between them.
   static constexpr int kSliceMs = 1000;
+  // librdkafka handles made after the first (any thread).
+  uint64_t handles_replaced() const { return handles_made_.load(); }
 
  private:
   KafkaMetadata() = default;
-  SecretScrubber scrubber_;  // librdkafka's log callback reads it; set before the handle
-  rd_kafka_t* rk_ = nullptr;
-  Mutex mu_;  // serializes topic-handle creation
+  absl::StatusOr<std::shared_ptr<rd_kafka_t>> MakeHandle();
+  // The handle to ask about `topic` with, counting the name.
+  std::shared_ptr<rd_kafka_t> HandleFor(const std::string& topic);
+
+  std::string brokers_;
+  std::vector<std::string> options_;
+  size_t max_topics_ = 0;
+  SecretScrubber scrubber_;  // librdkafka's log callback reads it; set before any handle
+  Mutex mu_;
+  std::shared_ptr<rd_kafka_t> rk_ ABSL_GUARDED_BY(mu_);
+  std::unordered_set<std::string> names_ ABSL_GUARDED_BY(mu_);  // asked about on rk_
+  std::atomic<uint64_t> handles_made_{0};
   std::atomic<bool> cancelled_{false};
 };
 

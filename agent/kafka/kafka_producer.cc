@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <nlohmann/json.hpp>
 
 #include "agent/kafka/kafka_errors.h"
 #include "agent/kafka/kafka_options.h"
+#include "agent/kafka/kafka_stats.h"
 
 namespace kspool::agent {
 namespace {
@@ -243,13 +243,9 @@ void KafkaProducer::OnError(rd_kafka_t* rk, int err, const char* reason, void* o
 
 int KafkaProducer::OnStats(rd_kafka_t*, char* json, size_t len, void* opaque) {
   auto* self = static_cast<KafkaProducer*>(opaque);
-  nlohmann::json stats = nlohmann::json::parse(json, json + len, nullptr, /*exceptions=*/false);
-  if (stats.is_discarded() || !stats.contains("brokers")) return 0;
-  int up = 0;
-  for (const auto& [name, b] : stats["brokers"].items()) {
-    if (b.value("nodeid", -1) >= 0 && b.value("state", "") == "UP") ++up;
-  }
-  self->brokers_up_.store(up);
+  const std::optional<int> up = BrokersUpInStats(json, len);
+  if (!up) return 0;
+  self->brokers_up_.store(*up);
   self->stats_seen_.store(true);
   return 0;  // librdkafka frees the JSON
 }

@@ -58,6 +58,7 @@ class KafkaProducer final : public Producer {
   std::string FatalError() const override;
   // Brokers with a connection in state UP, from librdkafka's statistics (every second);
   // -1 until the first statistics arrive.
+  size_t KnownTopics() const override { return topics_.size(); }
   int BrokersUp() const override { return brokers_up_.load(); }
   bool NoBrokerUp() const override { return stats_seen_.load() && brokers_up_.load() == 0; }
 

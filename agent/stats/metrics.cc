@@ -3,7 +3,9 @@
 #include <prometheus/collectable.h>
 #include <prometheus/text_serializer.h>
 
+#include <set>
 #include <sstream>
+#include <string_view>
 
 #include "agent/drain/commit_tracker.h"
 #include "agent/stats/process_stats.h"
@@ -43,6 +45,41 @@ void Add(MetricFamily* f, double value, std::vector<prometheus::ClientMetric::La
     m.gauge.value = value;
   }
   f->metric.push_back(std::move(m));
+}
+
+// The per-topic counters of topics the WAL no longer tracks (forgotten when idle, or
+// beyond --max-tracked-topics), summed under this one topic label: the page grows with
+// the topics tracked, not with every name ever sent. No Kafka topic can be named so
+// (Kafka allows only [a-zA-Z0-9._-]). A topic that comes back starts its own series from
+// 0 again (a counter reset to Prometheus); the sum over every label stays what it was.
+constexpr char kForgottenTopics[] = "(forgotten)";
+
+void FoldForgottenTopics(const std::vector<std::string>& tracked_list, wal::Stats* st) {
+  const std::set<std::string_view> tracked(tracked_list.begin(), tracked_list.end());
+  wal::TopicStats forgotten;
+  bool any = false;
+  for (auto it = st->topics.begin(); it != st->topics.end();) {
+    const wal::TopicStats& t = it->second;
+    if (tracked.count(it->first) > 0 || t.stored().count > 0) {
+      ++it;
+      continue;
+    }
+    any = true;
+    forgotten.accepted.count += t.accepted.count;
+    forgotten.accepted.bytes += t.accepted.bytes;
+    forgotten.delivered.count += t.delivered.count;
+    forgotten.delivered.bytes += t.delivered.bytes;
+    for (const auto& [reason, c] : t.discarded) {
+      forgotten.discarded[reason].count += c.count;
+      forgotten.discarded[reason].bytes += c.bytes;
+    }
+    for (const auto& [limit, c] : t.dead_dropped) {
+      forgotten.dead_dropped[limit].count += c.count;
+      forgotten.dead_dropped[limit].bytes += c.bytes;
+    }
+    it = st->topics.erase(it);
+  }
+  if (any) st->topics.emplace(kForgottenTopics, std::move(forgotten));
 }
 
 // What clients hold at the front door.
@@ -221,6 +258,7 @@ class StateCollector : public prometheus::Collectable {
     if (!s.wal) return {};
     const double now = s.clock->NowMillis() / 1000.0;
     wal::Stats st = s.wal->GetStats();
+    FoldForgottenTopics(s.wal->TrackedTopics(), &st);
     wal::CommitPoints cp = s.tracker ? s.tracker->Current() : s.wal->SavedCommitPoints();
 
     auto point = Family("kspool_commit_point_timestamp_seconds",

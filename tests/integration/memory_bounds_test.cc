@@ -16,6 +16,7 @@
 #include "tests/support/dev_kafka.h"
 #include "tests/support/http_get.h"
 #include "tests/support/kafka_reader.h"
+#include "tests/support/process_memory.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 
@@ -24,23 +25,11 @@ namespace {
 
 using kspool::testing::AgentProcess;
 using kspool::testing::DevKafka;
+using kspool::testing::kMiB;
+using kspool::testing::Metric;
+using kspool::testing::RssBytes;
 using namespace std::chrono_literals;
 
-constexpr int64_t kMiB = 1 << 20;
-
-int64_t RssBytes(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(f, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
-  }
-  return -1;
-}
-
-double Metric(const std::string& http, const std::string& name) {
-  std::map<std::string, double> m = kspool::testing::ScrapeMetrics(http);
-  auto it = m.find(name);
-  return it == m.end() ? -1 : it->second;
-}
 
 class MemoryBounds : public ::testing::Test {
  protected:

@@ -446,7 +446,8 @@ ParseOutcome ParseConfig(int argc, const char* const* argv, const char* const* e
       ->check(CLI::PositiveNumber);
   add("max-tracked-topics", &c.wal.max_tracked_topics,
       "Most topics whose commit points are tracked; beyond it the longest idle ones with "
-      "nothing in the WAL stop being tracked early; 0 = no cap");
+      "nothing in the WAL stop being tracked early. Also the most topic names a Kafka "
+      "client keeps: past it, it is replaced at a quiet moment; 0 = no cap");
   add_parsed("heartbeat-interval", &c.heartbeat.interval_ms,
              FormatDurationMs(c.heartbeat.interval_ms),
              "Send a heartbeat with the commit point to every partition of the heartbeat "

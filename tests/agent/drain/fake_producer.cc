@@ -62,6 +62,7 @@ agent::LayoutSource FakeKafka::Layouts() {
 
 DeliveryReport FakeProducer::Produce(const wal::Entry& entry, int32_t partition) {
   FakeKafka::Produced p{entry.seq, entry.record.topic, partition, entry.record.key};
+  topics_.insert(entry.record.topic);
   if (kafka_->partition_by_key && partition == agent::kAnyPartition && entry.record.key &&
       kafka_->leaders.count(entry.record.topic)) {
     auto known = kafka_->client_partitions.find(entry.record.topic);

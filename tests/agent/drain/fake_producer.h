@@ -84,6 +84,7 @@ class FakeProducer final : public agent::Producer {
     return kafka_->turn_fatal == id_ ? "Fatal idempotent producer error (turned)" : fatal_;
   }
   int BrokersUp() const override { return 1; }
+  size_t KnownTopics() const override { return topics_.size(); }
 
  private:
   FakeKafka* const kafka_;
@@ -91,6 +92,7 @@ class FakeProducer final : public agent::Producer {
   const int id_;
   std::deque<FakeKafka::Produced> queued_;
   std::vector<agent::DeliveryReport> purged_;
+  std::set<std::string> topics_;  // produced to
 };
 
 }  // namespace kspool::testing

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "agent/kafka/kafka_producer.h"
 
@@ -49,16 +50,18 @@ absl::StatusOr<std::shared_ptr<rd_kafka_t>> KafkaMetadata::MakeHandle() {
 }
 
 std::shared_ptr<rd_kafka_t> KafkaMetadata::HandleFor(const std::string& topic) {
+  std::shared_ptr<rd_kafka_t> replaced;  // destroyed after the lock, if no request holds it
   MutexLock l(&mu_);
-  if (names_.insert(topic).second && max_topics_ > 0 && names_.size() > max_topics_) {
-    // librdkafka keeps every topic a handle was asked about, for the handle's life: a
-    // new handle gives that back once the requests still using the old one return.
-    absl::StatusOr<std::shared_ptr<rd_kafka_t>> fresh = MakeHandle();
-    if (fresh.ok()) {
-      rk_ = std::move(fresh).value();
-      names_ = {topic};
-      handles_made_.fetch_add(1);
-    }
+  if (max_topics_ == 0 || !names_.insert(topic).second || names_.size() <= max_topics_) {
+    return rk_;
+  }
+  // librdkafka keeps every topic a handle was asked about, for the handle's life: a new
+  // handle gives that back once the requests still using the old one return.
+  absl::StatusOr<std::shared_ptr<rd_kafka_t>> fresh = MakeHandle();
+  if (fresh.ok()) {
+    replaced = std::exchange(rk_, std::move(fresh).value());
+    names_ = {topic};
+    handles_made_.fetch_add(1);
   }
   return rk_;
 }

@@ -60,7 +60,7 @@ class KafkaMetadata {
   SecretScrubber scrubber_;  // librdkafka's log callback reads it; set before any handle
   Mutex mu_;
   std::shared_ptr<rd_kafka_t> rk_ ABSL_GUARDED_BY(mu_);
-  std::unordered_set<std::string> names_ ABSL_GUARDED_BY(mu_);  // asked about on rk_
+  std::unordered_set<std::string> names_ ABSL_GUARDED_BY(mu_);  // asked on rk_ (with a max)
   std::atomic<uint64_t> handles_made_{0};
   std::atomic<bool> cancelled_{false};
 };

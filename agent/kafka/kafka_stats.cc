@@ -28,7 +28,10 @@ class BrokerScan : public nlohmann::json_sax<nlohmann::json> {
   bool start_object(std::size_t) override {
     ++depth_;
     if (depth_ == 2 && key_ == "brokers") in_brokers_ = true;
-    if (in_brokers_ && depth_ == 3) nodeid_ = -1, up_state_ = false;
+    if (in_brokers_ && depth_ == 3) {  // a broker begins
+      nodeid_ = -1;
+      up_state_ = false;
+    }
     return true;
   }
   bool key(string_t& k) override {

@@ -20,6 +20,7 @@
 #include "tests/support/dev_kafka.h"
 #include "tests/support/h2_stall_client.h"
 #include "tests/support/http_get.h"
+#include "tests/support/process_memory.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 
@@ -74,13 +75,8 @@ std::string ReadFile(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-int64_t RssMb(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(f, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) / 1024;
-  }
-  return -1;
-}
+// The agent's RSS in MB (whole: what the bounds below are stated in).
+int64_t RssMb(pid_t pid) { return kspool::testing::RssBytes(pid) / kspool::testing::kMiB; }
 
 class FrontDoor : public ::testing::Test {
  protected:

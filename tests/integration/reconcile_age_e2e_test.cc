@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <map>
@@ -121,15 +122,22 @@ TEST_F(ReconcileAgeE2E, CopiesInKafkaAreSettledDeliveredNotExpired) {
   EXPECT_EQ(Discarded(*agent), 0) << "expired though Kafka holds them";
   EXPECT_EQ(metrics["kspool_dead_letters"], 0);
 
-  // New deliveries raise every partition's watermark past the put-back entries' copies.
+  // The watermarks move again: after new deliveries, each partition's is the highest
+  // offset Kafka holds there (frozen, it stayed at or below the put-back copies').
   acked.merge(SendMixed(*agent, {"au", "ak"}, 60, 2));
   ASSERT_TRUE(agent->WaitUntilDrained(10s));
   Kill(agent);
+  std::map<std::string, int64_t> highest;
+  for (const auto& [seq, all] : ReadCopies(kafka.bootstrap(), {"au", "ak"}, acked.size())) {
+    for (const Copy& c : all) {
+      int64_t& h = highest[c.topic + "/" + std::to_string(c.partition)];
+      h = std::max(h, c.offset);
+    }
+  }
   const std::map<std::string, int64_t> marks_after = Watermarks(wal_);
-  ASSERT_EQ(marks_after.size(), 6u);
+  EXPECT_EQ(marks_after, highest);
   for (const auto& [where, offset] : marks_after) {
-    ASSERT_TRUE(marks_before.count(where)) << where;
-    EXPECT_GE(offset, marks_before.at(where) + 50 / 3) << where << " did not move";
+    EXPECT_GT(offset, marks_before.count(where) ? marks_before.at(where) : -1) << where;
   }
 }
 

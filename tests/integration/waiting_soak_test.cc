@@ -6,9 +6,8 @@
 // back near its baseline once Kafka returns and every Send is answered. Before waiters
 // kept 24 bytes a message (CompactOutcomes), this load took the agent from 31 to
 // 1,064 MB. A few minutes on two cores; it prints its RSS figures.
-#include <gtest/gtest.h>
-
 #include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
 
 #include <atomic>
 #include <fstream>
@@ -17,6 +16,7 @@
 #include "tests/support/agent_process.h"
 #include "tests/support/dev_kafka.h"
 #include "tests/support/http_get.h"
+#include "tests/support/process_memory.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/wait.h"
 
@@ -28,7 +28,9 @@ using kspool::testing::DevKafka;
 using kspool::testing::WaitUntil;
 using namespace std::chrono_literals;
 
-constexpr int64_t kMiB = 1 << 20;
+using kspool::testing::kMiB;
+using kspool::testing::Metric;
+using kspool::testing::RssBytes;
 constexpr int kSends = 600;
 constexpr int kPerSend = 10000;  // --max-batch-messages' default
 // What the agent may hold besides the waiting Sends (--max-waiting-memory): the drain's
@@ -42,20 +44,6 @@ constexpr int64_t kAnsweringBytes = 64 * kMiB;
 // Once every Send is answered: the memtables, the drain's window (its tables keep the
 // size they grew to) and 64 MiB of slack.
 constexpr int64_t kAfterBytes = kMemtableBytes + kWindowBytes + 64 * kMiB;
-
-int64_t RssBytes(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(f, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
-  }
-  return -1;
-}
-
-double Metric(const std::string& http, const std::string& name) {
-  std::map<std::string, double> m = kspool::testing::ScrapeMetrics(http);
-  auto it = m.find(name);
-  return it == m.end() ? -1 : it->second;
-}
 
 // The highest RSS of `pid` seen while it runs, sampled every 20 ms.
 class PeakRss {
@@ -131,8 +119,8 @@ TEST(WaitingSoak, SixHundredSendsOfTenThousandStayWithinTheWaitingBoundAndGiveIt
     // --max-append-queue-bytes (64 MiB) holds, and are refused until the disk catches up.
     if (i > 0 && i % 100 == 0) {
       const uint64_t appended = 2 + uint64_t(i) * kPerSend;  // and the first message
-      ASSERT_TRUE(WaitUntil([&] { return agent.WalStats().next_sequence() == appended ||
-                                         answered > 0; }, 60s, 100ms))
+      ASSERT_TRUE(WaitUntil(
+          [&] { return agent.WalStats().next_sequence() == appended || answered > 0; }, 60s, 100ms))
           << agent.WalStats().next_sequence() << " of " << appended << " appended";
       ASSERT_EQ(answered.load(), 0) << first_error;
     }
@@ -164,10 +152,10 @@ TEST(WaitingSoak, SixHundredSendsOfTenThousandStayWithinTheWaitingBoundAndGiveIt
   const int64_t waiting_rss = RssBytes(pid);
   const int64_t waiting_peak = sampler.peak();
   const double charged = Metric(agent.http_address(), "kspool_waiting_memory_bytes");
-  std::cout << "[ info ] RSS " << base / kMiB << " MB before; " << waiting_rss / kMiB
-            << " MB with " << kSends * kPerSend << " messages waiting (peak "
-            << waiting_peak / kMiB << " MB while sending); charged " << charged / kMiB
-            << " MB of --max-waiting-memory " << bound / kMiB << " MB" << std::endl;
+  std::cout << "[ info ] RSS " << base / kMiB << " MB before; " << waiting_rss / kMiB << " MB with "
+            << kSends * kPerSend << " messages waiting (peak " << waiting_peak / kMiB
+            << " MB while sending); charged " << charged / kMiB << " MB of --max-waiting-memory "
+            << bound / kMiB << " MB" << std::endl;
   EXPECT_LE(charged, bound);
   EXPECT_GE(charged, double(kSends) * kPerSend * 24) << "24 bytes a waiting message";
   const int64_t allowed = int64_t(bound) + kWindowBytes + kMemtableBytes + kMarginBytes;
@@ -188,10 +176,9 @@ TEST(WaitingSoak, SixHundredSendsOfTenThousandStayWithinTheWaitingBoundAndGiveIt
   // Answered, their memory goes back to the system (malloc_trim after large releases).
   const bool back = WaitUntil([&] { return RssBytes(pid) < base + kAfterBytes; }, 60s, 200ms);
   std::cout << "[ info ] RSS peak " << peak / kMiB << " MB; " << RssBytes(pid) / kMiB
-            << " MB after all " << kSends << " were answered (bound: base + "
-            << (allowed >> 20) << " MiB while waiting, "
-            << ((allowed + kAnsweringBytes) >> 20) << " while answering, " << (kAfterBytes >> 20)
-            << " MiB after)" << std::endl;
+            << " MB after all " << kSends << " were answered (bound: base + " << (allowed >> 20)
+            << " MiB while waiting, " << ((allowed + kAnsweringBytes) >> 20) << " while answering, "
+            << (kAfterBytes >> 20) << " MiB after)" << std::endl;
   EXPECT_TRUE(back) << "RSS " << RssBytes(pid) / kMiB << " MB, " << base / kMiB << " MB before";
 }
 

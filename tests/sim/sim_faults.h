@@ -29,6 +29,7 @@ enum class Fault : int {
   kClockStep,         // the wall clock jumps forward or back
   kCrowdedWindow,     // more topics with work than --max-inflight-messages
   kTightByteWindow,   // a topic's share of --max-inflight-bytes below one entry's size
+  kProducerRecycle,   // the producer is replaced at quiet moments past 1-3 topic names
   kCount
 };
 
@@ -56,6 +57,7 @@ inline const std::vector<FaultInfo>& AllFaults() {
       {Fault::kClockStep, "clock_step"},
       {Fault::kCrowdedWindow, "crowded_window"},
       {Fault::kTightByteWindow, "tight_byte_window"},
+      {Fault::kProducerRecycle, "producer_recycle"},
   };
   return all;
 }

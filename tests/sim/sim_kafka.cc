@@ -223,6 +223,7 @@ SimProducer::~SimProducer() {
 }
 
 DeliveryReport SimProducer::Produce(const wal::Entry& entry, int32_t partition) {
+  topics_.insert(entry.record.topic);
   DeliveryReport r;
   r.seq = entry.seq;
   const int64_t now = kafka_->clock_->MonotonicMillis();

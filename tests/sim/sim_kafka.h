@@ -157,6 +157,7 @@ class SimProducer final : public agent::Producer {
   void PurgeAll() override;
   std::string FatalError() const override { return fatal_; }
   int BrokersUp() const override { return 1; }
+  size_t KnownTopics() const override { return topics_.size(); }
 
  private:
   friend class SimKafka;
@@ -179,6 +180,7 @@ class SimProducer final : public agent::Producer {
   // drain has polled it, Produce() to them fails at once (see Produce).
   std::map<std::pair<std::string, int32_t>, uint64_t> failed_until_reported_;
   uint64_t next_order_ = 0;
+  std::set<std::string> topics_;  // produced to (the drain replaces a producer past a bound)
 };
 
 }  // namespace kspool::sim

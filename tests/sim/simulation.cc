@@ -28,6 +28,13 @@ void Simulation::Configure() {
   opts_.producer_backoff_ms = 50 + Below(200);
   opts_.producer_backoff_max_ms = 2000;
   opts_.purge_interval_ms = 500 + Below(2000);
+  // The agent's bound is --max-tracked-topics; here 1-3 names, so that the drain replaces
+  // its producer often. Derived from the seed, not drawn: the random stream, and so every
+  // recorded seed's run without this fault, stays as it was.
+  if (On(Fault::kProducerRecycle)) {
+    opts_.producer_max_topics = 1 + cfg_.seed % 3;
+    opts_.producer_recycle_min_ms = 100 + (cfg_.seed / 3) % 2000;
+  }
   opts_.scan_max_keys = Chance(0.5) ? 4 + Below(60) : 65536;
   opts_.stuck_after_ms = 5000;
   // As the agent's producer (kafka_producer.cc): the client's message timeout is at most

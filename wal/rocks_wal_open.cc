@@ -198,10 +198,11 @@ absl::Status RocksWal::LoadState(bool reopen) {
     for (const auto& [k, val] : m.split) report_.Load(k, val);
     dead_letters_.Load(*m.dead);
     delivery_index_.Load(m.delivery_index, *m.delivery_floor);
-    // Disk only, also on a reopen: memory may hold none but durable maxima.
-    watermarks_.Load(m.watermarks);
     lease_.SetDurable(points);
     ledger_.TrackAtOpen(reopen, m.last_append, tail_.Now(options_.clock->NowMillis()), &points);
+    // Disk only, also on a reopen: memory may hold none but durable maxima. Untracked
+    // topics' stay on disk until a settle needs them.
+    watermarks_.Load(m.watermarks, ledger_.TrackedTopics());
     if (reopen) {
       // Memory knows every point published; the log may hold more (a commit-point batch
       // whose failed sync RocksDB kept, with its split folded): the higher one wins.

@@ -1,7 +1,7 @@
 // RocksWal: topic tracking (Ledger keeps and decides, ledger.h). A topic with nothing
-// live and no append for Options::topic_idle_forget_ms loses its commit point and its
-// watermarks, and so do the longest idle beyond Options::max_tracked_topics; their
-// counters stay.
+// live and no append for Options::topic_idle_forget_ms loses its commit point, and so do
+// the longest idle beyond Options::max_tracked_topics; their counters and their
+// watermarks stay (the watermarks leave memory only: watermark_store.h).
 #include "wal/keys.h"
 #include "wal/rocks_status.h"
 #include "wal/rocks_wal.h"
@@ -40,8 +40,9 @@ absl::StatusOr<std::vector<std::string>> RocksWal::ForgetIdleTopics() {
     wb.Delete(db_->meta, keys::TopicLeasedPoint(topic));
     wb.Delete(db_->meta, keys::Routing(topic));  // nothing live is left to route
   }
-  // A topic with nothing live needs no watermark; one recreated meanwhile starts afresh.
-  watermarks_.PlanForget(gone, *db_, &wb);
+  // The watermarks stay: a topic that returns and then crashes with copies in Kafka is
+  // reconciled from them, and without them by time, which misses messages whose client
+  // set an older timestamp.
   // Without their points, the floor (above every saved point, these included) keeps a
   // returning topic's receive times above them, also after a restart.
   wb.Put(db_->meta, keys::kReceiveFloor,

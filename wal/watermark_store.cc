@@ -11,16 +11,33 @@
 
 namespace kspool::wal {
 
-void WatermarkStore::Load(const std::vector<Watermark>& durable) {
+void WatermarkStore::Load(const std::vector<Watermark>& durable,
+                          const std::vector<std::string>& tracked) {
   marks_.clear();
+  for (const std::string& topic : tracked) marks_[topic];
   for (const Watermark& w : durable) {
-    int64_t& m = marks_[w.topic].try_emplace(w.partition, w.offset).first->second;
+    auto t = marks_.find(w.topic);
+    if (t == marks_.end()) continue;  // not tracked: read at its first settle, if any
+    int64_t& m = t->second.try_emplace(w.partition, w.offset).first->second;
     m = std::max(m, w.offset);
   }
 }
 
+bool WatermarkStore::Resident(const std::string& topic, const OpenDb& db) {
+  if (marks_.count(topic)) return true;
+  absl::StatusOr<std::vector<Watermark>> stored = Read(db, &topic);
+  if (!stored.ok()) return false;
+  std::map<int32_t, int64_t>& held = marks_[topic];
+  for (const Watermark& w : *stored) {
+    if (w.topic != topic) continue;  // the prefix ends with '/': only this topic's keys
+    int64_t& m = held.try_emplace(w.partition, w.offset).first->second;
+    m = std::max(m, w.offset);
+  }
+  return true;
+}
+
 WatermarkStore::Raised WatermarkStore::Plan(const std::vector<Outcome>& outcomes,
-                                            const OpenDb& db, rocksdb::WriteBatch* wb) const {
+                                            const OpenDb& db, rocksdb::WriteBatch* wb) {
   // The batch's maxima first: a batch holds thousands of messages but a few partitions,
   // usually in runs, so a message costs a comparison with the one before it.
   Raised batch;
@@ -39,11 +56,11 @@ WatermarkStore::Raised WatermarkStore::Plan(const std::vector<Outcome>& outcomes
   }
   Raised raised;
   for (Watermark& w : batch) {
-    auto t = marks_.find(w.topic);
-    if (t != marks_.end()) {
-      auto p = t->second.find(w.partition);
-      if (p != t->second.end() && p->second >= w.offset) continue;
-    }
+    // Unknown stored maxima could be higher: writing ours could lower one. Left as is.
+    if (!Resident(w.topic, db)) continue;
+    const std::map<int32_t, int64_t>& held = marks_.find(w.topic)->second;
+    auto p = held.find(w.partition);
+    if (p != held.end() && p->second >= w.offset) continue;
     wb->Put(db.meta, keys::Watermark(w.topic, w.partition),
             keys::U64(static_cast<uint64_t>(w.offset)));
     raised.push_back(std::move(w));
@@ -55,17 +72,6 @@ void WatermarkStore::Apply(const Raised& raised) {
   for (const Watermark& w : raised) {
     int64_t& m = marks_[w.topic].try_emplace(w.partition, w.offset).first->second;
     m = std::max(m, w.offset);
-  }
-}
-
-void WatermarkStore::PlanForget(const std::vector<std::string>& topics, const OpenDb& db,
-                                rocksdb::WriteBatch* wb) const {
-  for (const std::string& topic : topics) {
-    auto t = marks_.find(topic);
-    if (t == marks_.end()) continue;
-    for (const auto& [partition, offset] : t->second) {
-      wb->Delete(db.meta, keys::Watermark(topic, partition));
-    }
   }
 }
 

@@ -1,7 +1,7 @@
 // Settled watermarks (settled_watermarks.h; FORMAT.md, "Settled watermarks"): per
 // (topic, partition) the highest offset delivered and settled, written with the settle,
 // never ahead of what is durably settled (a failed sync, a power cut), never lower after
-// a reopen, absent in a WAL written before them, gone with a forgotten topic.
+// a reopen, absent in a WAL written before them, kept for a forgotten topic.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -231,7 +231,7 @@ TEST_F(WalWatermark, AWalWrittenWithoutWatermarksOpensWithNone) {
   EXPECT_EQ(All(wal.get()), (Marks{{"t", 0, 2}}));
 }
 
-TEST_F(WalWatermark, AForgottenTopicLosesItsWatermarksAndStartsAfreshWhenItReturns) {
+TEST_F(WalWatermark, AForgottenTopicKeepsItsWatermarksAndTheyNeverDecreaseWhenItReturns) {
   auto open = [&] { return OpenWal([](Options* o) { o->topic_idle_forget_ms = kHour; }); };
   auto wal = open();
   ASSERT_TRUE(wal->Settle(Deliver(Append(wal.get(), 2, "idle"), 0, 500)).ok());
@@ -240,13 +240,26 @@ TEST_F(WalWatermark, AForgottenTopicLosesItsWatermarksAndStartsAfreshWhenItRetur
   absl::StatusOr<std::vector<std::string>> gone = wal->ForgetIdleTopics();
   ASSERT_TRUE(gone.ok()) << gone.status();
   ASSERT_EQ(*gone, std::vector<std::string>{"idle"});
-  EXPECT_EQ(All(wal.get()), (Marks{{"busy", 3, 9}}));
+  // A restart after it returns reads its partitions from here, not by time.
+  EXPECT_EQ(All(wal.get()), (Marks{{"busy", 3, 9}, {"idle", 0, 501}}));
+  // It returns, in the same process: a lower offset does not lower it.
+  ASSERT_TRUE(wal->Settle(Deliver(Append(wal.get(), 1, "idle"), 0, 40)).ok());
+  EXPECT_EQ(Of(wal.get(), "idle"), (Marks{{"idle", 0, 501}}));
+  ExpectLedgerHolds(wal.get(), "returned");
+  // Forgotten again, then reopened: the tracked topics' maxima are loaded, the others
+  // read at their first settle.
+  clock_.Advance(kHour + 1);
+  ASSERT_TRUE(wal->Settle(Deliver(Append(wal.get(), 1, "busy"), 3, 10)).ok());
+  gone = wal->ForgetIdleTopics();
+  ASSERT_TRUE(gone.ok()) << gone.status();
+  ASSERT_EQ(*gone, std::vector<std::string>{"idle"});
   wal.reset();
   wal = open();
-  EXPECT_EQ(All(wal.get()), (Marks{{"busy", 3, 9}}));
-  // Deleted and recreated meanwhile: its offsets start again, and so does its watermark.
-  ASSERT_TRUE(wal->Settle(Deliver(Append(wal.get(), 1, "idle"), 0, 0)).ok());
-  EXPECT_EQ(Of(wal.get(), "idle"), (Marks{{"idle", 0, 0}}));
+  EXPECT_EQ(All(wal.get()), (Marks{{"busy", 3, 10}, {"idle", 0, 501}}));
+  ASSERT_TRUE(wal->Settle(Deliver(Append(wal.get(), 1, "idle"), 0, 41)).ok());
+  EXPECT_EQ(Of(wal.get(), "idle"), (Marks{{"idle", 0, 501}}));
+  ASSERT_TRUE(wal->Settle(Deliver(Append(wal.get(), 1, "idle"), 0, 777)).ok());
+  EXPECT_EQ(Of(wal.get(), "idle"), (Marks{{"idle", 0, 777}}));
 }
 
 }  // namespace

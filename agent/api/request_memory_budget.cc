@@ -10,6 +10,16 @@ void RequestMemoryBudget::Lease::Release() {
   budget_ = nullptr;
 }
 
+void RequestMemoryBudget::Lease::Resize(uint64_t bytes) {
+  if (budget_ == nullptr) return;
+  if (bytes >= bytes_) {
+    budget_->in_use_.fetch_add(bytes - bytes_, std::memory_order_relaxed);
+  } else {
+    budget_->in_use_.fetch_sub(bytes_ - bytes, std::memory_order_relaxed);
+  }
+  bytes_ = bytes;
+}
+
 absl::StatusOr<RequestMemoryBudget::Lease> RequestMemoryBudget::Charge(uint64_t bytes) {
   uint64_t used = in_use_.load(std::memory_order_relaxed);
   do {

@@ -37,6 +37,10 @@ class RequestMemoryBudget {
     Lease& operator=(const Lease&) = delete;
     ~Lease() { Release(); }
     uint64_t bytes() const { return budget_ ? bytes_ : 0; }
+    // Makes the charge `bytes`, also past the bound: for what is already built and cannot
+    // be refused (an answer measured once it exists, against the estimate charged before
+    // the request was taken). The next Charge() sees the excess. No-op on an empty lease.
+    void Resize(uint64_t bytes);
 
    private:
     friend class RequestMemoryBudget;

@@ -41,6 +41,8 @@ class SendCall final : public grpc::ServerUnaryReactor {
   // before Send() returns (the handler holds the call), so `waiter` is set by then.
   bool InternalInlineable() override { return waiter.load() == 0; }
   std::atomic<DeliveryWaiters::Id> waiter{0};
+  // What the answer holds, charged until it is written (SendResult::held).
+  RequestMemoryBudget::Lease answer;
 
  private:
   DeliveryWaiters* const waiters_;
@@ -83,8 +85,9 @@ void ToProto(const wal::Outcome& d, kspool::v1::DeliveryStatus* out) {
   out->set_partition(d.state == wal::Outcome::State::kDelivered ? d.partition : -1);
   out->set_offset(d.state == wal::Outcome::State::kDelivered ? d.offset : -1);
   out->set_delivered_time_ms(d.time_ms);
-  out->set_discard_reason(d.discard_reason);
-  out->set_error(d.error);
+  // Set only when there is text: an empty string set is one more heap object per message.
+  if (!d.discard_reason.empty()) out->set_discard_reason(d.discard_reason);
+  if (!d.error.empty()) out->set_error(d.error);
 }
 
 void FinishSend(grpc::CallbackServerContext* context, grpc::ServerUnaryReactor* reactor,
@@ -94,6 +97,7 @@ void FinishSend(grpc::CallbackServerContext* context, grpc::ServerUnaryReactor* 
   }
   if (!result.sequences.empty()) context->AddTrailingMetadata("kspool-sequences", result.sequences);
   if (result.status.ok()) result.status = Reply(result.reply, response);
+  if (result.reply.deliveries_size() > 0) NoteLargeRelease(result.reply.SpaceUsedLong());
   reactor->Finish(result.status);
 }
 
@@ -113,10 +117,18 @@ struct SpoolService::KafkaWait {
   void Complete(SendResult r) {
     if (finished.exchange(true)) return;
     NoteLargeRelease(held.bytes());
-    held = {};  // the waiter is gone (answered, expired, cancelled or never queued)
+    // The waiter is gone (answered, expired, cancelled or never queued); its answer
+    // keeps the charge, at its real size, until it is written.
+    held.Resize(r.reply.ByteSizeLong());
+    r.held = std::move(held);
     std::move(done)(std::move(r));
   }
 };
+
+uint64_t SpoolService::AnswerEstimateBytes(size_t n, size_t topic_bytes) {
+  // Checked against real answers by SendAnswerBytes.TheEstimateCoversAnAnswer.
+  return 64 + n * kAnswerBytesPerMessage + topic_bytes;
+}
 
 grpc::ServerUnaryReactor* SpoolService::Send(grpc::CallbackServerContext* context,
                                              const grpc::ByteBuffer* request,
@@ -132,6 +144,7 @@ grpc::ServerUnaryReactor* SpoolService::Send(grpc::CallbackServerContext* contex
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
           if (!r.status.ok()) metrics_->SendRejected(r.status.error_code());
         }
+        call->answer = std::move(r.held);  // until OnDone: gRPC writes the answer first
         FinishSend(context, call, std::move(r), response);
       });
   return call;
@@ -146,7 +159,8 @@ std::vector<std::string> SpoolService::Identities(
 DeliveryWaiters::Id SpoolService::StartSend(grpc::CallbackServerContext* context,
                                             const grpc::ByteBuffer& request,
                                             const std::vector<std::string>& identities,
-                                            SendDone done) {
+                                            SendDone done, uint64_t* reply_estimate) {
+  if (reply_estimate) *reply_estimate = 0;
   // `retry_after_ms` -1: the agent's own hint for the code; -2: none (it would not help).
   auto refuse = [this, &done](const absl::Status& s, int64_t retry_after_ms = -1) {
     SendResult r;
@@ -187,12 +201,14 @@ DeliveryWaiters::Id SpoolService::StartSend(grpc::CallbackServerContext* context
     wait_for_kafka = parsed.wait_for() == kspool::v1::wire::WAIT_FOR_KAFKA;
     if (wait_for_kafka) {
       bool retry = false;
-      absl::StatusOr<RequestMemoryBudget::Lease> held = ChargeWait(parsed, &retry);
+      uint64_t estimate = 0;
+      absl::StatusOr<RequestMemoryBudget::Lease> held = ChargeWait(parsed, &retry, &estimate);
       if (!held.ok()) {
         refuse(held.status(), retry ? -1 : -2);
         return 0;
       }
       waiting = std::move(*held);
+      if (reply_estimate) *reply_estimate = estimate;
     }
     if (caller) {  // charged only for a request that is about to be appended
       int64_t retry_after_ms = -1;
@@ -284,19 +300,23 @@ SpoolService::SendResult SpoolService::AppendFailed(const absl::Status& s, size_
 }
 
 absl::StatusOr<RequestMemoryBudget::Lease> SpoolService::ChargeWait(
-    const kspool::v1::wire::SendRequest& parsed, bool* retry) {
+    const kspool::v1::wire::SendRequest& parsed, bool* retry, uint64_t* reply_estimate) {
   std::unordered_set<std::string_view> topics;  // distinct
   size_t topic_bytes = 0;
+  size_t answer_topic_bytes = 0;  // each message's name, as its answer repeats it
   std::string_view last;
   for (const kspool::v1::wire::Message& m : parsed.messages()) {
+    answer_topic_bytes += m.topic().size();
     if (!topics.empty() && last == m.topic()) continue;
     last = m.topic();
     if (topics.insert(last).second) topic_bytes += last.size();
   }
   const size_t n = static_cast<size_t>(parsed.messages_size());
-  const uint64_t need = DeliveryWaiters::HeldBytes(n, topics.size(), topic_bytes);
+  *reply_estimate = AnswerEstimateBytes(n, answer_topic_bytes);
+  const uint64_t need = DeliveryWaiters::HeldBytes(n, topics.size(), topic_bytes) + *reply_estimate;
   const std::string what = "WAIT_FOR_KAFKA: waiting for the outcomes of " + std::to_string(n) +
-                           " messages needs " + std::to_string(need) + " bytes";
+                           " messages and answering them needs " + std::to_string(need) +
+                           " bytes";
   if (waiting_budget_.bound() != 0 && need > waiting_budget_.bound()) {
     return absl::ResourceExhaustedError(what + ", more than --max-waiting-memory " +
                                         std::to_string(waiting_budget_.bound()) +

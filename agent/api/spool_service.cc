@@ -60,6 +60,13 @@ void SpoolService::WarnRefused(const std::string& line) {
   }
 }
 
+void SpoolService::AnswersUnread(uint64_t bytes) {
+  if (metrics_) metrics_->Degraded("stream_answers_unread");
+  WarnRefused("a SendStream is not read further: " + std::to_string(bytes) +
+              " bytes of its answers wait for its client to read them (at most " +
+              std::to_string(kMaxStreamReplyBytes) + " a stream)");
+}
+
 absl::StatusOr<RequestMemoryBudget::Lease> SpoolService::Receive(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer& request,
     google::protobuf::MessageLite* out, const char* public_type) {

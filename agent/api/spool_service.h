@@ -60,7 +60,24 @@ class SpoolService final : public SpoolServiceBase {
     kspool::v1::SendResponse reply;  // when status is OK
     int64_t retry_after_ms = -1;     // RESOURCE_EXHAUSTED, UNAVAILABLE: when to try again
     std::string sequences;           // "first..last" when durable but not answered in time
+    // WAIT_FOR_KAFKA: what the answer holds (its serialized size), charged to
+    // --max-waiting-memory until it is written to the client (a client that does not read
+    // its answers holds back its own waiting Sends, then everyone's, never memory).
+    RequestMemoryBudget::Lease held;
   };
+  // An answer is serialized as soon as it is complete (the reply object, several times
+  // larger, goes at once): until written, it holds its serialized size.
+  // The estimate charged before a WAIT_FOR_KAFKA request of `n` messages, whose topic
+  // names have `topic_bytes` in all (a name counted once per message), is taken: at
+  // least its answer's serialized size, but for discards' texts (charged when they come).
+  static uint64_t AnswerEstimateBytes(size_t n, size_t topic_bytes);
+  // Serialized bytes per delivered message, besides its topic name: sequence numbers
+  // (twice), state, partition, offset, time and the fields' tags and lengths, at most.
+  static constexpr size_t kAnswerBytesPerMessage = 64;
+  // Answers of one SendStream held, complete or on their way (the WAIT_FOR_KAFKA ones
+  // at their estimate until complete): past this the stream is not read, so a client that
+  // does not read its answers holds back only itself.
+  static constexpr uint64_t kMaxStreamReplyBytes = 4 << 20;
   using SendDone = absl::AnyInvocable<void(SendResult) &&>;
   // The answer to a Send whose append failed; one in doubt (wal::AppendInDoubtSeq: its
   // sync failed, RocksDB may keep it) names its `n` sequence numbers, in the message and
@@ -102,12 +119,19 @@ class SpoolService final : public SpoolServiceBase {
   // completes the request. Returns the waiter to cancel if the client goes away (0: none).
   // `identities`: the caller's (Identities(context)), checked against the --acl rules.
   // With WAIT_FOR_KAFKA, `request` is cleared once parsed (its call may live long).
+  // `reply_estimate` (optional): set to AnswerEstimateBytes of an accepted WAIT_FOR_KAFKA
+  // request, 0 otherwise.
   DeliveryWaiters::Id StartSend(grpc::CallbackServerContext* context,
                                 const grpc::ByteBuffer& request,
-                                const std::vector<std::string>& identities, SendDone done);
+                                const std::vector<std::string>& identities, SendDone done,
+                                uint64_t* reply_estimate = nullptr);
   // The caller's identities (agent/security/peer_identity.h) with --acl, else none (not needed).
   std::vector<std::string> Identities(const grpc::CallbackServerContext& context) const;
   DeliveryWaiters* waiters() const { return waiters_; }
+  // A SendStream stopped reading because `bytes` of its answers are not written yet (its
+  // client reads them slowly or not at all): a warning and
+  // kspool_degraded_events_total{event="stream_answers_unread"}, once per stall.
+  void AnswersUnread(uint64_t bytes);
 
   // Parsed requests held now, and the bound (for metrics and /status).
   const RequestMemoryBudget& receive_memory() const { return budget_; }
@@ -157,10 +181,11 @@ class SpoolService final : public SpoolServiceBase {
   // when the WAL refuses the batch, else on the committer thread; a refusal has already
   // been logged.
   void Append(wal::AppendBatch batch, RequestMemoryBudget::Lease lease, Appended done);
-  // Charges what a waiter for `parsed` will hold to the waiting memory bound, before
-  // the request is appended. `retry`: as for ChargeFanOut.
+  // Charges what a waiter for `parsed` will hold, and its answer until written
+  // (`reply_estimate` of it), to the waiting memory bound, before the request is appended.
+  // `retry`: as for ChargeFanOut.
   absl::StatusOr<RequestMemoryBudget::Lease> ChargeWait(
-      const kspool::v1::wire::SendRequest& parsed, bool* retry);
+      const kspool::v1::wire::SendRequest& parsed, bool* retry, uint64_t* reply_estimate);
   // After a durable append of a WAIT_FOR_KAFKA request: waits for its outcomes.
   void AwaitOutcomes(std::shared_ptr<KafkaWait> wait, const wal::AppendResult& r);
   // Broadcast's own thread: resolves the targets, then appends.

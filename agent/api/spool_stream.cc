@@ -1,8 +1,11 @@
 // SpoolService::SendStream: Sends pipelined on one stream. Each request read is started
 // at once (StartSend: its append joins the next group commit); answers are written in
 // request order as they complete. At most kMaxStreamInflight requests are worked on at
-// once: beyond that the stream is not read, so HTTP/2 flow control holds the client
-// back and memory does not grow with a fast writer.
+// once, and their answers, complete or on their way, hold at most about
+// kMaxStreamReplyBytes: beyond either the stream is not read, so HTTP/2 flow control
+// holds the client back and memory grows neither with a fast writer nor with a client
+// that does not read its answers (their bytes also stay charged to
+// --max-waiting-memory until written: SendResult::held).
 // Lifetime: the call owns itself (self_, released at OnDone) and every request in
 // flight holds it too. A request completes on the WAL's committer, the drain or the
 // waiters' expiry thread, outside any gRPC reaction, and its Finish() lets gRPC run
@@ -12,6 +15,7 @@
 #include <memory>
 
 #include "agent/api/spool_service.h"
+#include "base/memory_trim.h"
 
 namespace kspool::agent {
 namespace {
@@ -51,11 +55,13 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
       slots_.emplace_back();
     }
     const auto start = std::chrono::steady_clock::now();
+    uint64_t estimate = 0;
     const DeliveryWaiters::Id waiter = service_->StartSend(
         context_, request_, identities_,
         [self = shared_from_this(), index, start](SpoolService::SendResult r) {
           self->Complete(index, std::move(r), start);
-        });
+        },
+        &estimate);
     request_.Clear();  // parsed: StartSend keeps nothing of it
     bool cancel = false;
     {
@@ -63,6 +69,8 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
       reading_ = false;
       if (Slot* s = SlotLocked(index); s != nullptr && !s->done) {
         s->waiter = waiter;
+        s->bytes = estimate;  // until the answer is complete and measured
+        answer_bytes_ += estimate;
         cancel = cancelled_ && waiter != 0;  // OnCancel came before the waiter was known
       }
       MaybeReadLocked();
@@ -74,6 +82,9 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   void OnWriteDone(bool ok) override {
     MutexLock l(&mu_);
     writing_ = false;
+    answer_bytes_ -= writing_bytes_;
+    writing_bytes_ = 0;
+    writing_answer_ = {};  // written: its charge goes
     if (!ok) cancelled_ = true;
     WriteNextLocked();
     MaybeReadLocked();
@@ -104,7 +115,10 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   struct Slot {
     bool done = false;
     DeliveryWaiters::Id waiter = 0;
-    SpoolService::SendResult result;
+    bool answerable = false;  // done, and serialized into `answer`
+    grpc::ByteBuffer answer;
+    RequestMemoryBudget::Lease held;  // its charge to --max-waiting-memory, if any
+    uint64_t bytes = 0;  // counted in answer_bytes_: the estimate, then the answer's size
   };
 
   Slot* SlotLocked(uint64_t index) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -121,10 +135,31 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
       if (!r.status.ok()) metrics_->SendRejected(r.status.error_code());
     }
     service_->StreamHook(SpoolService::StreamEvent::kCompleting, this);
+    // Serialized now, outside the lock: until written, the answer holds only its bytes
+    // (the reply object, several times larger, goes here).
+    kspool::v1::SendResponse& reply = r.reply;
+    if (!r.status.ok()) {
+      reply.clear_deliveries();
+      if (r.sequences.empty()) reply.clear_sequence();
+      kspool::v1::Status* st = reply.mutable_status();
+      st->set_code(r.status.error_code());
+      st->set_message(r.status.error_message());
+      if (r.retry_after_ms >= 0) st->set_retry_after_ms(r.retry_after_ms);
+    }
+    grpc::ByteBuffer answer;
+    const bool answerable = Reply(reply, &answer).ok();
+    // Thousands of deliveries are a large release: the periodic trim gives it back.
+    if (reply.deliveries_size() > 0) NoteLargeRelease(reply.SpaceUsedLong());
+    const uint64_t bytes = answerable ? answer.Length() : 0;
+    r.held.Resize(bytes);
     MutexLock l(&mu_);
     Slot* s = SlotLocked(index);
     s->done = true;
-    s->result = std::move(r);
+    s->answerable = answerable;
+    s->answer.Swap(&answer);
+    s->held = std::move(r.held);
+    answer_bytes_ = answer_bytes_ - s->bytes + bytes;
+    s->bytes = bytes;
     WriteNextLocked();
     MaybeReadLocked();
     MaybeFinishLocked();
@@ -133,21 +168,19 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   // Writes the oldest answer if it is complete; answers go out in request order.
   void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     while (!writing_ && !slots_.empty() && slots_.front().done) {
-      SpoolService::SendResult r = std::move(slots_.front().result);
+      Slot& front = slots_.front();
+      const bool write = front.answerable && !cancelled_;  // else nobody to answer
+      if (write) {
+        out_.Clear();
+        out_.Swap(&front.answer);
+        writing_bytes_ = front.bytes;  // stays in answer_bytes_ until written
+        writing_answer_ = std::move(front.held);
+      } else {
+        answer_bytes_ -= front.bytes;
+      }
       slots_.pop_front();
       ++first_index_;
-      if (cancelled_) continue;  // nobody to answer: just retire it
-      kspool::v1::SendResponse& reply = r.reply;
-      if (!r.status.ok()) {
-        reply.clear_deliveries();
-        if (r.sequences.empty()) reply.clear_sequence();
-        kspool::v1::Status* st = reply.mutable_status();
-        st->set_code(r.status.error_code());
-        st->set_message(r.status.error_message());
-        if (r.retry_after_ms >= 0) st->set_retry_after_ms(r.retry_after_ms);
-      }
-      out_.Clear();
-      if (!Reply(reply, &out_).ok()) continue;
+      if (!write) continue;
       writing_ = true;
       // Corked while the next answer is ready too: gRPC sends them in one flush.
       grpc::WriteOptions options;
@@ -159,6 +192,16 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   void MaybeReadLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (reading_ || half_closed_ || cancelled_) return;
     if (slots_.size() >= SpoolService::kMaxStreamInflight) return;
+    if (answer_bytes_ >= SpoolService::kMaxStreamReplyBytes) {
+      // Its answers are not being read fast enough (or at all): wait for writes to
+      // complete (OnWriteDone reads again). Once per stall: a warning and a metric.
+      if (!paused_for_answers_) {
+        paused_for_answers_ = true;
+        service_->AnswersUnread(answer_bytes_);
+      }
+      return;
+    }
+    paused_for_answers_ = false;
     reading_ = true;
     StartRead(&request_);
   }
@@ -182,6 +225,12 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
   uint64_t first_index_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_index_ ABSL_GUARDED_BY(mu_) = 0;
   grpc::ByteBuffer out_ ABSL_GUARDED_BY(mu_);  // the write in progress
+  // The answers held (Slot::bytes, and the write in progress), against
+  // kMaxStreamReplyBytes; the write's own bytes, and its charge to --max-waiting-memory.
+  uint64_t answer_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t writing_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  RequestMemoryBudget::Lease writing_answer_ ABSL_GUARDED_BY(mu_);
+  bool paused_for_answers_ ABSL_GUARDED_BY(mu_) = false;
   bool reading_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool half_closed_ ABSL_GUARDED_BY(mu_) = false;

@@ -130,7 +130,8 @@ TEST_F(MemoryBounds, ABroadcastWhoseCopiesExceedTheBoundIsRefusedBeforeTheyAreMa
 }
 
 // A waiting WAIT_FOR_KAFKA Send holds 24 bytes per message (CompactOutcomes) plus its
-// call, charged to --max-waiting-memory before it is appended. Before, it held a full
+// call, charged to --max-waiting-memory before it is appended with what its answer will
+// hold until written (at most 64 bytes a message and its topic's name). Before, it held a full
 // wal::Outcome (about 180 bytes) per message, uncounted: 600 Sends of 10,000 messages
 // took the agent from 31 to 1,064 MB. Here 600 Sends of 1,000 (600,000 waiting
 // messages, to keep the test within a minute) wait through an outage; every one is
@@ -197,9 +198,10 @@ TEST_F(MemoryBounds, WaitingSendsHoldLittlePerMessageAndAreAllDeliveredAfterTheO
   const int64_t waiting_rss = RssBytes(pid);
   const double charged = Metric(agent.http_address(), "kspool_waiting_memory_bytes");
   const double messages = double(kSends) * kPerSend;
-  // Charged: 24 bytes a message, a topic and 512 bytes a Send.
-  EXPECT_GE(charged, messages * 24);
-  EXPECT_LE(charged, messages * 24 + kSends * 700.0);
+  // Charged: 24 + 64 + 1 bytes a message (waiter, answer, topic "w"), a topic and about
+  // 600 bytes a Send.
+  EXPECT_GE(charged, messages * 89);
+  EXPECT_LE(charged, messages * 89 + kSends * 800.0);
   EXPECT_EQ(Metric(agent.http_address(), "kspool_waiting_memory_limit_bytes"), 256.0 * kMiB);
   // The RSS grows by the WAL's memtables (RocksDB's write buffers, at most 96 MiB as
   // wal/open_db.cc configures them; the entries here take about 45 MB), what is charged
@@ -259,22 +261,23 @@ TEST_F(MemoryBounds, AWaitingSendBeyondTheWaitingMemoryIsRefusedBeforeItIsAppend
     for (int j = 0; j < n; ++j) req.add_messages()->set_topic("w");
     return req;
   };
-  // 10,000 messages hold 240 KB: four wait, the fifth does not fit.
+  // 2,000 messages hold 48 KB waiting and 130 KB answered, 179 KB in all: five wait,
+  // the sixth does not fit.
   struct Call {
     grpc::ClientContext ctx;
     kspool::v1::SendResponse resp;
   };
   std::vector<std::unique_ptr<Call>> waiting;
-  kspool::v1::SendRequest big = request(10000, kspool::v1::WAIT_FOR_KAFKA);
-  for (int i = 0; i < 4; ++i) {
+  kspool::v1::SendRequest big = request(2000, kspool::v1::WAIT_FOR_KAFKA);
+  for (int i = 0; i < 5; ++i) {
     waiting.push_back(std::make_unique<Call>());
     waiting.back()->ctx.set_deadline(std::chrono::system_clock::now() + 60s);
     agent.spool().async()->Send(&waiting.back()->ctx, &big, &waiting.back()->resp,
                                 [](grpc::Status) {});
   }
   ASSERT_TRUE(kspool::testing::WaitUntil(
-      [&] { return agent.WalStats().next_sequence() == 1 + 4 * 10000; }, 30s, 50ms))
-      << "the four are appended";
+      [&] { return agent.WalStats().next_sequence() == 1 + 5 * 2000; }, 30s, 50ms))
+      << "the five are appended";
   const uint64_t next_before = agent.WalStats().next_sequence();
   kspool::v1::SendResponse resp;
   grpc::Status s = agent.Send(big, &resp);
@@ -283,7 +286,7 @@ TEST_F(MemoryBounds, AWaitingSendBeyondTheWaitingMemoryIsRefusedBeforeItIsAppend
   EXPECT_NE(s.error_message().find("--max-waiting-memory"), std::string::npos)
       << s.error_message();
   EXPECT_EQ(agent.WalStats().next_sequence(), next_before) << "nothing of it was appended";
-  // One that can never fit (50,000 messages, 1.2 MB) says so.
+  // One that can never fit (50,000 messages, 4.5 MB) says so.
   kspool::v1::SendRequest huge = request(50000, kspool::v1::WAIT_FOR_KAFKA);
   s = agent.Send(huge, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();

@@ -48,6 +48,7 @@ struct H2StallClient::Conn {
   std::string in, out;
   int64_t conn_window = 65535;
   int64_t initial_window = 65535;
+  uint64_t data_received = 0;
   struct Stream {
     int64_t window;
     uint64_t sent = 0;
@@ -90,6 +91,12 @@ H2StallClient::~H2StallClient() {
   for (auto& c : conns_) close(c->fd);
 }
 
+uint64_t H2StallClient::data_received() const {
+  uint64_t n = 0;
+  for (const auto& c : conns_) n += c->data_received;
+  return n;
+}
+
 int H2StallClient::open_connections() const {
   return static_cast<int>(std::count_if(conns_.begin(), conns_.end(), [](auto& c) { return !c->closed; }));
 }
@@ -126,6 +133,8 @@ void H2StallClient::Drive(Conn& c) {
       const int64_t inc = Be32(payload.data()) & 0x7fffffff;
       if (id == 0) c.conn_window += inc;
       else if (c.streams.count(id)) c.streams[id].window += inc;
+    } else if (type == kData) {
+      c.data_received += len;
     } else if (type == kPing && !(flags & 1)) {
       PutFrame(&c.out, kPing, 1, 0, payload);
     } else if ((type == kRst || type == kHeaders) && c.streams.count(id)) {
@@ -137,6 +146,17 @@ void H2StallClient::Drive(Conn& c) {
 }
 
 uint64_t H2StallClient::Run(std::chrono::milliseconds timeout) {
+  // Whole messages: each one's gRPC prefix (uncompressed, its length), then its bytes.
+  std::string framed;
+  if (!options_.message.empty()) {
+    const auto d = static_cast<uint32_t>(options_.message.size());
+    framed = {0, static_cast<char>(d >> 24), static_cast<char>(d >> 16), static_cast<char>(d >> 8),
+              static_cast<char>(d)};
+    framed += options_.message;
+  }
+  const uint64_t target = framed.empty()
+                              ? options_.send_bytes_per_stream
+                              : framed.size() * static_cast<uint64_t>(options_.messages_per_stream);
   uint64_t total = 0;
   auto last_progress = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() - last_progress < timeout) {
@@ -146,12 +166,15 @@ uint64_t H2StallClient::Run(std::chrono::milliseconds timeout) {
       if (c.closed) continue;
       Drive(c);
       for (auto& [id, st] : c.streams) {
-        while (!st.closed && st.sent < options_.send_bytes_per_stream && c.out.size() < (256u << 10)) {
+        while (!st.closed && st.sent < target && c.out.size() < (256u << 10)) {
           const int64_t room = std::min({c.conn_window, st.window, int64_t{16384},
-                                         static_cast<int64_t>(options_.send_bytes_per_stream - st.sent)});
+                                         static_cast<int64_t>(target - st.sent)});
           if (room <= 0) break;
           std::string data(static_cast<size_t>(room), 'x');
-          if (st.sent == 0 && room >= 5) {  // the gRPC prefix: uncompressed, declared length
+          for (size_t i = 0; !framed.empty() && i < data.size(); ++i) {
+            data[i] = framed[(st.sent + i) % framed.size()];
+          }
+          if (framed.empty() && st.sent == 0 && room >= 5) {  // the gRPC prefix: declared length
             const uint32_t d = options_.declared_message_bytes;
             data[0] = 0;
             data[1] = static_cast<char>(d >> 24), data[2] = static_cast<char>(d >> 16);
@@ -162,7 +185,7 @@ uint64_t H2StallClient::Run(std::chrono::milliseconds timeout) {
           total += static_cast<uint64_t>(room);
           progress = true;
         }
-        pending |= !st.closed && st.sent < options_.send_bytes_per_stream;
+        pending |= !st.closed && st.sent < target;
       }
       if (!c.out.empty()) {
         const ssize_t w = send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);

@@ -2,6 +2,9 @@
 // connection opens streams that declare a large gRPC message and send only part of it
 // (as much as the server's flow-control windows allow, up to a target), then stall
 // with the streams open. Used to check what stalled requests can make the agent hold.
+// With `message` set, each stream instead sends that gRPC message whole, over and over
+// (a pipelining client of a streaming method). Either way it never opens a window of
+// its own: the server can send it 65,535 bytes in all, so it reads no answers.
 // Thread safety: one thread.
 #pragma once
 
@@ -21,6 +24,10 @@ struct H2StallOptions {
   std::string path = "/kspool.v1.Spool/Send";
   uint32_t declared_message_bytes = 60'000'000;  // the gRPC length prefix
   uint64_t send_bytes_per_stream = 4'000'000;    // then stall
+  // When not empty: a serialized request sent whole `messages_per_stream` times on each
+  // stream (declared_message_bytes and send_bytes_per_stream are then unused).
+  std::string message;
+  int messages_per_stream = 1;
 };
 
 class H2StallClient {
@@ -33,6 +40,8 @@ class H2StallClient {
   uint64_t Run(std::chrono::milliseconds timeout);
   // Connections the server has not closed yet (as seen by the last Run()).
   int open_connections() const;
+  // DATA bytes the server sent (answers), in all connections.
+  uint64_t data_received() const;
 
  private:
   struct Conn;

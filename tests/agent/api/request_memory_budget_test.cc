@@ -80,5 +80,23 @@ TEST(RequestMemoryBudget, ARefusalNamesTheBudget) {
             "waiting memory full (0 of 100 bytes in use; the request needs 101)");
 }
 
+TEST(RequestMemoryBudget, AResizedLeasePassesTheBoundAndHoldsBackLaterCharges) {
+  RequestMemoryBudget budget(1000);
+  absl::StatusOr<RequestMemoryBudget::Lease> a = budget.Charge(600);
+  ASSERT_TRUE(a.ok());
+  a->Resize(1200);  // the answer turned out larger than its estimate: it exists anyway
+  EXPECT_EQ(budget.in_use(), 1200u);
+  EXPECT_FALSE(budget.Charge(1).ok()) << "nothing more fits until it is given back";
+  a->Resize(100);
+  EXPECT_EQ(budget.in_use(), 100u);
+  EXPECT_TRUE(budget.Charge(900).ok());
+  RequestMemoryBudget::Lease moved = std::move(*a);
+  EXPECT_EQ(moved.bytes(), 100u);
+  a->Resize(5000);  // empty after the move: charges nothing
+  EXPECT_EQ(budget.in_use(), 100u);
+  moved = {};
+  EXPECT_EQ(budget.in_use(), 0u);
+}
+
 }  // namespace
 }  // namespace kspool::agent

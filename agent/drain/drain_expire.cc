@@ -9,10 +9,11 @@
 // the limit plus an interval plus the settle delay, and the commit points move on.
 // Entries handed to the producer are left to it: the client's message.timeout.ms is at
 // most the age limit (agent/kafka/), and a timeout comes back as a failed report, which
-// checks the age. But that timeout counts from the produce: an entry the client
-// partitioned itself (its topic's layout unknown) and holds past the limit is taken back
-// (ExpireInClient, ProduceDue), since the drain cannot tell whether its partition has a
-// leader (those for a known leaderless partition are taken back anyway).
+// checks the age. But that timeout counts from the produce: an entry the client holds
+// past the limit is taken back with what the client queues for its partition
+// (ExpireInClient, ProduceDue), since its partition may have lost its leader unseen (the
+// metadata failing or late), or be one the drain cannot name (the client partitioned
+// it). What was never sent comes back and expires; what may be in Kafka is a suspect.
 // Receive times never decrease with the sequence number (the WAL assigns them so), so
 // the first unread entry young enough ends the look at a topic's unread entries.
 // An entry that may be in Kafka already is never expired before the reconciliation that
@@ -59,18 +60,20 @@ void DrainLoop::ExpireOld(int64_t now) {
 }
 
 void DrainLoop::ExpireInClient(int64_t cutoff) {
-  bool unrouted_in_client = false;
+  // What the last look found (a partition's old entries may have been reported since).
+  bool in_client = false;
   for (auto& [name, ts] : topics_) {
-    auto k = ts.in_kafka.find(kAnyPartition);
-    unrouted_in_client |= k != ts.in_kafka.end() && k->second > 0;
+    ts.client_holds_expired.clear();
+    for (const auto& [p, n] : ts.in_kafka) in_client |= n > 0;
   }
-  if (!unrouted_in_client) return;
+  if (!in_client) return;
+  // Once per expire interval, over the window (bounded by --max-inflight-*).
   for (const auto& [seq, slot] : window_) {
-    if (slot.state != Slot::kInKafka || slot.produced_to != kAnyPartition ||
-        !slot.entry.status.ok() || slot.entry.record.receive_time_ms >= cutoff) {
+    if (slot.state != Slot::kInKafka || !slot.entry.status.ok() ||
+        slot.entry.record.receive_time_ms >= cutoff) {
       continue;
     }
-    topics_[slot.entry.record.topic].client_holds_expired = true;
+    topics_[slot.entry.record.topic].client_holds_expired.insert(slot.produced_to);
   }
 }
 

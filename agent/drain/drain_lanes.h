@@ -126,11 +126,13 @@ struct TopicState {
   // a lane is held back as a leaderless partition's is (DrainLoop::Held), and entries
   // without a key go to other partitions (PickPartition).
   std::map<int32_t, int64_t> client_lags;
-  // An entry produced unrouted (the client chose its partition) and still with the client
-  // is past the age limit (ExpireOld): the client may hold it for a partition without a
-  // leader that the drain cannot name, and its message timeout counts from the produce,
-  // so ProduceDue takes back every message the client queues for the topic.
-  bool client_holds_expired = false;
+  // Partitions (kAnyPartition: the client chose one) for which the client holds an entry
+  // past the age limit (ExpireOld). Its message timeout counts from the produce, so an
+  // entry produced late could stay there up to twice the limit: for a partition whose
+  // leader is gone while the metadata still names one, or one the drain cannot name.
+  // ProduceDue takes back what the client queues for them (every partition of the topic
+  // for kAnyPartition); what was never sent comes back and expires.
+  std::set<int32_t> client_holds_expired;
   // Unknown-topic checks: fresh metadata answers that said the target is missing.
   uint64_t checked_generation = 0;
   int missing_answers = 0;

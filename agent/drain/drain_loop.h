@@ -179,7 +179,7 @@ class DrainLoop {
                             int32_t lane_id, const TopicLayout& layout) const;
   // The same for a slot whose report just came back (its layout looked up).
   bool AwaitsReconciliation(const TopicState& ts, uint64_t seq, const Slot& slot) const;
-  // Marks the topics whose unrouted entries the client holds past the age limit
+  // Marks the partitions for which the client holds entries past the age limit
   // (TopicState::client_holds_expired).
   void ExpireInClient(int64_t cutoff);
   // How far ExpireUnread() may take the window past its limits: expired entries are

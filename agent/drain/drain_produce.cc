@@ -72,10 +72,11 @@ void DrainLoop::ProduceDue(int64_t now) {
       if (n > 0 && p >= 0 && layout->status.ok() && !layout->HasLeader(p)) {
         to_purge_.insert({name, p});
       }
-      // Entries the client partitioned itself, one of them past the age limit
-      // (ExpireInClient): all the topic's come back, and the expired ones are discarded.
-      if (n > 0 && p == kAnyPartition && ts.client_holds_expired) {
-        to_purge_.insert({name, kEveryPartition});
+      // The client holds an entry past the age limit (ExpireInClient): what it queues for
+      // that partition comes back (all the topic's, for entries it partitioned itself),
+      // and the expired ones are discarded.
+      if (n > 0 && ts.client_holds_expired.count(p)) {
+        to_purge_.insert({name, p == kAnyPartition ? kEveryPartition : p});
       }
       // Entries the client partitioned itself before the layout was known: those it
       // holds for a partition without a leader come back too, or the routing by the
@@ -118,14 +119,16 @@ void DrainLoop::ProduceDue(int64_t now) {
   }
   if (!to_purge_.empty() && now >= next_purge_ms_) {
     next_purge_ms_ = now + static_cast<int64_t>(options_.purge_interval_ms);
-    spdlog::warn("kafka: {} partition(s) lost their leader (first: {} [{}]); taking back the "
-                 "messages queued for them (keyed ones wait for the leader, others go to "
-                 "other partitions)",
+    spdlog::warn("kafka: {} partition(s) lost their leader or hold messages past "
+                 "--max-message-age (first: {} [{}]); taking back the messages queued for "
+                 "them (expired ones are discarded, keyed ones wait for the leader, others "
+                 "go to other partitions)",
                  to_purge_.size(), to_purge_.begin()->topic, to_purge_.begin()->partition);
     Degraded("leaderless_partition_purge");
     producer_->PurgeQueued(std::vector<TopicPartition>(to_purge_.begin(), to_purge_.end()));
     for (const TopicPartition& tp : to_purge_) {
-      if (tp.partition == kEveryPartition) topics_[tp.topic].client_holds_expired = false;
+      topics_[tp.topic].client_holds_expired.erase(
+          tp.partition == kEveryPartition ? kAnyPartition : tp.partition);
     }
     to_purge_.clear();
   }

@@ -138,6 +138,7 @@ TEST_F(DrainReconcileFound, PossiblyPersistedEntryPastTheAgeLimitWaitsForItsRoun
   StartAging(/*max_age_ms=*/1000);
   Append("a", 1);         // 1: produced by this process
   kafka_.hold.insert(1);  // its report is late
+  kafka_.on_wire.insert(1);  // sent: taking back what the client queues leaves it there
   Run(5);
   ASSERT_TRUE(Produced(1));
   clock_.Advance(5000);  // past the age limit before its report comes

@@ -91,7 +91,7 @@ void FakeProducer::Poll(int, std::vector<DeliveryReport>* out) {
   std::map<std::pair<std::string, int32_t>, size_t> batch;
   std::set<std::pair<std::string, int32_t>> too_large;
   for (const FakeKafka::Produced& p : queued_) {
-    if (!kafka_->HasLeader(p.topic, p.partition)) continue;
+    if (!kafka_->ClientCanSend(p.topic, p.partition)) continue;
     auto limit = kafka_->max_batch.find(p.topic);
     const size_t max = limit == kafka_->max_batch.end() ? SIZE_MAX : limit->second;
     if (++batch[{p.topic, p.partition}] > max || kafka_->too_large.count(p.seq)) {
@@ -129,7 +129,7 @@ void FakeProducer::Poll(int, std::vector<DeliveryReport>* out) {
                             "Local: Unknown partition"));
       continue;
     }
-    if (!kafka_->HasLeader(p.topic, p.partition)) {
+    if (!kafka_->ClientCanSend(p.topic, p.partition)) {
       waiting.push_back(std::move(p));  // the client waits for a leader
       continue;
     }
@@ -154,7 +154,8 @@ void FakeProducer::PurgeQueued(const std::vector<agent::TopicPartition>& partiti
   std::deque<FakeKafka::Produced> kept;
   for (FakeKafka::Produced& p : queued_) {
     // kAnyPartition: where this client put it, partition 0.
-    const bool purged = std::any_of(partitions.begin(), partitions.end(), [&](const auto& tp) {
+    const bool purged = !kafka_->on_wire.count(p.seq) &&
+                        std::any_of(partitions.begin(), partitions.end(), [&](const auto& tp) {
       return tp.topic == p.topic &&
              (tp.partition == agent::kEveryPartition || tp.partition == std::max(p.partition, 0));
     });
@@ -171,7 +172,7 @@ void FakeProducer::PurgeAll() {
   for (const FakeKafka::Produced& p : queued_) {
     purged_.push_back(Report(p, DeliveryResult::kPurged, "_PURGE_QUEUE", "purged"));
     // Held: on the wire, unanswered (librdkafka's _PURGE_INFLIGHT).
-    purged_.back().possibly_persisted = kafka_->hold.count(p.seq) > 0;
+    purged_.back().possibly_persisted = kafka_->hold.count(p.seq) + kafka_->on_wire.count(p.seq) > 0;
   }
   queued_.clear();
 }

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <deque>
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -44,6 +45,13 @@ struct FakeKafka {
   // before them in their partition fails), while listed here; on the wire: PurgeAll
   // reports them possibly persisted.
   std::set<uint64_t> hold;
+  // Held messages already sent: a queue purge (PurgeQueued, librdkafka's
+  // RD_KAFKA_PURGE_F_QUEUE) leaves them to their answer; others held are still queued.
+  std::set<uint64_t> on_wire;
+  // Partitions whose leader the client cannot reach although the metadata names one (a
+  // leader lost, not in the metadata yet): their messages wait in the client's queue,
+  // unsent, until it can.
+  std::set<std::pair<std::string, int32_t>> unreachable;
   // Per topic: the client's own partition count when its metadata lags the cluster's
   // (absent: the cluster's); a partition beyond it is kUnknownPartition.
   std::map<std::string, size_t> client_partitions;
@@ -64,6 +72,10 @@ struct FakeKafka {
   static agent::DeliveryReport Transient(const std::string& error_name);
 
   bool HasLeader(const std::string& topic, int32_t p) const;
+  // Whether the client can send there: a leader, and not `unreachable`.
+  bool ClientCanSend(const std::string& topic, int32_t p) const {
+    return HasLeader(topic, p) && !unreachable.count({topic, std::max(p, 0)});
+  }
   std::vector<uint64_t> DeliveredSeqs(const std::string& topic, int32_t partition = -2) const;
 
   // The drain's producer factory and the partition cache's layout source.

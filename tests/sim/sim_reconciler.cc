@@ -11,8 +11,9 @@ SimReconciler::SimReconciler(SimKafka* kafka, ManualClock* clock,
     : kafka_(kafka),
       watermarks_(watermarks),
       from_watermarks_([] {
+        // As the agent reads: from the watermarks, unless told to read whole logs.
         const char* mode = std::getenv("KSPOOL_SIM_RECONCILE_FROM_WATERMARKS");
-        return mode != nullptr && std::string(mode) == "1";
+        return mode == nullptr || std::string(mode) != "0";
       }()),
       clock_(clock) {
   if (!from_watermarks_) return;  // whole logs

@@ -1,13 +1,14 @@
 // SimReconciler: the drain's Reconciler (agent/drain/reconciler.h) over the simulated
 // cluster (sim_kafka.h), for the drain simulator: a topic asked about is answered after
 // kAnswerMs of simulated time from the partitions' logs, which know what landed where,
-// from the start of each log; with KSPOOL_SIM_RECONCILE_FROM_WATERMARKS=1 in the
-// environment, as KafkaReconciler reads them: from the settled watermark + 1 as it was at
-// start (the whole log without one, or when it lies beyond the log's end). That mode
-// also checks that no watermark passes a copy not settled yet. Before the drain held
-// watermarks back for partitions not read back yet (DrainLoop::HoldWatermarks) a few
-// seeds of the full fault set found one; since, 190 seeds of `--faults all` passed
-// (2026-12-03). It is not in the CI run yet: a longer run should come first.
+// as KafkaReconciler reads them: from the settled watermark + 1 as it was at start (the
+// whole log without one, or when it lies beyond the log's end), so a watermark that
+// passed a copy not settled yet makes the copy unfound, and the one-copy check fails.
+// With KSPOOL_SIM_RECONCILE_FROM_WATERMARKS=0 in the environment: from the start of each
+// log (finds more, never less). Before the drain held watermarks back for partitions not
+// read back yet (DrainLoop::HoldWatermarks) a few seeds of the full fault set found such
+// a watermark; since, 190 seeds of `--faults all` passed (2026-12-03), then 115 and the
+// 48 regressions (2026-12-07), and it became the default, in the CI run too.
 // A partition without a leader is answered once it has one (looked at again every
 // kAnswerMs; only its lane waits); a topic that does not exist, or a partition beyond its
 // count, is released with nothing found. No randomness, so runs replay.

@@ -62,6 +62,15 @@ CommitPoints CommitLease::LeasedFor(const std::map<std::string, Counts>& topics)
   return leased;
 }
 
+void CommitLease::PlanFirstPoints(const std::map<std::string, Counts>& topics,
+                                  int64_t receive_ms, CommitPoints* leased) const {
+  // Valid: a topic without a point has nothing live (new, or forgotten when it had
+  // none), and this append's messages are received at receive_ms.
+  for (const auto& [topic, c] : topics) {
+    if (!saved_.topics_ms.count(topic)) leased->topics_ms[topic] = receive_ms - 1;
+  }
+}
+
 void CommitLease::PutLeased(const CommitPoints& leased, rocksdb::ColumnFamilyHandle* meta,
                             rocksdb::WriteBatch* wb) {
   if (leased.global_ms != 0) {

@@ -48,6 +48,13 @@ class CommitLease {
                         rocksdb::WriteBatch* wb);
   // After a successful write of `points`: they are durable.
   void NoteDurable(const CommitPoints& points) { durable_ = MaxOf(durable_, points); }
+  // The first points of topics without one, an append about to give them live entries:
+  // at `receive_ms` - 1 (the append's receive time, above every point published, so
+  // also above what a forgotten topic published before). Put into `leased` (persisted
+  // with the append); SavedFirst() once written.
+  void PlanFirstPoints(const std::map<std::string, Counts>& topics, int64_t receive_ms,
+                       CommitPoints* leased) const;
+  void SavedFirst(const CommitPoints& leased) { saved_ = MaxOf(saved_, leased); }
 
   // At Open and Reopen: `durable` as read from the log.
   void SetDurable(CommitPoints durable) { durable_ = std::move(durable); }

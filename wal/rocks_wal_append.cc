@@ -94,7 +94,11 @@ size_t RocksWal::CommitGroup() {
   tail_.Writing(receive_ms);
   if (status.ok()) ledger_.Touch(accepted, receive_ms);
   // Taken with the writing receive time: a lease granted after this waits for the group.
-  const CommitPoints leased = lease_.LeasedFor(accepted);
+  // With them, the first points of the topics that have none (new, or forgotten): a
+  // returning topic's point must not start below what it published before it was
+  // forgotten, also after a crash before its next point is written.
+  CommitPoints leased = lease_.LeasedFor(accepted);
+  if (status.ok()) lease_.PlanFirstPoints(accepted, receive_ms, &leased);
 
   bool in_doubt = false;  // the group's write reached RocksDB and failed
   if (status.ok() && !group.writers.empty()) {
@@ -135,6 +139,7 @@ size_t RocksWal::CommitGroup() {
     if (s.ok()) {
       tail_.CountGroup(group.writers.size(), end_seq - first_seq);
       lease_.NoteDurable(leased);
+      lease_.SavedFirst(leased);
       ledger_.NoteAccepted(accepted, group.bytes);
     } else {
       RecordWriteErrorLocked(s, "append");

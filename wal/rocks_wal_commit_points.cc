@@ -20,8 +20,10 @@
 //    batch was built before the lease and does not carry it.
 //  * A clean close writes every saved point and removes X: a clean restart starts
 //    exactly where it stopped, with receive times that follow the clock.
-//  * A topic's first point is written, never leased, so after a crash only topics with
-//    a durable point start at X: a forgotten topic (ForgetIdleTopics) stays forgotten.
+//  * A topic's first point is written, never leased (the append that gives a topic
+//    without a point live entries writes it: its receive time - 1, above whatever the
+//    topic published before it was forgotten), so after a crash only topics with a
+//    durable point start at X: a forgotten topic (ForgetIdleTopics) stays forgotten.
 //  * The discard report: a lease is refused when the global point would fold settled
 //    messages into the report's cumulative counts, so folds (and the report point they
 //    move) are always in a written batch. A leased global point moves the report point

@@ -101,7 +101,9 @@ absl::StatusOr<std::vector<ReplayedEntry>> RocksWal::ReplayDeadLetters(
   wb.Put(db_->meta, keys::kDeadLetters, keys::EncodeCounts(dead));
   wb.Put(db_->meta, keys::kNextSeq, keys::U64(seq));
   wb.Put(db_->meta, keys::kLastReceive, keys::U64(static_cast<uint64_t>(receive_ms)));
-  const CommitPoints leased = lease_.LeasedFor(added);  // the topics get live entries
+  // The topics get live entries; those without a point get their first (CommitGroup).
+  CommitPoints leased = lease_.LeasedFor(added);
+  lease_.PlanFirstPoints(added, receive_ms, &leased);
   CommitLease::PutLeased(leased, db_->meta, &wb);
   // mu_ stays held across the write: no group commit can take sequence numbers meanwhile.
   rocksdb::Status s = SyncedWrite(&wb);
@@ -112,6 +114,7 @@ absl::StatusOr<std::vector<ReplayedEntry>> RocksWal::ReplayDeadLetters(
   }
   tail_.WrittenUpTo(seq);
   lease_.NoteDurable(leased);
+  lease_.SavedFirst(leased);
   ledger_.NoteAccepted(accepted, bytes);
   ledger_.Touch(accepted, receive_ms);
   dead_letters_.SetTotals(dead);

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <optional>
 
 namespace kspool::agent {
 
@@ -20,10 +21,20 @@ absl::Status CommitTracker::Update(uint64_t cursor,
   next.global_ms = std::max(prev.global_ms, oldest - 1);
 
   // Only the topics the WAL tracks: one idle long enough is forgotten (its point was
-  // saved; a returning topic's receive times stay above it).
+  // saved; a returning topic's receive times stay above it). A topic this tracker has
+  // not published starts from the WAL's point for it (a returning topic's first point,
+  // above what it published before it was forgotten).
+  std::optional<wal::CommitPoints> saved;
   for (const std::string& topic : wal_->TrackedTopics()) {
     auto p = prev.topics_ms.find(topic);
-    const int64_t prev_ms = p != prev.topics_ms.end() ? p->second : 0;
+    int64_t prev_ms = 0;
+    if (p != prev.topics_ms.end()) {
+      prev_ms = p->second;
+    } else {
+      if (!saved) saved = wal_->SavedCommitPoints();
+      auto s = saved->topics_ms.find(topic);
+      if (s != saved->topics_ms.end()) prev_ms = s->second;
+    }
     int64_t t = *bound;
     auto it = window_oldest.find(topic);
     if (it != window_oldest.end()) t = std::min(t, it->second);

@@ -30,6 +30,7 @@ enum class Fault : int {
   kCrowdedWindow,     // more topics with work than --max-inflight-messages
   kTightByteWindow,   // a topic's share of --max-inflight-bytes below one entry's size
   kProducerRecycle,   // the producer is replaced at quiet moments past 1-3 topic names
+  kTopicForget,       // idle topics are forgotten (their commit points; watermarks stay)
   kCount
 };
 
@@ -58,6 +59,7 @@ inline const std::vector<FaultInfo>& AllFaults() {
       {Fault::kCrowdedWindow, "crowded_window"},
       {Fault::kTightByteWindow, "tight_byte_window"},
       {Fault::kProducerRecycle, "producer_recycle"},
+      {Fault::kTopicForget, "topic_forget"},
   };
   return all;
 }

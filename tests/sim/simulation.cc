@@ -74,6 +74,12 @@ void Simulation::Open() {
   o.dir = dir_.sub("wal");
   o.clock = &clock_;
   o.env = env_;
+  // As --topic-idle-forget and --max-tracked-topics, small; derived from the seed, not
+  // drawn, so that the random stream stays as it was.
+  if (On(Fault::kTopicForget)) {
+    o.topic_idle_forget_ms = 300 + static_cast<int64_t>(cfg_.seed % 3000);
+    o.max_tracked_topics = 1 + static_cast<size_t>(cfg_.seed / 7 % 3);
+  }
   absl::StatusOr<std::unique_ptr<wal::Wal>> w = wal::Wal::Open(o);
   if (w.ok()) {
     // The open's recovery may start a compaction, and whether the WAL's own reads after
@@ -278,6 +284,13 @@ void Simulation::Pass(bool faults) {
     if (wal_ && Chance(append_chance_)) Append();
     Quiesce();
     InjectFaults();
+    // The agent's maintenance forgets idle topics once a second; here every 200 ms of
+    // simulated time, between the drain's passes (no draw from the random stream).
+    if (On(Fault::kTopicForget) && wal_ && Mono() >= next_forget_mono_) {
+      next_forget_mono_ = Mono() + 200;
+      absl::StatusOr<std::vector<std::string>> gone = wal_->ForgetIdleTopics();
+      if (gone.ok() && !gone->empty()) Injected("forgot idle topic " + gone->front());
+    }
   }
   kafka_.Advance();
   const uint64_t kafka_faults = kafka_.faults;

@@ -175,6 +175,7 @@ class Simulation : public agent::OutcomeListener {
   std::map<std::string, int64_t> topic_fault_ms_;  // monotonic: last fault of the topic
   int64_t global_fault_ms_ = 0;
   int64_t clock_step_mono_ = 0;  // monotonic: the last wall-clock step
+  int64_t next_forget_mono_ = 0;  // topic_forget: the next ForgetIdleTopics()
   // Sequence numbers this process settled as delivered (check 11); a crash forgets them.
   std::set<uint64_t> settled_delivered_;
   // Per topic, the last step its in-doubt entries were held for reconciliation (check 6).

@@ -63,11 +63,16 @@ CommitPoints CommitLease::LeasedFor(const std::map<std::string, Counts>& topics)
 }
 
 void CommitLease::PlanFirstPoints(const std::map<std::string, Counts>& topics,
-                                  int64_t receive_ms, CommitPoints* leased) const {
-  // Valid: a topic without a point has nothing live (new, or forgotten when it had
-  // none), and this append's messages are received at receive_ms.
+                                  int64_t receive_ms,
+                                  const std::map<std::string, TopicStats>& ledger,
+                                  CommitPoints* leased) const {
+  // Valid: such a topic has nothing live (new, or forgotten when it had none), and this
+  // append's messages are received at receive_ms.
   for (const auto& [topic, c] : topics) {
-    if (!saved_.topics_ms.count(topic)) leased->topics_ms[topic] = receive_ms - 1;
+    if (saved_.topics_ms.count(topic)) continue;
+    auto t = ledger.find(topic);
+    if (t != ledger.end() && t->second.pending().count != 0) continue;
+    leased->topics_ms[topic] = receive_ms - 1;
   }
 }
 

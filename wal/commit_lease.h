@@ -48,11 +48,14 @@ class CommitLease {
                         rocksdb::WriteBatch* wb);
   // After a successful write of `points`: they are durable.
   void NoteDurable(const CommitPoints& points) { durable_ = MaxOf(durable_, points); }
-  // The first points of topics without one, an append about to give them live entries:
-  // at `receive_ms` - 1 (the append's receive time, above every point published, so
-  // also above what a forgotten topic published before). Put into `leased` (persisted
-  // with the append); SavedFirst() once written.
+  // The first points of topics without one and without live entries (by `ledger`), an
+  // append about to give them their first: at `receive_ms` - 1 (the append's receive
+  // time, above every point published, so also above what a forgotten topic published
+  // before). Put into `leased` (persisted with the append); SavedFirst() once written.
+  // A topic with live entries but no point (a WAL written before first points were)
+  // gets none here: its entries may be older.
   void PlanFirstPoints(const std::map<std::string, Counts>& topics, int64_t receive_ms,
+                       const std::map<std::string, TopicStats>& ledger,
                        CommitPoints* leased) const;
   void SavedFirst(const CommitPoints& leased) { saved_ = MaxOf(saved_, leased); }
 

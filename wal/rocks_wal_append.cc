@@ -98,7 +98,7 @@ size_t RocksWal::CommitGroup() {
   // returning topic's point must not start below what it published before it was
   // forgotten, also after a crash before its next point is written.
   CommitPoints leased = lease_.LeasedFor(accepted);
-  if (status.ok()) lease_.PlanFirstPoints(accepted, receive_ms, &leased);
+  if (status.ok()) lease_.PlanFirstPoints(accepted, receive_ms, ledger_.topics(), &leased);
 
   bool in_doubt = false;  // the group's write reached RocksDB and failed
   if (status.ok() && !group.writers.empty()) {

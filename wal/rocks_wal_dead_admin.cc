@@ -103,7 +103,7 @@ absl::StatusOr<std::vector<ReplayedEntry>> RocksWal::ReplayDeadLetters(
   wb.Put(db_->meta, keys::kLastReceive, keys::U64(static_cast<uint64_t>(receive_ms)));
   // The topics get live entries; those without a point get their first (CommitGroup).
   CommitPoints leased = lease_.LeasedFor(added);
-  lease_.PlanFirstPoints(added, receive_ms, &leased);
+  lease_.PlanFirstPoints(added, receive_ms, ledger_.topics(), &leased);
   CommitLease::PutLeased(leased, db_->meta, &wb);
   // mu_ stays held across the write: no group commit can take sequence numbers meanwhile.
   rocksdb::Status s = SyncedWrite(&wb);

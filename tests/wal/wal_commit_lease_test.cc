@@ -4,6 +4,8 @@
 // still in the log delivered.
 #include <gtest/gtest.h>
 
+#include "wal/commit_lease.h"
+
 #include "tests/support/fault_fs.h"
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
@@ -139,4 +141,27 @@ TEST_F(WalCommitLease, ACleanCloseLeavesNoLeaseSoReceiveTimesFollowTheClock) {
 }
 
 }  // namespace
+// The first points an append writes (CommitLease::PlanFirstPoints): for topics without
+// a point and without live entries only. A topic with live entries but no point (a WAL
+// written before first points were) must not get one at the append's receive time: its
+// older entries would be claimed delivered.
+TEST(CommitLeaseFirstPoints, OnlyForTopicsWithoutAPointAndWithoutLiveEntries) {
+  CommitLease lease;
+  std::map<std::string, TopicStats> ledger;
+  ledger["old"].accepted = {2, 20};  // live, no point
+  ledger["back"].accepted = {1, 10};
+  ledger["back"].delivered = {1, 10};  // forgotten: nothing live
+  CommitPoints points;
+  points.topics_ms["known"] = 500;
+  lease.Open(points, 0, ledger);
+  const std::map<std::string, Counts> appended = {
+      {"old", {1, 10}}, {"back", {1, 10}}, {"new", {1, 10}}, {"known", {1, 10}}};
+  CommitPoints leased;
+  lease.PlanFirstPoints(appended, 1000, ledger, &leased);
+  EXPECT_EQ(leased.topics_ms, (std::map<std::string, int64_t>{{"back", 999}, {"new", 999}}));
+  lease.SavedFirst(leased);
+  EXPECT_EQ(lease.saved().topics_ms.at("new"), 999);
+  EXPECT_EQ(lease.saved().topics_ms.count("old"), 0u);
+}
+
 }  // namespace kspool::wal

@@ -28,8 +28,7 @@ bool WatermarkStore::Resident(const std::string& topic, const OpenDb& db) {
   absl::StatusOr<std::vector<Watermark>> stored = Read(db, &topic);
   if (!stored.ok()) return false;
   std::map<int32_t, int64_t>& held = marks_[topic];
-  for (const Watermark& w : *stored) {
-    if (w.topic != topic) continue;  // the prefix ends with '/': only this topic's keys
+  for (const Watermark& w : *stored) {  // only this topic's: its prefix ends with '/'
     int64_t& m = held.try_emplace(w.partition, w.offset).first->second;
     m = std::max(m, w.offset);
   }

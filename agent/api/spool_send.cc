@@ -90,14 +90,27 @@ void ToProto(const wal::Outcome& d, kspool::v1::DeliveryStatus* out) {
   if (!d.error.empty()) out->set_error(d.error);
 }
 
+grpc::Status SerializeAnswer(SpoolService::SendResult* r, grpc::ByteBuffer* out) {
+  const grpc::Status s = Reply(r->reply, out);
+  r->held.Resize(s.ok() ? out->Length() : 0);
+  // The reply object, several times its serialized size, goes with the result: with
+  // thousands of deliveries a large release, which the periodic trim gives back (its
+  // objects counted, not their strings: a trigger, not an account).
+  if (const int n = r->reply.deliveries_size(); n > 0) {
+    NoteLargeRelease(sizeof(kspool::v1::DeliveryStatus) * static_cast<uint64_t>(n));
+  }
+  return s;
+}
+
 void FinishSend(grpc::CallbackServerContext* context, grpc::ServerUnaryReactor* reactor,
-                SpoolService::SendResult result, grpc::ByteBuffer* response) {
+                SpoolService::SendResult result, grpc::ByteBuffer* response,
+                RequestMemoryBudget::Lease* answer) {
   if (result.retry_after_ms >= 0) {
     context->AddTrailingMetadata("retry-after-ms", std::to_string(result.retry_after_ms));
   }
   if (!result.sequences.empty()) context->AddTrailingMetadata("kspool-sequences", result.sequences);
-  if (result.status.ok()) result.status = Reply(result.reply, response);
-  if (result.reply.deliveries_size() > 0) NoteLargeRelease(result.reply.SpaceUsedLong());
+  if (result.status.ok()) result.status = SerializeAnswer(&result, response);
+  *answer = std::move(result.held);  // until the call is done: gRPC writes it first
   reactor->Finish(result.status);
 }
 
@@ -118,8 +131,7 @@ struct SpoolService::KafkaWait {
     if (finished.exchange(true)) return;
     NoteLargeRelease(held.bytes());
     // The waiter is gone (answered, expired, cancelled or never queued); its answer
-    // keeps the charge, at its real size, until it is written.
-    held.Resize(r.reply.ByteSizeLong());
+    // keeps the charge until it is written, resized once serialized (SerializeAnswer).
     r.held = std::move(held);
     std::move(done)(std::move(r));
   }
@@ -144,8 +156,7 @@ grpc::ServerUnaryReactor* SpoolService::Send(grpc::CallbackServerContext* contex
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
           if (!r.status.ok()) metrics_->SendRejected(r.status.error_code());
         }
-        call->answer = std::move(r.held);  // until OnDone: gRPC writes the answer first
-        FinishSend(context, call, std::move(r), response);
+        FinishSend(context, call, std::move(r), response, &call->answer);
       });
   return call;
 }

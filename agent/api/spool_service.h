@@ -65,8 +65,8 @@ class SpoolService final : public SpoolServiceBase {
     // its answers holds back its own waiting Sends, then everyone's, never memory).
     RequestMemoryBudget::Lease held;
   };
-  // An answer is serialized as soon as it is complete (the reply object, several times
-  // larger, goes at once): until written, it holds its serialized size.
+  // An answer is serialized as soon as it is complete (SerializeAnswer: the reply
+  // object, several times larger, goes at once): until written, it holds its bytes.
   // The estimate charged before a WAIT_FOR_KAFKA request of `n` messages, whose topic
   // names have `topic_bytes` in all (a name counted once per message), is taken: at
   // least its answer's serialized size, but for discards' texts (charged when they come).
@@ -230,7 +230,11 @@ grpc::Status ToGrpc(const absl::Status& s);
 
 // Finishes a unary call with `result`: its status, reply, and trailing metadata.
 void FinishSend(grpc::CallbackServerContext* context, grpc::ServerUnaryReactor* reactor,
-                SpoolService::SendResult result, grpc::ByteBuffer* response);
+                SpoolService::SendResult result, grpc::ByteBuffer* response,
+                RequestMemoryBudget::Lease* answer);
+// Serializes `r`'s reply into `out` (a unary response or a stream's answer) and resizes
+// its charge (r->held) to the serialized bytes, what the answer holds until written.
+grpc::Status SerializeAnswer(SpoolService::SendResult* r, grpc::ByteBuffer* out);
 
 // The one converter of an outcome to its public form.
 void ToProto(const wal::Outcome& d, kspool::v1::DeliveryStatus* out);

@@ -15,7 +15,6 @@
 #include <memory>
 
 #include "agent/api/spool_service.h"
-#include "base/memory_trim.h"
 
 namespace kspool::agent {
 namespace {
@@ -147,11 +146,8 @@ class SendStreamCall final : public grpc::ServerBidiReactor<grpc::ByteBuffer, gr
       if (r.retry_after_ms >= 0) st->set_retry_after_ms(r.retry_after_ms);
     }
     grpc::ByteBuffer answer;
-    const bool answerable = Reply(reply, &answer).ok();
-    // Thousands of deliveries are a large release: the periodic trim gives it back.
-    if (reply.deliveries_size() > 0) NoteLargeRelease(reply.SpaceUsedLong());
+    const bool answerable = SerializeAnswer(&r, &answer).ok();
     const uint64_t bytes = answerable ? answer.Length() : 0;
-    r.held.Resize(bytes);
     MutexLock l(&mu_);
     Slot* s = SlotLocked(index);
     s->done = true;

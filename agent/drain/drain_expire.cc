@@ -67,12 +67,12 @@ void DrainLoop::ExpireInClient(int64_t cutoff) {
     for (const auto& [p, n] : ts.in_kafka) in_client |= n > 0;
   }
   if (!in_client) return;
-  // Once per expire interval, over the window (bounded by --max-inflight-*).
+  // Receive times never decrease with the sequence number: the window's expired entries
+  // come first, and the first young one (of those whose time is verified) ends the look.
   for (const auto& [seq, slot] : window_) {
-    if (slot.state != Slot::kInKafka || !slot.entry.status.ok() ||
-        slot.entry.record.receive_time_ms >= cutoff) {
-      continue;
-    }
+    if (!slot.entry.status.ok()) continue;
+    if (slot.entry.record.receive_time_ms >= cutoff) break;
+    if (slot.state != Slot::kInKafka) continue;
     topics_[slot.entry.record.topic].client_holds_expired.insert(slot.produced_to);
   }
 }

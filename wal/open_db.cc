@@ -9,6 +9,7 @@
 #include "rocksdb/table.h"
 #include "wal/options.h"
 #include "wal/rocks_status.h"
+#include "wal/settled_bits_merge.h"
 
 namespace kspool::wal {
 
@@ -150,6 +151,10 @@ absl::StatusOr<std::unique_ptr<OpenDb>> OpenDb::Open(const std::string& dir, roc
   log_opts.table_factory.reset(rocksdb::NewBlockBasedTableFactory(log_table));
   rocksdb::ColumnFamilyOptions small_opts;
   small_opts.write_buffer_size = z.small_write_buffer;
+  small_opts.merge_operator = SettledBitsMerge();
+  // A key settled many times between flushes is merged in the memtable after this many
+  // operands, so reading it (each settle does) never walks a long operand list.
+  small_opts.max_successive_merges = 32;
 
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
       {rocksdb::kDefaultColumnFamilyName, small_opts},

@@ -14,10 +14,11 @@
 namespace kspool::wal {
 namespace {
 
-// 2: the log holds batch records (FORMAT.md, "Batch records"); 1: one key per message.
-// This build reads both and writes version 2, so its first read-write open of a version-1
-// WAL raises the number (a version-1 build then refuses the directory).
-constexpr int kFormatVersion = 2;
+// 3: `settled_in/` bitmaps are written as merge operands (settled_bits_merge.h); 2: the
+// log holds batch records (FORMAT.md, "Batch records"); 1: one key per message. This
+// build reads all three and writes version 3, so its first read-write open of an older
+// WAL raises the number (an older build then refuses the directory).
+constexpr int kFormatVersion = 3;
 
 std::string RandomAgentId() {
   std::random_device rd;

@@ -14,6 +14,7 @@
 #include "wal/keys.h"
 #include "wal/rocks_wal.h"
 #include "wal/rocks_status.h"
+#include "wal/settled_bits_merge.h"
 
 namespace kspool::wal {
 namespace {
@@ -137,8 +138,10 @@ absl::StatusOr<std::unique_ptr<OpenDb>> RocksWal::OpenDatabaseReadOnly() const {
       return NotAKspoolWal(dir, std::string("its RocksDB database has no column family '") + cf + "'");
     }
   }
+  rocksdb::ColumnFamilyOptions meta_opts;
+  meta_opts.merge_operator = SettledBitsMerge();  // the bitmaps' operands
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-      {rocksdb::kDefaultColumnFamilyName, {}}, {"log", {}}, {"meta", {}}, {"dead", {}}};
+      {rocksdb::kDefaultColumnFamilyName, {}}, {"log", {}}, {"meta", meta_opts}, {"dead", {}}};
   // A WAL written before the delivery index existed has none: every outcome is unknown.
   const bool has_delivery = present.count("delivery") > 0;
   if (has_delivery) cfs.push_back({"delivery", {}});

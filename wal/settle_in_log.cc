@@ -11,6 +11,7 @@
 #include "wal/record.h"
 #include "wal/rocks_status.h"
 #include "wal/settled_bits.h"
+#include "wal/settled_bits_merge.h"
 
 namespace kspool::wal {
 namespace {
@@ -74,7 +75,13 @@ absl::Status Write(const OpenDb& db, const Touched& t, std::string_view value,
               &held->released);
     return absl::OkStatus();
   }
-  wb->Put(db.meta, keys::SettledIn(t.key), bits.stored());
+  // Only the bits set now (settled_bits_merge.h): rewriting the whole bitmap made a
+  // record's settles write count / 8 bytes each.
+  SettledBits added(t.rec.count);
+  for (uint32_t i = 0; i < t.rec.count; ++i) {
+    if (t.now.Test(i) && !before.Test(i)) added.Set(i);
+  }
+  if (added.set() > 0) wb->Merge(db.meta, keys::SettledIn(t.key), SettledBitsOperand(added));
   CountHeld(t, value, [&](uint32_t i) { return t.now.Test(i) && !before.Test(i); },
             &held->added);
   return absl::OkStatus();

@@ -42,6 +42,7 @@ class SettledBits {
   }
   bool all() const { return count_ > 0 && set_ == count_; }
   uint32_t set() const { return set_; }
+  uint32_t count() const { return count_; }
   const std::string& stored() const { return bytes_; }
 
  private:

@@ -15,6 +15,7 @@
 #include "tests/support/agent_process.h"
 #include "tests/support/dev_kafka.h"
 #include "tests/support/temp_dir.h"
+#include "wal/settled_bits_merge.h"
 
 namespace kspool {
 namespace {
@@ -40,8 +41,10 @@ void WithRawRocks(const std::string& dir,
                   const std::function<void(rocksdb::DB*, std::vector<rocksdb::ColumnFamilyHandle*>&)>& fn) {
   rocksdb::DB* db;
   std::vector<rocksdb::ColumnFamilyHandle*> cfh;
+  rocksdb::ColumnFamilyOptions meta;
+  meta.merge_operator = wal::SettledBitsMerge();  // settled_in/ operands
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-      {"default", {}}, {"log", {}}, {"meta", {}}, {"dead", {}}, {"delivery", {}}};
+      {"default", {}}, {"log", {}}, {"meta", meta}, {"dead", {}}, {"delivery", {}}};
   ASSERT_TRUE(rocksdb::DB::Open(rocksdb::DBOptions(), dir, cfs, &cfh, &db).ok());
   fn(db, cfh);
   for (auto* c : cfh) db->DestroyColumnFamilyHandle(c);
@@ -292,17 +295,17 @@ TEST_F(CrashedWalTest, NewerFormatVersionIsRefused) {
   const std::string copy = tmp_.sub("newer");
   std::filesystem::copy(wal_, copy, std::filesystem::copy_options::recursive);
   WithRawRocks(copy, [](rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>& cfh) {
-    ASSERT_TRUE(db->Put({}, cfh[2], "format_version", "3").ok());
+    ASSERT_TRUE(db->Put({}, cfh[2], "format_version", "4").ok());
   });
   for (const char* cmd : {"stats", "list", "verify"}) {
     CtlResult r = Ctl({"wal", cmd, copy});
     EXPECT_EQ(r.exit_code, 1) << cmd;
-    EXPECT_NE(r.err.find("has format version 3; this build reads up to 2"), std::string::npos)
+    EXPECT_NE(r.err.find("has format version 4; this build reads up to 3"), std::string::npos)
         << r.err;
   }
   CtlResult r = Ctl({"dead", "replay", copy, "--all"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("format version 3"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("format version 4"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "rocksdb/db.h"
+#include "wal/settled_bits_merge.h"
 
 namespace kspool::testing {
 
@@ -29,6 +30,7 @@ inline rocksdb::Status WithRawWal(
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
   for (const std::string& n : names) {
     rocksdb::ColumnFamilyOptions o;
+    if (n == "meta") o.merge_operator = wal::SettledBitsMerge();  // settled_in/ operands
     if (options) options(n, &o);
     cfs.emplace_back(n, o);
   }

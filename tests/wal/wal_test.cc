@@ -242,13 +242,13 @@ TEST_F(WalTest, LedgerHoldsAcrossReopen) {
 TEST_F(WalTest, RefusesANewerFormatVersion) {
   { OpenWal(); }
   ASSERT_TRUE(kspool::testing::WithRawWal(dir_.path(), [](rocksdb::DB* db, auto& cf) {
-                return db->Put(rocksdb::WriteOptions(), cf.at("meta"), "format_version", "3");
+                return db->Put(rocksdb::WriteOptions(), cf.at("meta"), "format_version", "4");
               }).ok());
   Options o;
   o.dir = dir_.path();
   absl::Status s = Wal::Open(o).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(s.message().find("format version 3"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("format version 4"), std::string::npos) << s;
 }
 
 TEST_F(WalTest, SecondOpenOfALiveWalIsUnavailable) {

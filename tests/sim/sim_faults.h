@@ -31,6 +31,9 @@ enum class Fault : int {
   kTightByteWindow,   // a topic's share of --max-inflight-bytes below one entry's size
   kProducerRecycle,   // the producer is replaced at quiet moments past 1-3 topic names
   kTopicForget,       // idle topics are forgotten (their commit points; watermarks stay)
+  kWideBatches,       // requests of other shapes: thousands of messages keyed over every
+                      // partition, several topics, values that split at the 64 KiB record
+  kVolumeFull,        // the WAL's volume is full for a while: every file write fails
   kCount
 };
 
@@ -60,6 +63,8 @@ inline const std::vector<FaultInfo>& AllFaults() {
       {Fault::kTightByteWindow, "tight_byte_window"},
       {Fault::kProducerRecycle, "producer_recycle"},
       {Fault::kTopicForget, "topic_forget"},
+      {Fault::kWideBatches, "wide_batches"},
+      {Fault::kVolumeFull, "volume_full"},
   };
   return all;
 }

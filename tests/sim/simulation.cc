@@ -133,6 +133,7 @@ void Simulation::Crash(bool power) {
 }
 
 void Simulation::Append() {
+  if (On(Fault::kWideBatches) && Chance(0.004)) return AppendWide();
   const std::string& topic = topics_[Below(topics_.size())];
   const int partitions = static_cast<int>(kafka_.topics()[topic].partitions.size());
   wal::AppendBatch b;
@@ -165,6 +166,58 @@ void Simulation::Append() {
     e.append_mono = Mono();
     by_seq_[e.seq] = ids[i];
   }
+  if (drain_) drain_->Notify();
+}
+
+// Requests of the shapes the usual 1-4 messages never make (issue 42): one topic's
+// hundreds to thousands of messages keyed over every partition (records settled in many
+// parts), several topics interleaved (a record per run of one topic), or values of
+// 2-20 KB (a request split at the 64 KiB record bound). Sized to the window: its entries
+// and every later one of their topics get the time a window of w entries takes to carry
+// them (kHealMsPerEntry each) before check 7 expects them.
+void Simulation::AppendWide() {
+  const double window = std::max(1.0, std::min<double>(static_cast<double>(opts_.max_inflight_messages),
+                                                       static_cast<double>(opts_.max_inflight_bytes) / 200));
+  const size_t most = std::clamp<size_t>(static_cast<size_t>(window * 40), 8, 2000);
+  const uint64_t shape = Below(3);
+  std::vector<std::string> names = {topics_[Below(topics_.size())]};
+  if (shape == 1) names = topics_;
+  const size_t n = shape == 2 ? 2 + Below(8) : 8 + Below(most - 7);
+  wal::AppendBatch b;
+  std::vector<uint64_t> ids;
+  std::set<std::string> touched;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string& topic = shape == 1 ? names[(i / (1 + i % 5)) % names.size()] : names[0];
+    const uint64_t partitions = kafka_.topics()[topic].partitions.size();
+    const uint64_t id = next_id_++;
+    ModelEntry& e = entries_[id];
+    e.topic = topic;
+    if (shape != 2 || Chance(0.5)) e.key = "k" + std::to_string(Below(4 * std::max<uint64_t>(1, partitions)));
+    const size_t pad = shape == 2 ? 2048 + Below(18 * 1024) : Below(40);
+    e.value = "v" + std::to_string(id) + ":" + topic + ":" + std::string(pad, 'w');
+    wal::RecordView v;
+    v.topic = e.topic;
+    v.value = e.value;
+    if (e.key) v.key = *e.key;
+    b.Add(v);
+    ids.push_back(id);
+    touched.insert(topic);
+  }
+  absl::StatusOr<wal::AppendResult> r = wal_->Append(std::move(b));
+  Mix(r.ok() ? r->first_seq : 0);
+  Trace("wide append of " + std::to_string(n) + " messages, shape " + std::to_string(shape) +
+        (r.ok() ? "" : ": " + r.status().ToString()));
+  if (!r.ok()) return;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ModelEntry& e = entries_[ids[i]];
+    e.acked = true;
+    e.seq = r->first_seq + i;
+    e.receive_ms = r->receive_time_ms;
+    e.append_mono = Mono();
+    by_seq_[e.seq] = ids[i];
+  }
+  const int64_t carry = static_cast<int64_t>(static_cast<double>(n * kHealMsPerEntry) / window);
+  for (const std::string& t : touched) topic_fault_ms_[t] = std::max(topic_fault_ms_[t], Mono() + carry);
   if (drain_) drain_->Notify();
 }
 
@@ -265,6 +318,12 @@ void Simulation::InjectFaults() {
     clock_step_mono_ = now;  // the age check gives every entry its bound again
     Injected("wall clock steps " + std::to_string(step) + " ms");
   }
+  if (On(Fault::kVolumeFull) && Chance(0.001)) {
+    const int64_t d = 50 + static_cast<int64_t>(Below(3000));
+    fs_->SetNoSpace(true);
+    Injected("volume full for " + std::to_string(d) + " ms");
+    Schedule(now + d, [this] { fs_->SetNoSpace(false); });
+  }
   if (On(Fault::kRestart) && Chance(0.001)) Crash(false);
   if (On(Fault::kPowerCut) && Chance(0.001)) Crash(true);
 }
@@ -350,6 +409,7 @@ void Simulation::Heal() {
   for (const auto& [t, n] : backlog) b += " " + t + " " + std::to_string(n);
   Trace("healing; undelivered:" + b + "; liveness allowance " + std::to_string(heal_allowance_ms_) + " ms");
   events_.clear();
+  fs_->SetNoSpace(false);  // its end was one of the events
   for (auto& [name, t] : kafka_.topics()) {
     if (!t.exists) {
       t.exists = true;

@@ -116,6 +116,7 @@ class Simulation : public agent::OutcomeListener {
   void Open();
   void Crash(bool power);
   void Append();
+  void AppendWide();
   void InjectFaults();
   void Schedule(int64_t at, std::function<void()> fn) { events_.emplace(std::make_pair(at, next_event_++), std::move(fn)); }
   void RunEvents();

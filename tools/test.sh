@@ -8,7 +8,9 @@
 #                with apt-get, run as user kspool, purged (tests/deploy/
 #                package_install_test.sh; needs root or passwordless sudo);
 #   build-asan/  AddressSanitizer + UBSan: the unit and integration tests (not crash;
-#                not faketime: libfaketime cannot be preloaded before ASan's runtime);
+#                not faketime: libfaketime cannot be preloaded before ASan's runtime;
+#                not the simulator's recorded seeds, label sim_seeds, 300 s and more
+#                under ASan: its random run stays);
 #   build-tsan/  clang, ThreadSanitizer and -Wthread-safety: the tests labelled tsan (the
 #                target tsan_tests builds exactly them): base/, wal/ and kspoolctl's WAL
 #                access, the drain, the Bruce input and the agent's in-process unit tests
@@ -18,13 +20,13 @@
 #   build-fuzz/  clang + libFuzzer (the main project with -DKSPOOL_FUZZ=ON): the WAL
 #                record decoder, the Send request validator, the agent's config parser,
 #                the --acl file parser and the Bruce input's decoder, each linking its
-#                library, fuzzed for FUZZ_SECONDS (default 30; longer runs outside CI, e.g. FUZZ_SECONDS=600) each, plus their
+#                library, fuzzed for FUZZ_SECONDS (20 here; longer runs outside CI, e.g. FUZZ_SECONDS=600) each, plus their
 #                regression inputs (tests/fuzz/run.sh).
 # Unity builds (eight sources a translation unit) about halve a cold build: build-asan/
-# is one throughout, build/ for its test binaries only (-DKSPOOL_UNITY_TESTS=ON: the
-# programs the package ships keep one source a unit; an A/B of the two agents put the
-# unity one's batched-Send CPU 1.07x higher), build-tsan/ not at all, so that a source
-# that compiles only beside another (a missing #include) still fails a pass.
+# and build-tsan/ are ones throughout, build/ for its test binaries only
+# (-DKSPOOL_UNITY_TESTS=ON: the programs the package ships keep one source a unit, so
+# that a source that compiles only beside another (a missing #include) still fails a
+# pass; an A/B of the two agents put the unity one's batched-Send CPU 1.07x higher).
 # Usage: tools/test.sh [plain|package|asan|tsan|fuzz]...   (default: all five)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,16 +59,17 @@ for pass in "${passes[@]}"; do
       configure build-asan -DKSPOOL_SANITIZE=address -DCMAKE_UNITY_BUILD=ON
       ninja -C build-asan -j"$JOBS"
       (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-        ctest --no-tests=error --output-on-failure -j"$JOBS" --timeout 600 -L 'unit|integration')
+        ctest --no-tests=error --output-on-failure -j"$JOBS" --timeout 600 -L 'unit|integration' \
+          -LE sim_seeds)
       ;;
     tsan)
       CC=clang CXX=clang++ configure build-tsan -DKSPOOL_SANITIZE=thread -DKSPOOL_THREAD_SAFETY=ON \
-        -DCMAKE_UNITY_BUILD=OFF
+        -DCMAKE_UNITY_BUILD=ON
       ninja -C build-tsan -j"$JOBS" tsan_tests
       (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 suppressions=$ROOT/tests/tsan.supp" \
         ctest --no-tests=error --output-on-failure -j"$JOBS" --timeout 600 -L tsan)
       ;;
-    fuzz) tests/fuzz/run.sh ;;
+    fuzz) FUZZ_SECONDS=${FUZZ_SECONDS:-20} tests/fuzz/run.sh ;;
     *) echo "unknown pass $pass (plain, package, asan, tsan, fuzz)"; exit 2 ;;
   esac
   summary+=("$pass $((SECONDS - started)) s")

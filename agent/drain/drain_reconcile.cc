@@ -18,7 +18,8 @@
 //    be in any of them); they wait in the unordered lane's `waiting` set, looked at again
 //    every kRecheckMs, while the topic's new unkeyed entries are produced.
 // Copies found are settled as delivered at the partition and offset found, through the
-// normal settle path (delivery index, watermark, listener). Other topics are never held.
+// normal settle path (delivery index, watermark, listener); a suspect's copy leaves the
+// watermark (SettleFound). Other topics are never held.
 // Until a partition is read back, and while a copy found there waits to be read from
 // the WAL, the settles of new deliveries there leave its watermark (HoldWatermarks):
 // raised past such a copy, it would hide it from the next start's read after a crash.
@@ -111,6 +112,12 @@ void DrainLoop::SettleFound(uint64_t seq, Slot& slot, const FoundCopy& copy, int
                                                    copy.offset, options_.clock->NowMillis());
   delivered.size = slot.entry.size;
   delivered.receive_time_ms = slot.entry.record.receive_time_ms;
+  // A suspect's copy was written by this process, outside its partition's report order:
+  // entries delivered there before it may still wait for their reports, at lower
+  // offsets, and a watermark raised past them would hide them from the next start's
+  // read. Copies of entries in doubt since the start were all written before anything
+  // this process produced, so below every report it still waits for: they raise it.
+  delivered.raises_watermark = !suspects_.count(seq);
   Finish(seq, slot, std::move(delivered), now);
 }
 

@@ -174,7 +174,7 @@ void Simulation::Append() {
 // parts), several topics interleaved (a record per run of one topic), or values of
 // 2-20 KB (a request split at the 64 KiB record bound). Sized to the window: its entries
 // and every later one of their topics get the time a window of w entries takes to carry
-// them (kHealMsPerEntry each) before check 7 expects them.
+// them (CarryMsPerEntry() each) before check 7 expects them.
 void Simulation::AppendWide() {
   const double window = std::max(1.0, std::min<double>(static_cast<double>(opts_.max_inflight_messages),
                                                        static_cast<double>(opts_.max_inflight_bytes) / 200));
@@ -216,7 +216,8 @@ void Simulation::AppendWide() {
     e.append_mono = Mono();
     by_seq_[e.seq] = ids[i];
   }
-  const int64_t carry = static_cast<int64_t>(static_cast<double>(n * kHealMsPerEntry) / window);
+  const int64_t carry =
+      static_cast<int64_t>(static_cast<double>(static_cast<int64_t>(n) * CarryMsPerEntry()) / window);
   for (const std::string& t : touched) topic_fault_ms_[t] = std::max(topic_fault_ms_[t], Mono() + carry);
   if (drain_) drain_->Notify();
 }
@@ -393,18 +394,19 @@ void Simulation::Heal() {
     backlog[e.topic] += waits;
     total += waits;
   }
-  // The backlog at heal, worked off by a window of w entries at w per kHealMsPerEntry
+  // The backlog at heal, worked off by a window of w entries at w per CarryMsPerEntry()
   // (check 7's allowance after the heal; a faulty topic's entries pile up meanwhile, as
   // behind a partition its producer does not know for up to 120 s).
   const double window_entries = std::max(1.0, std::min<double>(
       static_cast<double>(opts_.max_inflight_messages), static_cast<double>(opts_.max_inflight_bytes) / 200));
   const int64_t window_ms =
-      static_cast<int64_t>(static_cast<double>(total * kHealMsPerEntry) / window_entries);
+      static_cast<int64_t>(static_cast<double>(total * CarryMsPerEntry()) / window_entries);
   // Or by the reads: one pass (a step of 50 ms after the heal) looks at scan_max_keys WAL
   // keys at most, so a backlog of 2,800 entries takes 35 s to read with 4 keys a pass
   // (defect 21 was this allowance, not the drain: seed 795252710369).
   const int64_t read_ms = (total / static_cast<int64_t>(opts_.scan_max_keys) + 1) * 50;
   heal_allowance_ms_ = std::max(window_ms, read_ms);
+  heal_read_ms_ = read_ms;
   std::string b;
   for (const auto& [t, n] : backlog) b += " " + t + " " + std::to_string(n);
   Trace("healing; undelivered:" + b + "; liveness allowance " + std::to_string(heal_allowance_ms_) + " ms");

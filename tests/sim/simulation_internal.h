@@ -117,6 +117,11 @@ class Simulation : public agent::OutcomeListener {
   void Crash(bool power);
   void Append();
   void AppendWide();
+  // What one entry costs a window of one entry: kHealMsPerEntry, or more when delivery
+  // reports come late (slow_reports: the entry holds its place until its report).
+  int64_t CarryMsPerEntry() const {
+    return std::max<int64_t>(kHealMsPerEntry, 4 * 50 + kafka_.report_delay_max_ms);
+  }
   void InjectFaults();
   void Schedule(int64_t at, std::function<void()> fn) { events_.emplace(std::make_pair(at, next_event_++), std::move(fn)); }
   void RunEvents();
@@ -187,6 +192,7 @@ class Simulation : public agent::OutcomeListener {
   uint64_t step_ = 0, faults_ = 0, discarded_ = 0;
   int64_t start_mono_ = 0;
   int64_t heal_allowance_ms_ = 0;  // check 7's allowance once healing (Heal)
+  int64_t heal_read_ms_ = 0;       // of it, the time to read the backlog (the age check's too)
 };
 
 }  // namespace kspool::sim

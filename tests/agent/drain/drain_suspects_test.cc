@@ -121,5 +121,39 @@ TEST_F(DrainSuspects, AnOlderRoundReleasesNothingOnceANewerOneIsAsked) {
   EXPECT_EQ(Live("a"), 0u);
 }
 
+// A copy a round finds for a suspect is outside its partition's report order: entries
+// delivered there before it may still wait for their reports, at lower offsets. Its
+// settle leaves the partition's watermark, or after a crash the restart would read from
+// above those copies and produce them again (drain_sim seed 55316735746).
+TEST_F(DrainSuspects, ACopyFoundForASuspectLeavesTheWatermarkBelowReportsStillAwaited) {
+  kafka_.leaders["a"] = {true, true};
+  kafka_.log_end[{"a", 1}] = 10;
+  StartReconciling();
+  Append("a", 1, KeysFor(1, 2, 1));  // 1, partition 1: in Kafka at 10, its report late
+  Append("a", 1);                    // 2, no key: reported failed, possibly persisted
+  kafka_.hold = {1};
+  kafka_.fail_once[2] = PossiblyPersisted();
+  Run(3);
+  ASSERT_GT(RoundAsked("a"), 0u);
+  reconciler_.Release("a", {0, 1}, true, {{2, 1, 11}}, "", RoundAsked("a"));
+  Run(10);
+  std::vector<wal::Outcome> out;
+  ASSERT_TRUE(wal_->LookupDeliveries({1, 2}, &out).ok());
+  ASSERT_EQ(out[1].state, wal::Outcome::State::kDelivered) << "2 settled where it was found";
+  EXPECT_EQ(out[1].offset, 11);
+  EXPECT_EQ(Live("a"), 1u) << "1 still waits for its report";
+  absl::StatusOr<std::vector<wal::Watermark>> wm = wal_->WatermarksOf("a");
+  ASSERT_TRUE(wm.ok()) << wm.status();
+  for (const wal::Watermark& w : *wm) {
+    EXPECT_LT(w.offset, 10) << "partition " << w.partition << ": above 1's copy, not settled";
+  }
+  kafka_.hold.clear();
+  Run(10);
+  EXPECT_EQ(Live("a"), 0u);
+  wm = wal_->WatermarksOf("a");
+  ASSERT_TRUE(wm.ok() && wm->size() == 1) << "1's own report raises it";
+  EXPECT_EQ(wm->front().offset, 10);
+}
+
 }  // namespace
 }  // namespace kspool::testing

@@ -72,7 +72,8 @@ class SettledBitsOr final : public rocksdb::MergeOperator {
       SettledBits::Parse(std::string_view(in.existing_value->data(), in.existing_value->size()),
                          count, &bits);  // another length: none settled
     }
-    for (const rocksdb::Slice& op : in.operand_list) Apply(std::string_view(op.data(), op.size()), &bits);
+    for (const rocksdb::Slice& op : in.operand_list)
+      Apply(std::string_view(op.data(), op.size()), &bits);
     out->new_value = bits.stored();
     return true;
   }
@@ -82,7 +83,8 @@ class SettledBitsOr final : public rocksdb::MergeOperator {
   bool PartialMergeMulti(const rocksdb::Slice&, const std::deque<rocksdb::Slice>& operands,
                          std::string* new_value, rocksdb::Logger*) const override {
     if (operands.empty()) return false;
-    const uint32_t count = CountOf(std::string_view(operands.back().data(), operands.back().size()));
+    const uint32_t count =
+        CountOf(std::string_view(operands.back().data(), operands.back().size()));
     if (count == 0) return false;
     SettledBits bits(count);
     for (const rocksdb::Slice& op : operands) {
@@ -98,7 +100,8 @@ class SettledBitsOr final : public rocksdb::MergeOperator {
 }  // namespace
 
 std::shared_ptr<rocksdb::MergeOperator> SettledBitsMerge() {
-  static const auto* op = new std::shared_ptr<rocksdb::MergeOperator>(std::make_shared<SettledBitsOr>());
+  static const auto* op =
+      new std::shared_ptr<rocksdb::MergeOperator>(std::make_shared<SettledBitsOr>());
   return *op;
 }
 

@@ -132,6 +132,18 @@ void Simulation::Crash(bool power) {
   Open();
 }
 
+// The model's entries `ids` were appended as `r` says, in order.
+void Simulation::Acked(const std::vector<uint64_t>& ids, const wal::AppendResult& r) {
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ModelEntry& e = entries_[ids[i]];
+    e.acked = true;
+    e.seq = r.first_seq + i;
+    e.receive_ms = r.receive_time_ms;
+    e.append_mono = Mono();
+    by_seq_[e.seq] = ids[i];
+  }
+}
+
 void Simulation::Append() {
   if (On(Fault::kWideBatches) && Chance(0.004)) return AppendWide();
   const std::string& topic = topics_[Below(topics_.size())];
@@ -158,14 +170,7 @@ void Simulation::Append() {
   absl::StatusOr<wal::AppendResult> r = wal_->Append(std::move(b));
   Mix(r.ok() ? r->first_seq : 0);
   if (!r.ok()) return;  // not acknowledged: may come back after a reopen, or not
-  for (size_t i = 0; i < ids.size(); ++i) {
-    ModelEntry& e = entries_[ids[i]];
-    e.acked = true;
-    e.seq = r->first_seq + i;
-    e.receive_ms = r->receive_time_ms;
-    e.append_mono = Mono();
-    by_seq_[e.seq] = ids[i];
-  }
+  Acked(ids, *r);
   if (drain_) drain_->Notify();
 }
 
@@ -208,14 +213,7 @@ void Simulation::AppendWide() {
   Trace("wide append of " + std::to_string(n) + " messages, shape " + std::to_string(shape) +
         (r.ok() ? "" : ": " + r.status().ToString()));
   if (!r.ok()) return;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    ModelEntry& e = entries_[ids[i]];
-    e.acked = true;
-    e.seq = r->first_seq + i;
-    e.receive_ms = r->receive_time_ms;
-    e.append_mono = Mono();
-    by_seq_[e.seq] = ids[i];
-  }
+  Acked(ids, *r);
   const int64_t carry =
       static_cast<int64_t>(static_cast<double>(static_cast<int64_t>(n) * CarryMsPerEntry()) / window);
   for (const std::string& t : touched) topic_fault_ms_[t] = std::max(topic_fault_ms_[t], Mono() + carry);

@@ -117,6 +117,7 @@ class Simulation : public agent::OutcomeListener {
   void Crash(bool power);
   void Append();
   void AppendWide();
+  void Acked(const std::vector<uint64_t>& ids, const wal::AppendResult& r);
   // What one entry costs a window of one entry: kHealMsPerEntry, or more when delivery
   // reports come late (slow_reports: the entry holds its place until its report).
   int64_t CarryMsPerEntry() const {

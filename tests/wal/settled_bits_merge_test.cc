@@ -34,8 +34,8 @@ std::string MergeAsRead(const std::string* base, const std::vector<std::string>&
 
 TEST(SettledBitsMerge, OperandsAreOredIntoTheStoredBitmap) {
   const std::string base = BitsOf(20, {0, 19}).stored();  // as an older build stored it
-  const std::string merged = MergeAsRead(
-      &base, {SettledBitsOperand(BitsOf(20, {3})), SettledBitsOperand(BitsOf(20, {4, 5, 6, 7, 8}))});
+  const std::string merged = MergeAsRead(&base, {SettledBitsOperand(BitsOf(20, {3})),
+                                                 SettledBitsOperand(BitsOf(20, {4, 5, 6, 7, 8}))});
   SettledBits got;
   ASSERT_TRUE(SettledBits::Parse(merged, 20, &got));
   EXPECT_EQ(merged, BitsOf(20, {0, 3, 4, 5, 6, 7, 8, 19}).stored());
@@ -45,11 +45,14 @@ TEST(SettledBitsMerge, OperandsAreOredIntoTheStoredBitmap) {
 
 TEST(SettledBitsMerge, AnOperandOrBitmapOfAnotherCountSettlesNothing) {
   const std::string other_base = BitsOf(16, {1}).stored();
-  EXPECT_EQ(MergeAsRead(&other_base, {SettledBitsOperand(BitsOf(20, {2}))}), BitsOf(20, {2}).stored());
-  EXPECT_EQ(MergeAsRead(nullptr, {SettledBitsOperand(BitsOf(7, {1})), SettledBitsOperand(BitsOf(20, {2}))}),
+  EXPECT_EQ(MergeAsRead(&other_base, {SettledBitsOperand(BitsOf(20, {2}))}),
+            BitsOf(20, {2}).stored());
+  EXPECT_EQ(MergeAsRead(nullptr,
+                        {SettledBitsOperand(BitsOf(7, {1})), SettledBitsOperand(BitsOf(20, {2}))}),
             BitsOf(20, {2}).stored())
       << "the newest operand names the record's count";
-  EXPECT_EQ(MergeAsRead(nullptr, {"garbage", SettledBitsOperand(BitsOf(20, {2}))}), BitsOf(20, {2}).stored());
+  EXPECT_EQ(MergeAsRead(nullptr, {"garbage", SettledBitsOperand(BitsOf(20, {2}))}),
+            BitsOf(20, {2}).stored());
 }
 
 TEST(SettledBitsMerge, AnOperandCostsAtMostThreeBytesABitAndNeverMoreThanTheBitmap) {

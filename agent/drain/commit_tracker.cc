@@ -23,7 +23,12 @@ absl::Status CommitTracker::Update(uint64_t cursor,
   // Only the topics the WAL tracks: one idle long enough is forgotten (its point was
   // saved; a returning topic's receive times stay above it). A topic this tracker has
   // not published starts from the WAL's point for it (a returning topic's first point,
-  // above what it published before it was forgotten).
+  // above what it published before it was forgotten). One with no such point and no
+  // entry in the window gets none yet: its first append is being written (the WAL saves
+  // its first point once the write succeeds) or failed (then a reopen decides whether it
+  // is tracked). From the receive bound, its point could start below one it published
+  // before it was forgotten (drain_sim seed 886404710061, an append that failed on a
+  // full volume left its topic tracked through the reopen).
   std::optional<wal::CommitPoints> saved;
   for (const std::string& topic : wal_->TrackedTopics()) {
     auto p = prev.topics_ms.find(topic);
@@ -33,7 +38,11 @@ absl::Status CommitTracker::Update(uint64_t cursor,
     } else {
       if (!saved) saved = wal_->SavedCommitPoints();
       auto s = saved->topics_ms.find(topic);
-      if (s != saved->topics_ms.end()) prev_ms = s->second;
+      if (s != saved->topics_ms.end()) {
+        prev_ms = s->second;
+      } else if (!window_oldest.count(topic)) {
+        continue;
+      }
     }
     int64_t t = *bound;
     auto it = window_oldest.find(topic);

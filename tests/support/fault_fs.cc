@@ -314,6 +314,7 @@ IOStatus FaultInjectionFileSystem::BeforeSync(const std::string& fname, FileStat
   if (state->sync_doomed) {
     state->sync_doomed = false;
     injected_sync_failures_.fetch_add(1);
+    if (no_space_after_marked_.load()) no_space_.store(true);
     return IOStatus::IOError("injected sync failure of the marked write: " + fname);
   }
   *covered = state->size;  // appends racing with this sync may or may not be covered

@@ -92,6 +92,10 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   uint64_t injected_table_sync_failures() const { return injected_table_sync_failures_.load(); }
   // While set, every append fails with IOStatus::NoSpace (a disk that stays full).
   void SetNoSpace(bool no_space) { no_space_.store(no_space); }
+  // While set, the failure of a marked write's sync (FailSyncOfWrite) also sets the
+  // volume full (SetNoSpace), in the same call: a reopen then fails until the test
+  // clears it, so the failed state can be looked at without racing the reopen.
+  void NoSpaceAfterMarkedSync(bool on) { no_space_after_marked_.store(on); }
   // While set (>= 0), GetFreeSpace() answers this many bytes: the volume as RocksDB's
   // SstFileManager sees it (its room checks after a failure for space). -1: the real one.
   void SetFreeSpace(int64_t bytes) { free_space_.store(bytes); }
@@ -210,6 +214,7 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   std::atomic<int> fail_appends_{0};
   std::atomic<bool> appends_no_space_{false};
   std::atomic<bool> no_space_{false};
+  std::atomic<bool> no_space_after_marked_{false};
   std::atomic<int64_t> free_space_{-1};
 };
 

@@ -147,6 +147,41 @@ TEST_F(CommitTrackerTest, AReturningTopicsPointStartsAboveWhatItPublishedBefore)
   EXPECT_LT(t->Current().topics_ms.at("idle"), 1'061'100);
 }
 
+// The append that brings a forgotten topic back fails on a full volume: the topic stays
+// tracked through the reopen, but no point of its own was saved. Computed from the
+// receive bound (another topic's old entry), its point went below what it had published
+// before (drain_sim seed 886404710061, volume_full). It gets none until it has one.
+TEST_F(CommitTrackerTest, AReturningTopicWhoseAppendFailedGetsNoPointBelowItsOldOne) {
+  auto w = Open(/*topic_idle_forget_ms=*/60'000);
+  ASSERT_TRUE(w->Append(MakeBatch("idle", 1, "x")).ok());  // seq 1
+  ASSERT_TRUE(w->Settle(wal::Delivered(wal::ScanAll(w.get()))).ok());
+  CommitTracker t(w.get());
+  clock_.Advance(1000);
+  ASSERT_TRUE(w->Append(MakeBatch("stuck", 1, "s")).ok());  // seq 2, stays live
+  clock_.Advance(60'000);
+  ASSERT_TRUE(t.Update(3, {{"stuck", 1'001'000}}).ok());
+  const int64_t published = t.Current().topics_ms.at("idle");
+  ASSERT_EQ(w->ForgetIdleTopics().value(), std::vector<std::string>{"idle"});
+  ASSERT_TRUE(t.Update(3, {{"stuck", 1'001'000}}).ok());
+  ASSERT_EQ(t.Current().topics_ms.count("idle"), 0u);
+
+  clock_.Advance(100);
+  fs_->SetNoSpace(true);
+  ASSERT_FALSE(w->Append(MakeBatch("idle", 1, "y")).ok());
+  fs_->SetNoSpace(false);
+  ASSERT_TRUE(w->Reopen().ok());
+  ASSERT_TRUE(t.Update(2, {}).ok());  // seq 2, stuck's, is the oldest unread
+  const wal::CommitPoints after = t.Current();
+  auto idle = after.topics_ms.find("idle");
+  if (idle != after.topics_ms.end()) {
+    EXPECT_GE(idle->second, published) << "below the point published before it was forgotten";
+  }
+  // Its next append gives it a point again, above the old one.
+  ASSERT_TRUE(w->Append(MakeBatch("idle", 1, "z")).ok());
+  ASSERT_TRUE(t.Update(2, {}).ok());
+  EXPECT_GE(t.Current().topics_ms.at("idle"), published);
+}
+
 TEST_F(CommitTrackerTest, IdleAgentSyncsAtMostOncePerTenSeconds) {
   auto w = Open();
   ASSERT_TRUE(w->Append(MakeBatch("a", 2, "x")).ok());  // a topic that was busy once

@@ -125,7 +125,7 @@ void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t c
   std::optional<std::pair<uint64_t, int64_t>> in_doubt;
   // In doubt from the start and never asked about, or held for a round (a suspect left
   // unread, as after a WAL reopen: the reader starts again at the head).
-  const bool never_asked = options_.reconciler && !reconcile_asked_.count(topic);
+  const bool never_asked = options_.reconciler && !in_doubt_.Asked(topic);
   std::vector<wal::Entry> entries;
   uint64_t next = 0;
   absl::Status s = wal_->ScanChoosing(
@@ -138,7 +138,7 @@ void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t c
         if (c.receive_time_ms != 0) last_ms = c.receive_time_ms;
         if (c.topic != topic || window_.count(c.seq)) return wal::ScanChoice::kSkip;
         if (options_.reconciler && InDoubt(c.seq) &&
-            (ts.gate.holding || (never_asked && c.seq < in_doubt_below_))) {
+            (ts.gate.holding || (never_asked && c.seq < in_doubt_.start()))) {
           in_doubt = {c.seq, c.receive_time_ms};
           stopped_at_ms = c.receive_time_ms;  // the topic's oldest unread entry from here
           return wal::ScanChoice::kStop;
@@ -161,7 +161,7 @@ void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t c
       ts.scan_from = std::max(ts.scan_from, next);
     }
   }
-  if (in_doubt && !reconcile_asked_.count(topic)) {
+  if (in_doubt && !in_doubt_.Asked(topic)) {
     AskReconcile(topic, ts, in_doubt->first, in_doubt->second);
   }
   for (wal::Entry& e : entries) {
@@ -177,11 +177,9 @@ void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t c
       ++undecodable_slots_;
       slot.entry.record.topic = topic;
       Discard(seq, slot, kReasonCorrupt, slot.entry.status.ToString());
-    } else if (auto f = found_.find(seq); f != found_.end()) {
+    } else if (std::optional<FoundCopy> copy = in_doubt_.TakeFound(seq)) {
       // Its reconciliation answered and found it in Kafka: delivered there.
-      const FoundCopy copy = f->second.copy;
-      found_.erase(f);
-      SettleFound(seq, slot, copy, now);
+      SettleFound(seq, slot, *copy, now);
     } else {
       Discard(seq, slot, kReasonExpired,
               "older than --max-message-age; never read (its partition had no leader, or its "

@@ -16,7 +16,7 @@
 //    taken whatever the room) and max_inflight_bytes plus one entry;
 //  * a topic's catch-up position is not below its first unread entry;
 //  * every finished slot is listed in finished_, and none is left marked batched;
-//  * a copy found and kept for later (found_) is for an entry outside the window: one
+//  * a copy found and kept for later (InDoubtEntries) is for an entry outside the window: one
 //    read into it is settled from the copy at once (AdmitInDoubt, ExpireUnread).
 #include <algorithm>
 #include <map>
@@ -142,11 +142,12 @@ absl::Status DrainLoop::CheckInvariants() const {
     }
     if (slot.batched) return fail("seq ", seq, " is still marked part of a settle batch");
   }
-  for (const auto& kept : found_) {
+  for (const auto& kept : in_doubt_.found()) {
     if (window_.count(kept.first)) {
       return fail("copy found of seq ", kept.first, " kept while it is in the window");
     }
   }
+  if (absl::Status s = in_doubt_.CheckInvariants(); !s.ok()) return s;
   // Expiry may take the window past its limits by a stated overshoot (ExpireUnread).
   if (window_.size() > options_.max_inflight_messages + kExpireOvershootMessages + undecodable) {
     return fail("the window holds ", window_.size(), " entries; the limit is ",

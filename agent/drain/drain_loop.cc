@@ -32,7 +32,7 @@ absl::Status DrainLoop::Start(bool background) {
   producer_ = std::move(p).value();
   wal_reopens_seen_ = wal_->reopens();
   // What the WAL holds now was written by an earlier process: in doubt until reconciled.
-  if (options_.reconciler) in_doubt_below_ = wal_->GetStats().next_seq;
+  if (options_.reconciler) in_doubt_.Start(wal_->GetStats().next_seq);
   if (background) thread_ = std::thread([this] { Run(); });
   return absl::OkStatus();
 }
@@ -98,7 +98,7 @@ void DrainLoop::RunOnce(int poll_ms) {
   }
   now = options_.clock->MonotonicMillis();
   HandleReports(reports, now);
-  if (!rounds_due_.empty()) AskRoundsDue();  // one request per topic for this poll's suspects
+  if (in_doubt_.RoundsDue()) AskRoundsDue();  // one request per topic for this poll's suspects
   SettleFinished(now, /*all=*/false);
   brokers_up_.store(producer_ ? producer_->BrokersUp() : 0);
   if (now >= next_commit_update_ms_) {
@@ -234,7 +234,7 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
     ts->in_window -= 1;
     ts->window_bytes -= it->second.entry.size;
     window_bytes_ -= it->second.entry.size;
-    if (!suspects_.empty()) suspects_.erase(it->first);
+    in_doubt_.Settled(it->first);
     if (!it->second.entry.status.ok()) --undecodable_slots_;
     ++window_erases_;
     window_.erase(it);

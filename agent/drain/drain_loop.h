@@ -45,6 +45,7 @@
 #include "agent/drain/commit_tracker.h"
 #include "agent/drain/drain_lanes.h"
 #include "agent/drain/drain_metrics.h"
+#include "agent/drain/in_doubt_entries.h"
 #include "agent/drain/outcome_listener.h"
 #include "agent/drain/partition_cache.h"
 #include "agent/drain/producer.h"
@@ -139,7 +140,7 @@ class DrainLoop {
   std::vector<ReconcilingTopic> Reconciling() const;
   uint64_t reconciled_found() const { return reconcile_found_.load(); }
   // Entries below this were in the WAL at Start() (in doubt); 0 without a reconciler.
-  uint64_t in_doubt_below() const { return in_doubt_below_; }
+  uint64_t in_doubt_below() const { return in_doubt_.start(); }
   // Recounts the window's bookkeeping (drain_invariants.cc) and says what disagrees. Run
   // after every pass in builds with KSPOOL_DCHECKS (base/check.h), and by the drain
   // simulator after every step. Owner thread only.
@@ -265,18 +266,16 @@ class DrainLoop {
   // the reader's cursor and below the topic's unread position, it was read and has left
   // the window, settled. A copy found for such an entry has nothing left to settle.
   bool MayBeUnread(std::string_view topic, uint64_t seq) const;
-  // Drops from found_ the copies whose entries can no longer be read (MayBeUnread), at
-  // most every kRecheckMs: kept, they would hold their partitions' watermarks for the
-  // life of the process (HoldWatermarks).
+  // Drops the kept copies (InDoubtEntries) whose entries can no longer be read
+  // (MayBeUnread), at most every kRecheckMs: kept, they would hold their partitions'
+  // watermarks for the life of the process (HoldWatermarks).
   void PruneFound(int64_t now);
   // An unkeyed (or unrouted) in-doubt entry that must wait for its topic's reconciliation.
   bool InDoubtHeld(const TopicState& ts, uint64_t seq) const {
     return ts.gate.HoldsTopic() && InDoubt(seq);
   }
   // In the WAL at Start(), or a suspect: either may be in Kafka already.
-  bool InDoubt(uint64_t seq) const {
-    return seq < in_doubt_below_ || (!suspects_.empty() && suspects_.count(seq));
-  }
+  bool InDoubt(uint64_t seq) const { return in_doubt_.InDoubt(seq); }
   // An attempt of `slot` may be in Kafka unreported (in flight when the producer was
   // replaced, or reported possibly persisted): it becomes a suspect, and its topic is
   // held for a new round of reconciliation before it goes again. AskRoundsDue asks it,
@@ -352,29 +351,15 @@ class DrainLoop {
   int64_t next_producer_ms_ = 0;  // when a replacement producer may be made
   int producer_failures_ = 0;     // fatal errors in a row, for the backoff
   std::mt19937 rng_;              // retry jitter (DrainOptions::random_seed)
-  uint64_t in_doubt_below_ = 0;   // reconciliation: entries below were there at Start()
-  // Topics asked for, once each (Reconciler's contract): those with in-doubt entries.
-  std::set<std::string, std::less<>> reconcile_asked_;
+  // Reconciliation's bookkeeping: entries in doubt since the start, suspects, topics
+  // asked, rounds due, copies found for entries not read yet.
+  InDoubtEntries in_doubt_;
   bool gates_holding_ = false;  // some topic's gate may hold (false: none does)
-  // Entries of this process whose attempt may be in Kafka unreported, until settled.
-  std::set<uint64_t> suspects_;
-  uint64_t reconcile_rounds_ = 0;  // ReconcileAgain requests made
-  // Topics held for a new round not asked yet: the oldest suspect's receive time, why.
-  std::map<std::string, std::pair<int64_t, const char*>, std::less<>> rounds_due_;
   // Topics this process saved or confirmed a routing bound for: a new bound starts at the
   // entries it has not read yet. Kept when the topic's state is dropped while idle (its
   // settled entries then keep the bounds precise); one name per topic ever routed.
   std::set<std::string, std::less<>> routed_topics_;
   int64_t last_routing_error_log_ms_ = 0;
-  // Copies found for in-doubt entries not in the window yet, settled when read. Until
-  // then the deliveries to their partitions leave its watermark (HoldWatermarks), so
-  // that the next start after a crash still reads from below them.
-  struct FoundLater {
-    std::string topic;
-    FoundCopy copy;
-  };
-  std::map<uint64_t, FoundLater> found_;
-  int64_t next_found_prune_ms_ = 0;
 
   std::thread thread_;
   std::atomic<bool> stop_{false};

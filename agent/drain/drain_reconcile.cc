@@ -38,10 +38,8 @@ constexpr int64_t kRecheckMs = 200;  // held unkeyed entries: how often the gate
 
 bool DrainLoop::AdmitInDoubt(uint64_t seq, Slot& slot, TopicState& ts, int64_t now) {
   if (!options_.reconciler || !InDoubt(seq)) return false;
-  if (auto f = found_.find(seq); f != found_.end()) {
-    const FoundCopy copy = f->second.copy;
-    found_.erase(f);
-    SettleFound(seq, slot, copy, now);
+  if (std::optional<FoundCopy> copy = in_doubt_.TakeFound(seq)) {
+    SettleFound(seq, slot, *copy, now);
     return true;
   }
   AskReconcile(slot.entry.record.topic, ts, seq, slot.entry.record.receive_time_ms);
@@ -50,8 +48,7 @@ bool DrainLoop::AdmitInDoubt(uint64_t seq, Slot& slot, TopicState& ts, int64_t n
 
 void DrainLoop::AskReconcile(std::string_view topic, TopicState& ts, uint64_t seq,
                              int64_t receive_time_ms) {
-  if (!options_.reconciler || seq >= in_doubt_below_ || reconcile_asked_.count(topic)) return;
-  reconcile_asked_.emplace(topic);
+  if (!options_.reconciler || !in_doubt_.FirstAsk(topic, seq)) return;
   if (!ts.gate.holding) ts.gate.since_ms = options_.clock->MonotonicMillis();
   ts.gate.holding = true;
   // From the watermarks of the start: they cover a suspects' round of this topic too.
@@ -68,35 +65,31 @@ void DrainLoop::AskReconcile(std::string_view topic, TopicState& ts, uint64_t se
 
 void DrainLoop::Suspect(uint64_t seq, const Slot& slot, const char* why) {
   if (!options_.reconciler) return;
-  suspects_.insert(seq);
   const std::string& topic = slot.entry.record.topic;
   TopicState& ts = topics_[topic];
   if (!ts.gate.holding) ts.gate.since_ms = options_.clock->MonotonicMillis();
   ts.gate.holding = true;
   ts.gate.released.clear();  // a round in progress may have read past this attempt
-  ts.gate.round = ++reconcile_rounds_;
+  ts.gate.round = in_doubt_.Suspect(seq, topic, slot.entry.record.receive_time_ms, why);
   gates_holding_ = true;
-  auto [due, fresh] = rounds_due_.try_emplace(topic, slot.entry.record.receive_time_ms, why);
-  if (!fresh) due->second.first = std::min(due->second.first, slot.entry.record.receive_time_ms);
 }
 
 void DrainLoop::AskRoundsDue() {
-  for (const auto& [topic, due] : rounds_due_) {
+  for (const auto& [topic, due] : in_doubt_.TakeRoundsDue()) {
     auto t = topics_.find(topic);
     if (t == topics_.end() || !t->second.gate.holding) continue;
     spdlog::info(
         "reconcile: topic '{}': entries may be in Kafka unreported ({}); holding them "
         "until its partitions are read back again",
-        topic, due.second);
-    options_.reconciler->ReconcileAgain(topic, due.first, t->second.gate.round);
+        topic, due.why);
+    options_.reconciler->ReconcileAgain(topic, due.oldest_receive_ms, t->second.gate.round);
   }
-  rounds_due_.clear();
 }
 
 void DrainLoop::HoldWatermarks(std::vector<wal::Outcome>* batch) const {
-  if (!options_.reconciler || (!gates_holding_ && found_.empty())) return;
+  if (!options_.reconciler || (!gates_holding_ && in_doubt_.found().empty())) return;
   std::set<std::pair<std::string_view, int32_t>> found_on;
-  for (const auto& [seq, f] : found_) found_on.insert({f.topic, f.copy.partition});
+  for (const auto& [seq, f] : in_doubt_.found()) found_on.insert({f.topic, f.copy.partition});
   for (wal::Outcome& o : *batch) {
     if (!o.delivered() || o.partition < 0) continue;
     auto t = topics_.find(o.topic);
@@ -117,7 +110,7 @@ void DrainLoop::SettleFound(uint64_t seq, Slot& slot, const FoundCopy& copy, int
   // offsets, and a watermark raised past them would hide them from the next start's
   // read. Copies of entries in doubt since the start were all written before anything
   // this process produced, so below every report it still waits for: they raise it.
-  delivered.raises_watermark = !suspects_.count(seq);
+  delivered.raises_watermark = !in_doubt_.IsSuspect(seq);
   Finish(seq, slot, std::move(delivered), now);
 }
 
@@ -137,7 +130,7 @@ void DrainLoop::PollReconciler(int64_t now) {
       auto w = window_.find(c.seq);
       if (w == window_.end()) {
         if (MayBeUnread(r.topic, c.seq)) {
-          found_[c.seq] = {r.topic, c};  // settled when read (AdmitInDoubt, ExpireUnread)
+          in_doubt_.KeepFound(c.seq, r.topic, c);  // settled when read (AdmitInDoubt, ExpireUnread)
         } else {
           // Settled already: by an earlier round's copy, or produced after its hold ended
           // (then this copy and that delivery are two). Kept, it would hold the
@@ -219,12 +212,9 @@ bool DrainLoop::MayBeUnread(std::string_view topic, uint64_t seq) const {
 }
 
 void DrainLoop::PruneFound(int64_t now) {
-  if (found_.empty() || now < next_found_prune_ms_) return;
-  next_found_prune_ms_ = now + kRecheckMs;
-  for (auto it = found_.begin(); it != found_.end();) {
-    it = !window_.count(it->first) && !MayBeUnread(it->second.topic, it->first) ? found_.erase(it)
-                                                                                 : std::next(it);
-  }
+  in_doubt_.PruneFound(now, kRecheckMs, [&](uint64_t seq, const std::string& topic) {
+    return !window_.count(seq) && !MayBeUnread(topic, seq);
+  });
 }
 
 std::vector<ReconcilingTopic> DrainLoop::Reconciling() const {
@@ -259,7 +249,7 @@ bool DrainLoop::SaveRouting(const std::string& topic, TopicState& ts, int32_t co
   // it routed the topic, those it has not read yet. Those below are covered too: the
   // lowest count of an entry is the minimum over its pair and every later one.
   const uint64_t from =
-      routed_topics_.count(topic) ? std::max(cursor_, recheck_below_) : in_doubt_below_;
+      routed_topics_.count(topic) ? std::max(cursor_, recheck_below_) : in_doubt_.start();
   absl::StatusOr<std::vector<wal::RoutingBound>> saved =
       wal_->SaveRoutingBound(topic, {from, count});
   if (!saved.ok()) {

@@ -325,9 +325,9 @@ void Simulation::InjectFaults() {
   }
   if (On(Fault::kVolumeFull) && Chance(0.001)) {
     const int64_t d = 50 + static_cast<int64_t>(Below(3000));
-    fs_->SetNoSpace(true);
+    fs_->SetNoSpaceForeground(true);
     Injected("volume full for " + std::to_string(d) + " ms");
-    Schedule(now + d, [this] { fs_->SetNoSpace(false); });
+    Schedule(now + d, [this] { fs_->SetNoSpaceForeground(false); });
   }
   if (On(Fault::kRestart) && Chance(0.001)) Crash(false);
   if (On(Fault::kPowerCut) && Chance(0.001)) Crash(true);
@@ -424,7 +424,7 @@ void Simulation::Heal() {
   for (const auto& [t, n] : backlog) b += " " + t + " " + std::to_string(n);
   Trace("healing; undelivered:" + b + "; liveness allowance " + std::to_string(heal_allowance_ms_) + " ms");
   events_.clear();
-  fs_->SetNoSpace(false);  // its end was one of the events
+  fs_->SetNoSpaceForeground(false);  // its end was one of the events
   for (auto& [name, t] : kafka_.topics()) {
     if (!t.exists) {
       t.exists = true;

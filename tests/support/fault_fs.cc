@@ -275,6 +275,9 @@ IOStatus FaultInjectionFileSystem::BeforeAppend(const std::string& fname) {
   IOStatus s = CheckActive("append to " + fname);
   if (!s.ok()) return s;
   if (no_space_.load()) return IOStatus::NoSpace("injected full disk: " + fname);
+  if (no_space_foreground_.load() && !OnRocksDbBackgroundThread()) {
+    return IOStatus::NoSpace("injected full disk: " + fname);
+  }
   if (!Take(&fail_appends_)) return IOStatus::OK();
   if (appends_no_space_.load()) return IOStatus::NoSpace("injected full disk: " + fname);
   return IOStatus::IOError("injected write failure: " + fname);

@@ -92,6 +92,10 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   uint64_t injected_table_sync_failures() const { return injected_table_sync_failures_.load(); }
   // While set, every append fails with IOStatus::NoSpace (a disk that stays full).
   void SetNoSpace(bool no_space) { no_space_.store(no_space); }
+  // As SetNoSpace, for the appends of every thread but RocksDB's background ones (its
+  // flushes and compactions): a simulation's replays then agree, as those threads' timing
+  // is not the simulation's.
+  void SetNoSpaceForeground(bool no_space) { no_space_foreground_.store(no_space); }
   // While set, the failure of a marked write's sync (FailSyncOfWrite) also sets the
   // volume full (SetNoSpace), in the same call: a reopen then fails until the test
   // clears it, so the failed state can be looked at without racing the reopen.
@@ -215,6 +219,7 @@ class FaultInjectionFileSystem : public rocksdb::FileSystemWrapper {
   std::atomic<bool> appends_no_space_{false};
   std::atomic<bool> no_space_{false};
   std::atomic<bool> no_space_after_marked_{false};
+  std::atomic<bool> no_space_foreground_{false};
   std::atomic<int64_t> free_space_{-1};
 };
 

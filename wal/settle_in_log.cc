@@ -63,11 +63,12 @@ absl::Status Write(const OpenDb& db, const Touched& t, std::string_view value,
   }
   SettledBits before(t.rec.count);
   if (s.ok()) SettledBits::Parse(stored, t.rec.count, &before);  // another length: none settled
-  SettledBits bits = before;
+  // The bits this settle sets: a bit set before is not set again (a settle applied twice).
+  SettledBits added(t.rec.count);
   for (uint32_t i = 0; i < t.rec.count; ++i) {
-    if (t.now.Test(i)) bits.Set(i);
+    if (t.now.Test(i) && !before.Test(i)) added.Set(i);
   }
-  if (bits.all()) {
+  if (before.set() + added.set() == t.rec.count) {
     wb->Delete(db.log, t.key);
     if (s.ok()) wb->Delete(db.meta, keys::SettledIn(t.key));
     // Its earlier settled messages leave the disk with it.
@@ -75,15 +76,10 @@ absl::Status Write(const OpenDb& db, const Touched& t, std::string_view value,
               &held->released);
     return absl::OkStatus();
   }
-  // Only the bits set now (settled_bits_merge.h): rewriting the whole bitmap made a
-  // record's settles write count / 8 bytes each.
-  SettledBits added(t.rec.count);
-  for (uint32_t i = 0; i < t.rec.count; ++i) {
-    if (t.now.Test(i) && !before.Test(i)) added.Set(i);
-  }
+  // Only those bits (settled_bits_merge.h): rewriting the whole bitmap made a record's
+  // settles write count / 8 bytes each.
   if (added.set() > 0) wb->Merge(db.meta, keys::SettledIn(t.key), SettledBitsOperand(added));
-  CountHeld(t, value, [&](uint32_t i) { return t.now.Test(i) && !before.Test(i); },
-            &held->added);
+  CountHeld(t, value, [&](uint32_t i) { return added.Test(i); }, &held->added);
   return absl::OkStatus();
 }
 

@@ -192,6 +192,8 @@ void Simulation::AppendWide() {
   std::vector<uint64_t> ids;
   std::map<std::string, int64_t> touched;  // messages per topic
   for (size_t i = 0; i < n; ++i) {
+    // Shape 1 switches topic irregularly (runs of one to a few messages), so a request
+    // holds many records of each topic.
     const std::string& topic = shape == 1 ? names[(i / (1 + i % 5)) % names.size()] : names[0];
     const uint64_t partitions = kafka_.topics()[topic].partitions.size();
     const uint64_t id = next_id_++;

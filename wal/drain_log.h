@@ -56,10 +56,13 @@ class DrainLog : public virtual LogStatus {
 
   // After a write error: closes and reopens the RocksDB directory (replaying what is
   // durable) and accepts appends again if that works. A no-op while healthy. Entries
-  // of a failed append may reappear below sequence numbers already scanned; a reader
-  // that sees reopens() change must scan again from the head.
+  // of a failed append may reappear below sequence numbers already scanned: a reader
+  // that sees reopens() grow by one must scan again from rescan_from() (by more: from
+  // the head). Below rescan_from() the log holds what it held before the failure (less
+  // what was settled): the failed writes all started at or above it.
   [[nodiscard]] virtual absl::Status Reopen() = 0;
   virtual uint64_t reopens() const = 0;
+  virtual uint64_t rescan_from() const = 0;
 
   // The routing bounds saved for `topic` (routing_bounds.h), oldest first; empty when it
   // has none. DATA_LOSS names a stored value that does not parse.

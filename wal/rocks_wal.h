@@ -96,6 +96,7 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
   absl::Status health() const override;
   absl::Status Reopen() override;
   uint64_t reopens() const override;
+  uint64_t rescan_from() const override;
   absl::StatusOr<std::vector<RoutingBound>> RoutingBounds(const std::string& topic) override;
   absl::StatusOr<std::vector<RoutingBound>> SaveRoutingBound(const std::string& topic,
                                                              RoutingBound bound) override;
@@ -224,6 +225,11 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
   absl::Status write_error_ ABSL_GUARDED_BY(mu_);  // sticky until Reopen()
   bool out_of_space_ ABSL_GUARDED_BY(mu_) = false;  // write_error_ is an ENOSPC
   uint64_t reopens_ ABSL_GUARDED_BY(mu_) = 0;
+  // Where the writes in doubt begin: tail_.committed_next() at the first write error
+  // since the last reopen (a failed group starts there, a failed dead-letter replay
+  // too, and nothing is written after it); rescan_from_ takes it at the reopen.
+  std::optional<uint64_t> doubt_from_ ABSL_GUARDED_BY(mu_);
+  uint64_t rescan_from_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> fsyncs_{0};
   // The append queue and the committer thread (group_committer.h), started by Open()
   // unless read-only. Its methods take mu_, which guards its state.

@@ -20,6 +20,7 @@ void RocksWal::RecordWriteErrorLocked(const rocksdb::Status& s, std::string_view
   // LevelDB's lesson: after a failed write or sync the log's state is unknown, so
   // nothing more is acknowledged until the WAL has been reopened and recovered.
   if (write_error_.ok()) {
+    if (!doubt_from_) doubt_from_ = tail_.committed_next();
     out_of_space_ = s.IsNoSpace();
     write_error_ = absl::UnavailableError("WAL " + std::string(what) +
                                           " failed; no further appends are acknowledged until the "

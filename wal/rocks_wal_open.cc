@@ -248,6 +248,8 @@ absl::Status RocksWal::Reopen() {
   deleted_above_head_.clear();
   MutexLock l(&mu_);
   ++reopens_;
+  rescan_from_ = doubt_from_.value_or(tail_.committed_next());
+  doubt_from_.reset();
   return absl::OkStatus();
 }
 
@@ -259,6 +261,11 @@ std::string RocksWal::agent_id() const {
 uint64_t RocksWal::reopens() const {
   MutexLock l(&mu_);
   return reopens_;
+}
+
+uint64_t RocksWal::rescan_from() const {
+  MutexLock l(&mu_);
+  return rescan_from_;
 }
 
 absl::Status RocksWal::ClosedError() const {

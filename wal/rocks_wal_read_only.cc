@@ -61,6 +61,7 @@ class ReadOnlyWal final : public Wal {
   absl::Status health() const override { return wal_->health(); }
   absl::Status Reopen() override { return Refused(); }
   uint64_t reopens() const override { return 0; }
+  uint64_t rescan_from() const override { return 0; }
   absl::StatusOr<std::vector<RoutingBound>> RoutingBounds(const std::string& topic) override {
     return wal_->RoutingBounds(topic);
   }

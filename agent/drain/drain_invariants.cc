@@ -165,13 +165,19 @@ std::string DrainLoop::DebugString() const {
                                  " bytes, cursor ", cursor_, ", recheck below ", recheck_below_,
                                  ", producer ", producer_ ? "up" : "none", "\n");
   for (const auto& [topic, ts] : topics_) {
-    absl::StrAppend(&out, "  topic '", topic, "': in window ", ts.in_window, " / ",
+    std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(topic);
+    absl::StrAppend(&out, "  topic '", topic, "': ", layout->partition_count(),
+                    " partitions, routed by ", ts.routed_partitions,
+                    RerouteDue(ts, *layout) ? " (reroute due)" : "", ", in window ", ts.in_window, " / ",
                     ts.window_bytes, " bytes, unread from ", ts.unread_from, ", scan from ",
                     ts.scan_from, ", skipped lanes ", ts.skipped_lanes.size(), ", unrouted ",
                     ts.unrouted.ready.size(), "+", ts.unrouted.waiting.size(), ", unordered ",
                     ts.unordered.ready.size(), "+", ts.unordered.waiting.size());
     for (const auto& [p, l] : ts.partitions) {
-      if (!l.empty()) absl::StrAppend(&out, ", p", p, " ", l.ready.size(), "+", l.waiting.size());
+      if (!l.empty()) {
+        absl::StrAppend(&out, ", p", p, " ", l.ready.size(), "+", l.waiting.size(),
+                        Held(ts, p, *layout) ? " held" : "");
+      }
     }
     for (const auto& [p, n] : ts.in_kafka) {
       if (n > 0) absl::StrAppend(&out, ", in kafka p", p, " ", n);

@@ -125,13 +125,25 @@ void DrainLoop::MaybeReopenWal(int64_t now) {
       if (options_.metrics) options_.metrics->WalReopened();
     }
   }
-  if (wal_->reopens() != wal_reopens_seen_) {
+  if (const uint64_t reopens = wal_->reopens(); reopens != wal_reopens_seen_) {
     // Entries of a failed append may have come back below the cursor: read again from
-    // the head (the reader skips what the window already holds).
-    wal_reopens_seen_ = wal_->reopens();
+    // where the failed writes began (the reader skips what the window already holds).
+    // Not from the head: a backlog of a stuck topic would be passed over again at every
+    // reopen, scan_max_keys keys a pass, while newer entries of every topic wait behind
+    // it (drain_sim seed 231783182910: 11 reopens, an entry 34 s old still unread).
+    // A topic's entries left unread below that point stay its own to catch up on.
+    const uint64_t from = reopens == wal_reopens_seen_ + 1 ? wal_->rescan_from() : 0;
+    wal_reopens_seen_ = reopens;
     recheck_below_ = std::max(recheck_below_, cursor_);
-    cursor_ = 0;
-    for (auto& [topic, ts] : topics_) ts.ClearUnread();
+    if (cursor_ != 0 && from < cursor_) cursor_ = from;
+    for (auto& [topic, ts] : topics_) {
+      if (ts.unread_from == 0) continue;
+      if (cursor_ == 0 || ts.unread_from >= cursor_) {
+        ts.ClearUnread();  // the reader meets them all again
+      } else {
+        ts.scan_from = std::min(ts.scan_from, cursor_);
+      }
+    }
   }
 }
 

@@ -58,6 +58,7 @@ class PartialScanLog final : public wal::DrainLog {
   }
   absl::Status Reopen() override { return wal_->Reopen(); }
   uint64_t reopens() const override { return wal_->reopens(); }
+  uint64_t rescan_from() const override { return wal_->rescan_from(); }
   absl::StatusOr<std::vector<wal::RoutingBound>> RoutingBounds(const std::string& topic) override {
     return wal_->RoutingBounds(topic);
   }

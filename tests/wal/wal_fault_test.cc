@@ -120,6 +120,34 @@ TEST_F(WalFault, AppendWhoseWriteFailedIsNotKeptAfterTheReopen) {
   EXPECT_FALSE(*wal->AppendKept(*seq));
 }
 
+// What a reader must scan again after a reopen: from the failed append on (RocksDB kept
+// it here), nothing below it; after a failure that wrote no entry (a settle), from the
+// log's end.
+TEST_F(WalFault, RescanFromIsWhereTheFailedWritesBeganAndBelowTheLogIsUnchanged) {
+  auto wal = OpenWal();
+  ASSERT_TRUE(wal->Append(MakeBatch("a", 3, "before")).ok());
+  fs_->FailSyncOfWrite("kept-kept-");
+  absl::StatusOr<AppendResult> r = wal->Append(MakeBatch("a", 2, "kept-kept-"));
+  std::optional<uint64_t> seq = AppendInDoubtSeq(r.status());
+  ASSERT_TRUE(seq.has_value()) << r.status();
+  EXPECT_FALSE(wal->Append(MakeBatch("a", 1, "refused")).ok());
+  ASSERT_TRUE(wal->Reopen().ok());
+  EXPECT_EQ(wal->rescan_from(), *seq);
+  ASSERT_TRUE(*wal->AppendKept(*seq));
+  std::vector<Entry> entries = ScanAll(wal.get());
+  ASSERT_EQ(entries.size(), 5u);
+  for (const Entry& e : entries) {
+    EXPECT_EQ(e.seq >= *seq, e.record.value.substr(0, 4) == "kept") << e.seq;
+  }
+
+  // A failed settle: nothing appended is in doubt.
+  const uint64_t next = wal->GetStats().next_seq;
+  fs_->FailNextSyncs(1);
+  EXPECT_FALSE(wal->Settle(Delivered({entries[0]})).ok());
+  ASSERT_TRUE(wal->Reopen().ok());
+  EXPECT_EQ(wal->rescan_from(), next);
+}
+
 // A corrupt record whose unverified receive time reads years ahead (here 2100): it must
 // not become the commit point's bound, which would publish a point in the future and
 // raise the floor under every later receive time. Its checksum does not match, so the

@@ -36,6 +36,8 @@ enum class Fault : int {
   kVolumeFull,        // the WAL's volume is full for a while: every file write fails
                       // (but RocksDB's flushes' and compactions', whose timing replays
                       // could not repeat)
+  kDeadReplay,        // an operator replays dead letters: they are appended again
+  kTrims,             // small dead-letter and delivery-index retentions, trimmed often
   kCount
 };
 
@@ -67,6 +69,8 @@ inline const std::vector<FaultInfo>& AllFaults() {
       {Fault::kTopicForget, "topic_forget"},
       {Fault::kWideBatches, "wide_batches"},
       {Fault::kVolumeFull, "volume_full"},
+      {Fault::kDeadReplay, "dead_replay"},
+      {Fault::kTrims, "trims"},
   };
   return all;
 }

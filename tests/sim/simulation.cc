@@ -80,6 +80,14 @@ void Simulation::Open() {
     o.topic_idle_forget_ms = 300 + static_cast<int64_t>(cfg_.seed % 3000);
     o.max_tracked_topics = 1 + static_cast<size_t>(cfg_.seed / 7 % 3);
   }
+  // Dead letters and delivery outcomes kept for seconds and kilobytes, not an hour and
+  // hundreds of MiB, so that Pass()'s trims remove some while the drain settles.
+  if (On(Fault::kTrims)) {
+    o.max_dead_letter_bytes = 2048 + cfg_.seed % 8192;
+    o.max_dead_letter_age_ms = 2000 + static_cast<int64_t>(cfg_.seed / 11 % 8000);
+    o.delivery_retention_bytes = 4096 + cfg_.seed / 13 % 16384;
+    o.delivery_retention_ms = 1000 + static_cast<int64_t>(cfg_.seed / 17 % 4000);
+  }
   absl::StatusOr<std::unique_ptr<wal::Wal>> w = wal::Wal::Open(o);
   if (w.ok()) {
     // The open's recovery may start a compaction, and whether the WAL's own reads after
@@ -141,6 +149,7 @@ void Simulation::Acked(const std::vector<uint64_t>& ids, const wal::AppendResult
     e.receive_ms = r.receive_time_ms;
     e.append_mono = Mono();
     by_seq_[e.seq] = ids[i];
+    open_[ids[i]] = &e;
   }
 }
 
@@ -331,6 +340,7 @@ void Simulation::InjectFaults() {
     Injected("volume full for " + std::to_string(d) + " ms");
     Schedule(now + d, [this] { fs_->SetNoSpaceForeground(false); });
   }
+  if (On(Fault::kDeadReplay) && wal_ && Chance(0.003)) ReplayDeadLetters();
   if (On(Fault::kRestart) && Chance(0.001)) Crash(false);
   if (On(Fault::kPowerCut) && Chance(0.001)) Crash(true);
 }
@@ -350,13 +360,7 @@ void Simulation::Pass(bool faults) {
     if (wal_ && Chance(append_chance_)) Append();
     Quiesce();
     InjectFaults();
-    // The agent's maintenance forgets idle topics once a second; here every 200 ms of
-    // simulated time, between the drain's passes (no draw from the random stream).
-    if (On(Fault::kTopicForget) && wal_ && Mono() >= next_forget_mono_) {
-      next_forget_mono_ = Mono() + 200;
-      absl::StatusOr<std::vector<std::string>> gone = wal_->ForgetIdleTopics();
-      if (gone.ok() && !gone->empty()) Injected("forgot idle topic " + gone->front());
-    }
+    Maintain();
   }
   kafka_.Advance();
   const uint64_t kafka_faults = kafka_.faults;
@@ -441,14 +445,7 @@ void Simulation::Heal() {
   global_fault_ms_ = Mono();
   for (int i = 0; i < kHealPasses && violation_.empty(); ++i) {
     Pass(/*faults=*/false);
-    bool done = true;
-    for (const auto& [id, e] : entries_) {
-      if (e.acked && !Done(e)) {
-        done = false;
-        break;
-      }
-    }
-    if (done) break;
+    if (!AnyOpen()) break;
   }
   for (const auto& [id, e] : entries_) {
     if (e.acked && !Done(e)) {

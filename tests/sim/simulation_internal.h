@@ -117,6 +117,9 @@ class Simulation : public agent::OutcomeListener {
   void Crash(bool power);
   void Append();
   void AppendWide();
+  // simulation_operator.cc
+  void Maintain();
+  void ReplayDeadLetters();
   void Acked(const std::vector<uint64_t>& ids, const wal::AppendResult& r);
   // What one entry costs a window of one entry: kHealMsPerEntry, or more when delivery
   // reports come late (slow_reports: the entry holds its place until its report).
@@ -136,6 +139,7 @@ class Simulation : public agent::OutcomeListener {
   void Check();
   void CheckWal();
   void CheckBooks(const std::vector<wal::Entry>& live);
+  void CheckDeliveryIndex(const std::map<uint64_t, const wal::Entry*>& live);
   void OnLand(const std::string& topic, int32_t partition, const Landed& l);
   // Reconciliation: an entry Kafka held when the drain started (and still holds) must not
   // be produced again by that drain (SimReconciler reads every partition with a leader).
@@ -143,6 +147,13 @@ class Simulation : public agent::OutcomeListener {
   void NoteInKafkaAtOpen();
   void Learn(const std::vector<wal::Outcome>& outcomes);
   bool Done(const ModelEntry& e) const { return e.landed || e.discarded; }
+  // Whether an acknowledged entry is not Done yet; prunes open_ of those that are.
+  bool AnyOpen() {
+    for (auto it = open_.begin(); it != open_.end(); it = open_.erase(it)) {
+      if (!Done(*it->second)) return true;
+    }
+    return false;
+  }
 
   const SimConfig cfg_;
   std::mt19937_64 rng_;
@@ -175,6 +186,10 @@ class Simulation : public agent::OutcomeListener {
 
   std::map<uint64_t, ModelEntry> entries_;  // by writer id (in the value)
   std::map<uint64_t, uint64_t> by_seq_;     // acknowledged seq -> writer id
+  // The ids of acknowledged entries, less (once a check has looked) those Done: the
+  // per-step checks look at these only, not at every entry of the run.
+  // (entries_ is a std::map: the pointers stay valid.)
+  std::map<uint64_t, const ModelEntry*> open_;
   uint64_t next_id_ = 1;
   std::map<std::tuple<std::string, int32_t, std::string>, KeyOrder> order_;
   std::map<std::pair<int64_t, uint64_t>, std::function<void()>> events_;
@@ -183,6 +198,9 @@ class Simulation : public agent::OutcomeListener {
   int64_t global_fault_ms_ = 0;
   int64_t clock_step_mono_ = 0;  // monotonic: the last wall-clock step
   int64_t next_forget_mono_ = 0;  // topic_forget: the next ForgetIdleTopics()
+  int64_t next_trim_mono_ = 0;    // trims: the next TrimDeadLetters() and TrimDeliveries()
+  std::set<uint64_t> replayed_;   // dead_replay: the dead letters replayed (their old seqs)
+  std::set<uint64_t> replay_in_doubt_;  // ... and the model ids of those whose replay failed
   // Sequence numbers this process settled as delivered (check 11); a crash forgets them.
   std::set<uint64_t> settled_delivered_;
   // Per topic, the last step its in-doubt entries were held for reconciliation (check 6).

@@ -10,7 +10,9 @@
 #   build-asan/  AddressSanitizer + UBSan: the unit and integration tests (not crash;
 #                not faketime: libfaketime cannot be preloaded before ASan's runtime;
 #                not the simulator's recorded seeds, label sim_seeds, 300 s and more
-#                under ASan: its random run stays);
+#                under ASan: two fixed seeds and its random run stay). The code under
+#                test is instrumented; the test code is not (tests/CMakeLists.txt: it
+#                tripled its compile time), but for the simulator and the fake producer;
 #   build-tsan/  clang, ThreadSanitizer and -Wthread-safety: the tests labelled tsan (the
 #                target tsan_tests builds exactly them): base/, wal/ and kspoolctl's WAL
 #                access, the drain, the Bruce input and the agent's in-process unit tests

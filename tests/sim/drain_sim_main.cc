@@ -1,9 +1,11 @@
 // drain_sim: runs the drain simulator (simulation.h) over seeds.
 //
 //   drain_sim --seed S [--faults SPEC] [--steps N] [--verbose]   one seed (a replay)
-//   drain_sim --ci [--budget-seconds T]      the registered CI run: the fixed seeds, then
-//                                            fresh random ones until T (default 45) s
-//                                            have passed, with the CI fault set
+//   drain_sim --ci [--budget-seconds T] [--fixed K]   the registered CI run: the fixed
+//                                            seeds (the first K of them; default all
+//                                            six), then fresh random ones until T
+//                                            (default 45) s have passed, with the CI
+//                                            fault set
 //   drain_sim --seeds N | --minutes M        soak: N random seeds, or for M minutes
 //   drain_sim --known-defects FILE [--shard I/N]   the seeds of known defects
 //                                            (known_defects.txt); with --shard, only
@@ -24,6 +26,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <sstream>
 #include <string>
@@ -102,7 +105,7 @@ bool RunOne(const SimConfig& c, Totals* totals, bool quiet) {
 
 int Usage(const std::string& error) {
   std::fprintf(stderr, "drain_sim: %s\nusage: drain_sim [--seed S | --seeds N | --minutes M | --ci "
-               "[--budget-seconds T] | --known-defects FILE [--shard I/N]] [--faults SPEC] [--steps N] "
+               "[--budget-seconds T] [--fixed K] | --known-defects FILE [--shard I/N]] [--faults SPEC] [--steps N] "
                "[--verbose]\n",
                error.c_str());
   return 2;
@@ -126,6 +129,7 @@ int main(int argc, char** argv) {
   bool ci = false, have_seed = false, faults_given = false;
   uint64_t seeds = 0;
   double minutes = 0, budget = 45;
+  size_t fixed_count = std::size(kCiSeeds);
   std::string known, faults_spec;
   unsigned shard = 0, shards = 1;
   for (int i = 1; i < argc; ++i) {
@@ -140,6 +144,8 @@ int main(int argc, char** argv) {
       minutes = std::strtod(value().c_str(), nullptr);
     } else if (a == "--ci") {
       ci = true;
+    } else if (a == "--fixed") {
+      fixed_count = std::min<size_t>(std::strtoull(value().c_str(), nullptr, 10), std::size(kCiSeeds));
     } else if (a == "--budget-seconds") {
       budget = std::strtod(value().c_str(), nullptr);
     } else if (a == "--faults") {
@@ -209,7 +215,7 @@ int main(int argc, char** argv) {
     std::random_device rd;
     std::mt19937_64 fresh((static_cast<uint64_t>(rd()) << 32) ^ rd());
     std::vector<uint64_t> fixed;
-    if (ci) fixed.assign(std::begin(kCiSeeds), std::end(kCiSeeds));
+    if (ci) fixed.assign(std::begin(kCiSeeds), std::begin(kCiSeeds) + fixed_count);
     const double limit_s = ci ? budget : minutes * 60;
     for (size_t n = 0; ok; ++n) {
       if (n >= fixed.size()) {

@@ -142,7 +142,7 @@ TEST_F(WalFault, RescanFromIsWhereTheFailedWritesBeganAndBelowTheLogIsUnchanged)
 
   // A failed settle: nothing appended is in doubt.
   const uint64_t next = wal->GetStats().next_seq;
-  fs_->FailNextSyncs(1);
+  fs_->FailNextForegroundSyncs(1);  // not a flush's, whose timing the test cannot know
   EXPECT_FALSE(wal->Settle(Delivered({entries[0]})).ok());
   ASSERT_TRUE(wal->Reopen().ok());
   EXPECT_EQ(wal->rescan_from(), next);

@@ -122,7 +122,7 @@ TEST_F(DrainReopen, AReopenReadsAgainFromTheFailedWriteNotFromTheHead) {
   Run(2 * kBacklog);  // the reader passes the backlog once, leaving most of it unread
   ASSERT_EQ(Live("stuck"), static_cast<uint64_t>(kBacklog));
 
-  fs_->FailNextSyncs(1);
+  fs_->FailNextForegroundSyncs(1);  // the append's, not a flush's
   wal::AppendBatch b;
   wal::RecordView v;
   v.topic = "t";

@@ -23,7 +23,7 @@ if [ -f build-fuzz/CMakeCache.txt ] &&
   rm -rf build-fuzz/CMakeCache.txt build-fuzz/CMakeFiles
 fi
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DKSPOOL_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
+  -DKSPOOL_FUZZ=ON -DBUILD_TESTING=OFF -DCMAKE_UNITY_BUILD=ON >/dev/null
 ninja -C build-fuzz -j"$JOBS" $(printf '%s_fuzzer ' "${targets[@]}")
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/kspool-fuzz.XXXXXX")

@@ -2,6 +2,8 @@
 // topics forgotten (topic_forget), dead letters and delivery outcomes trimmed (trims),
 // dead letters replayed (dead_replay).
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 
 #include "tests/sim/simulation_internal.h"
 
@@ -48,11 +50,20 @@ void Simulation::ReplayDeadLetters() {
   }
   std::sort(seqs.begin(), seqs.end());
   absl::StatusOr<std::vector<wal::ReplayedEntry>> r = wal_->ReplayDeadLetters(seqs);
+  // The code only: a message names the temporary directory, and the digest must not.
   Injected("dead letters replayed: " + std::to_string(seqs.size()) +
-           (r.ok() ? "" : " refused: " + std::string(r.status().message())));
+           (r.ok() ? "" : " refused: " + absl::StatusCodeToString(r.status().code())));
+  if (!r.ok()) Trace(r.status().ToString());
   if (!r.ok()) {
     if (absl::IsUnavailable(r.status())) {
-      for (uint64_t seq : seqs) replay_in_doubt_.insert(by_seq_.at(seq));  // RocksDB may have kept it
+      // RocksDB may have kept the write. A copy that lands is known by the writer id in
+      // its value, which a copy of a copy shares with the first entry.
+      for (uint64_t seq : seqs) {
+        replay_in_doubt_.insert(by_seq_.at(seq));
+        uint64_t writer = 0;
+        const std::string& value = entries_.at(by_seq_.at(seq)).value;
+        if (std::sscanf(value.c_str(), "v%" SCNu64, &writer) == 1) replay_in_doubt_.insert(writer);
+      }
     }
     return;
   }

@@ -129,7 +129,7 @@ void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t c
   std::vector<wal::Entry> entries;
   uint64_t next = 0;
   absl::Status s = wal_->ScanChoosing(
-      {ts.unread_from, cursor_, options_.scan_max_keys},
+      {ts.unread_from, reader_.cursor(), options_.scan_max_keys},
       [&](const wal::ScanCandidate& c) {
         if (c.receive_time_ms >= cutoff || taken == limit || taken_bytes >= byte_limit) {
           stopped_at_ms = c.receive_time_ms;  // and every later entry is at least as young
@@ -150,7 +150,7 @@ void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t c
       &entries, &next);
   if (!s.ok()) {
     ScanFailed(s);
-  } else if (!stopped_at_ms && next >= cursor_) {
+  } else if (!stopped_at_ms && next >= reader_.cursor()) {
     ts.ClearUnread();  // every unread entry of the topic is taken: none is left unread
   } else {
     // The topic's entries below `next` are in the window now (or settled); the rest are

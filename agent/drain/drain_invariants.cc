@@ -148,6 +148,10 @@ absl::Status DrainLoop::CheckInvariants() const {
     }
   }
   if (absl::Status s = in_doubt_.CheckInvariants(); !s.ok()) return s;
+  if (absl::Status s = reader_.Check(window_.empty(), window_.empty() ? 0 : window_.rbegin()->first);
+      !s.ok()) {
+    return s;
+  }
   // Expiry may take the window past its limits by a stated overshoot (ExpireUnread).
   if (window_.size() > options_.max_inflight_messages + kExpireOvershootMessages + undecodable) {
     return fail("the window holds ", window_.size(), " entries; the limit is ",
@@ -162,7 +166,7 @@ absl::Status DrainLoop::CheckInvariants() const {
 
 std::string DrainLoop::DebugString() const {
   std::string out = absl::StrCat("window ", window_.size(), " entries / ", window_bytes_,
-                                 " bytes, cursor ", cursor_, ", recheck below ", recheck_below_,
+                                 " bytes, cursor ", reader_.cursor(), ", recheck below ", reader_.recheck_below(),
                                  ", producer ", producer_ ? "up" : "none", "\n");
   for (const auto& [topic, ts] : topics_) {
     std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(topic);

@@ -30,7 +30,7 @@ absl::Status DrainLoop::Start(bool background) {
   absl::StatusOr<std::unique_ptr<Producer>> p = factory_();
   if (!p.ok()) return p.status();
   producer_ = std::move(p).value();
-  wal_reopens_seen_ = wal_->reopens();
+  reader_.Start(wal_->reopens());
   // What the WAL holds now was written by an earlier process: in doubt until reconciled.
   if (options_.reconciler) in_doubt_.Start(wal_->GetStats().next_seq);
   if (background) thread_ = std::thread([this] { Run(); });
@@ -125,23 +125,20 @@ void DrainLoop::MaybeReopenWal(int64_t now) {
       if (options_.metrics) options_.metrics->WalReopened();
     }
   }
-  if (const uint64_t reopens = wal_->reopens(); reopens != wal_reopens_seen_) {
-    // Entries of a failed append may have come back below the cursor: read again from
-    // where the failed writes began (the reader skips what the window already holds).
-    // Not from the head: a backlog of a stuck topic would be passed over again at every
-    // reopen, scan_max_keys keys a pass, while newer entries of every topic wait behind
-    // it (drain_sim seed 231783182910: 11 reopens, an entry 34 s old still unread).
-    // A topic's entries left unread below that point stay its own to catch up on.
-    const uint64_t from = reopens == wal_reopens_seen_ + 1 ? wal_->rescan_from() : 0;
-    wal_reopens_seen_ = reopens;
-    recheck_below_ = std::max(recheck_below_, cursor_);
-    if (cursor_ != 0 && from < cursor_) cursor_ = from;
+  // Entries of a failed append may have come back below the cursor: read again from
+  // where the failed writes began (the reader skips what the window already holds).
+  // Not from the head: a backlog of a stuck topic would be passed over again at every
+  // reopen, scan_max_keys keys a pass, while newer entries of every topic wait behind
+  // it (drain_sim seed 231783182910: 11 reopens, an entry 34 s old still unread).
+  // A topic's entries left unread below that point stay its own to catch up on.
+  if (reader_.Reopened(wal_->reopens(), wal_->rescan_from())) {
+    const uint64_t cursor = reader_.cursor();
     for (auto& [topic, ts] : topics_) {
       if (ts.unread_from == 0) continue;
-      if (cursor_ == 0 || ts.unread_from >= cursor_) {
+      if (cursor == 0 || ts.unread_from >= cursor) {
         ts.ClearUnread();  // the reader meets them all again
       } else {
-        ts.scan_from = std::min(ts.scan_from, cursor_);
+        ts.scan_from = std::min(ts.scan_from, cursor);
       }
     }
   }
@@ -334,7 +331,7 @@ void DrainLoop::UpdateCommitPoint() {
     auto [it, fresh] = oldest.try_emplace(topic, ts.unread_receive_ms);
     if (!fresh) it->second = std::min(it->second, ts.unread_receive_ms);
   }
-  if (absl::Status s = tracker_->Update(cursor_, oldest); !s.ok()) {
+  if (absl::Status s = tracker_->Update(reader_.cursor(), oldest); !s.ok()) {
     spdlog::warn("commit point: update failed, keeping the last one: {}", s.ToString());
     Degraded("commit_point_failed");
   }

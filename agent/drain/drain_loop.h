@@ -46,6 +46,7 @@
 #include "agent/drain/drain_lanes.h"
 #include "agent/drain/drain_metrics.h"
 #include "agent/drain/in_doubt_entries.h"
+#include "agent/drain/read_position.h"
 #include "agent/drain/outcome_listener.h"
 #include "agent/drain/partition_cache.h"
 #include "agent/drain/producer.h"
@@ -316,17 +317,13 @@ class DrainLoop {
   uint64_t undecodable_slots_ = 0;  // slots whose entry did not decode (status not ok)
   uint64_t window_erases_ = 0;      // slots erased so far, and as FindNear last returned
   uint64_t erases_at_find_ = 0;
-  // Next sequence number the reader has not looked at; a topic's entries below it that
-  // are not in the window are unread only from that topic's `unread_from` on.
-  uint64_t cursor_ = 0;
+  // The reader's cursor, its recheck bound and the WAL reopens it has seen; a topic's
+  // entries below the cursor that are not in the window are unread only from that
+  // topic's `unread_from` on (read_position.h).
+  ReadPosition reader_;
   int64_t next_full_scan_ms_ = 0;
   std::string catch_up_after_;  // the topic that caught up last (Refill's turns)
-  // After a reopen the reader starts again at the head, and after a failed scan at the
-  // last `next` it was told; entries below this may already be in the window (above it,
-  // none was ever taken, so none can be).
-  uint64_t recheck_below_ = 0;
   bool read_any_ = false;  // the last pass read entries
-  uint64_t wal_reopens_seen_ = 0;
   // Finished (delivered or discarded) entries wait in the window until they can leave
   // the WAL in few batches: the finished prefix of the window goes out as one settle
   // (wal/FORMAT.md, "Settling part of a record"); entries finished out of

@@ -76,7 +76,7 @@ bool DrainLoop::CatchUp(const std::string& topic, TopicState& ts, const Shares& 
   std::vector<wal::Entry> entries;
   uint64_t next = 0;
   absl::Status s = wal_->ScanChoosing(
-      {std::max(ts.unread_from, ts.scan_from), cursor_, options_.scan_max_keys},
+      {std::max(ts.unread_from, ts.scan_from), reader_.cursor(), options_.scan_max_keys},
       [&](const wal::ScanCandidate& c) {
         if (c.topic != topic || window_.count(c.seq)) return wal::ScanChoice::kSkip;
         AskReconcile(topic, ts, c.seq, c.receive_time_ms);
@@ -90,7 +90,7 @@ bool DrainLoop::CatchUp(const std::string& topic, TopicState& ts, const Shares& 
       &entries, &next);
   if (!s.ok()) {
     ScanFailed(s);
-  } else if (next >= cursor_ && ts.skipped_lanes.empty()) {
+  } else if (next >= reader_.cursor() && ts.skipped_lanes.empty()) {
     ts.ClearUnread();  // caught up: its newer entries are read in the main pass again
   } else {
     ts.scan_from = next;
@@ -122,16 +122,16 @@ bool DrainLoop::HoldsBack(TopicState& ts, const wal::ScanCandidate& c, const Top
 bool DrainLoop::ReadNew(const Shares& shares) {
   Room room = WindowRoom();
   std::vector<wal::Entry> entries;
-  uint64_t next = cursor_;
+  uint64_t next = reader_.cursor();
   std::map<std::string_view, std::map<int32_t, uint64_t>> taken;  // per topic and lane
   std::string_view layout_topic;
   std::shared_ptr<const TopicLayout> layout;
   auto t = topics_.end();                              // the current run's topic
   std::map<int32_t, uint64_t>* topic_taken = nullptr;  // taken[its name], once asked for
   absl::Status s = wal_->ScanChoosing(
-      {cursor_, UINT64_MAX, options_.scan_max_keys},
+      {reader_.cursor(), UINT64_MAX, options_.scan_max_keys},
       [&](const wal::ScanCandidate& c) {
-        if (c.seq < recheck_below_ && window_.count(c.seq)) {
+        if (reader_.MayBeTaken(c.seq) && window_.count(c.seq)) {
           return wal::ScanChoice::kSkip;  // read before the WAL was reopened
         }
         // Candidates come in runs of one topic (a batch record holds one): looked up once
@@ -170,9 +170,9 @@ bool DrainLoop::ReadNew(const Shares& shares) {
     ScanFailed(s);
     // The entries taken before the error may lie at or above `next`: the next pass must
     // pass over them (they are in the window), not take them again.
-    if (!entries.empty()) recheck_below_ = std::max(recheck_below_, entries.back().seq + 1);
+    if (!entries.empty()) reader_.TakenUpTo(entries.back().seq);
   }
-  cursor_ = std::max(cursor_, next);
+  reader_.Passed(next);
   return Admit(entries);
 }
 
@@ -311,9 +311,9 @@ void DrainLoop::Forget(uint64_t seq, Slot& slot) {
   // An entry of a skipped lane is found again when the lane's partition has a leader;
   // the next pass need not start below where it would anyway. Only below the cursor:
   // there every entry under scan_from not in the window is of a skipped lane. Above it
-  // (after a WAL reopen put the cursor back at the head) nothing is known of the
+  // (after a WAL reopen put the cursor back to the failed writes) nothing is known of the
   // entries between, and a key's older entry there would be passed over.
-  if (ts.skipped_lanes.count(slot.lane) && scan_from != 0 && scan_from <= cursor_) {
+  if (ts.skipped_lanes.count(slot.lane) && scan_from != 0 && scan_from <= reader_.cursor()) {
     ts.scan_from = scan_from;
   }
   ts.in_window -= 1;

@@ -204,7 +204,7 @@ void DrainLoop::PollReconciler(int64_t now) {
 }
 
 bool DrainLoop::MayBeUnread(std::string_view topic, uint64_t seq) const {
-  if (seq >= cursor_) return true;  // also everything after a reopen put the cursor back
+  if (seq >= reader_.cursor()) return true;  // also everything after a reopen put the cursor back
   auto t = topics_.find(topic);
   // Entries below the cursor not in the window are unread only from unread_from on
   // (TopicState); a topic without state has none unread (dropped only while idle).
@@ -249,7 +249,7 @@ bool DrainLoop::SaveRouting(const std::string& topic, TopicState& ts, int32_t co
   // it routed the topic, those it has not read yet. Those below are covered too: the
   // lowest count of an entry is the minimum over its pair and every later one.
   const uint64_t from =
-      routed_topics_.count(topic) ? std::max(cursor_, recheck_below_) : in_doubt_.start();
+      routed_topics_.count(topic) ? reader_.Horizon() : in_doubt_.start();
   absl::StatusOr<std::vector<wal::RoutingBound>> saved =
       wal_->SaveRoutingBound(topic, {from, count});
   if (!saved.ok()) {

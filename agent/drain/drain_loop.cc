@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "base/check.h"
+#include "base/status.h"
 
 namespace kspool::agent {
 
@@ -19,17 +20,15 @@ DrainLoop::DrainLoop(wal::DrainLog* wal, CommitTracker* tracker, ProducerFactory
                      DrainOptions options)
     : wal_(wal),
       tracker_(tracker),
-      factory_(std::move(factory)),
       options_(options),
+      producer_(std::move(factory), options.producer_backoff_ms, options.producer_backoff_max_ms),
       rng_(static_cast<std::mt19937::result_type>(
           options.random_seed != 0 ? options.random_seed : std::random_device{}())) {}
 
 DrainLoop::~DrainLoop() { Stop(); }
 
 absl::Status DrainLoop::Start(bool background) {
-  absl::StatusOr<std::unique_ptr<Producer>> p = factory_();
-  if (!p.ok()) return p.status();
-  producer_ = std::move(p).value();
+  RETURN_IF_ERROR(producer_.Create());
   reader_.Start(wal_->reopens());
   // What the WAL holds now was written by an earlier process: in doubt until reconciled.
   if (options_.reconciler) in_doubt_.Start(wal_->GetStats().next_seq);

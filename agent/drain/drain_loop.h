@@ -46,6 +46,7 @@
 #include "agent/drain/drain_lanes.h"
 #include "agent/drain/drain_metrics.h"
 #include "agent/drain/in_doubt_entries.h"
+#include "agent/drain/producer_holder.h"
 #include "agent/drain/read_position.h"
 #include "agent/drain/outcome_listener.h"
 #include "agent/drain/partition_cache.h"
@@ -109,7 +110,6 @@ struct ReconcilingTopic {
   std::vector<int32_t> released;      // partitions read (or given up on) so far
 };
 
-using ProducerFactory = std::function<absl::StatusOr<std::unique_ptr<Producer>>()>;
 
 class DrainLoop {
  public:
@@ -130,9 +130,9 @@ class DrainLoop {
   uint64_t inflight() const { return inflight_.load(); }
   uint64_t redelivered() const { return redelivered_.load(); }
   uint64_t discarded() const { return discarded_.load(); }
-  uint64_t producers_replaced() const { return producers_replaced_.load(); }
+  uint64_t producers_replaced() const { return producer_.replaced(); }
   // Producers replaced at a quiet moment for the topic names they held (any thread).
-  uint64_t producers_recycled() const { return producers_recycled_.load(); }
+  uint64_t producers_recycled() const { return producer_.recycled(); }
   // Monotonic clock time of the last successful delivery report (0: none yet).
   int64_t last_delivery_mono_ms() const { return last_delivery_ms_.load(); }
   int brokers_up() const { return brokers_up_.load(); }
@@ -305,9 +305,8 @@ class DrainLoop {
 
   wal::DrainLog* const wal_;
   CommitTracker* const tracker_;
-  const ProducerFactory factory_;
   const DrainOptions options_;
-  std::unique_ptr<Producer> producer_;  // null while a replacement waits for its backoff
+  ProducerHolder producer_;  // none while a replacement waits for its backoff
 
   // Owned by the loop thread.
   SlotPool slot_pool_;  // before window_, which frees its nodes into it
@@ -345,8 +344,6 @@ class DrainLoop {
   int64_t next_purge_ms_ = 0;
   int64_t next_expire_ms_ = 0;
   std::set<TopicPartition> to_purge_;  // leaderless partitions the client holds entries for
-  int64_t next_producer_ms_ = 0;  // when a replacement producer may be made
-  int producer_failures_ = 0;     // fatal errors in a row, for the backoff
   std::mt19937 rng_;              // retry jitter (DrainOptions::random_seed)
   // Reconciliation's bookkeeping: entries in doubt since the start, suspects, topics
   // asked, rounds due, copies found for entries not read yet.
@@ -363,9 +360,6 @@ class DrainLoop {
   std::atomic<uint64_t> inflight_{0};
   std::atomic<uint64_t> redelivered_{0};
   std::atomic<uint64_t> discarded_{0};
-  std::atomic<uint64_t> producers_replaced_{0};
-  std::atomic<uint64_t> producers_recycled_{0};
-  int64_t last_recycle_ms_ = 0;  // when RecycleProducerIfQuiet last replaced one
   std::atomic<int64_t> last_delivery_ms_{0};
   std::atomic<int> brokers_up_{0};  // 0 until the producer's first statistics
   Mutex wake_mu_;

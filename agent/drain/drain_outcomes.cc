@@ -45,7 +45,7 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
       MarkFinished(r.seq, slot, now);
       last_delivery_ms_.store(now);
       ts.last_delivery_ms = now;
-      producer_failures_ = 0;
+      producer_.Delivered();
       ts.LaneOf(slot.lane).failures = 0;
       if (!ts.client_lags.empty()) ts.client_lags.erase(slot.produced_to);
       continue;

@@ -11,14 +11,11 @@ namespace kspool::agent {
 
 void DrainLoop::ReplaceProducerIfFatal(int64_t now) {
   if (!producer_) {
-    if (now < next_producer_ms_) return;
-    absl::StatusOr<std::unique_ptr<Producer>> p = factory_();
-    if (!p.ok()) {
-      spdlog::error("kafka: cannot create a new producer: {}", p.status().ToString());
+    if (!producer_.ReplacementDue(now)) return;
+    if (absl::Status s = producer_.Replace(); !s.ok()) {
+      spdlog::error("kafka: cannot create a new producer: {}", s.ToString());
       Degraded("producer_create_failed");
     } else {
-      producer_ = std::move(p).value();
-      producers_replaced_.fetch_add(1);
       spdlog::warn("kafka: a new producer is in place; producing again");
       return;
     }
@@ -39,27 +36,17 @@ void DrainLoop::ReplaceProducerIfFatal(int64_t now) {
     }
     AskRoundsDue();
     SettleFinished(now, /*all=*/true);  // its partitions' watermarks held by the new round
-    producer_.reset();
   }
   // Exponential backoff: a producer that dies again at once is never replaced in a
   // tight loop.
-  uint64_t backoff = options_.producer_backoff_ms;
-  for (int i = 0; i < producer_failures_ && backoff < options_.producer_backoff_max_ms; ++i) {
-    backoff *= 2;
-  }
-  ++producer_failures_;
-  next_producer_ms_ =
-      now + static_cast<int64_t>(std::min(backoff, options_.producer_backoff_max_ms));
+  producer_.Drop(now);
 }
 
 void DrainLoop::RecycleProducerIfQuiet(int64_t now) {
   if (!producer_ || options_.producer_max_topics == 0) return;
   const size_t known = producer_->KnownTopics();
   if (known <= options_.producer_max_topics) return;
-  if (last_recycle_ms_ != 0 &&
-      now - last_recycle_ms_ < static_cast<int64_t>(options_.producer_recycle_min_ms)) {
-    return;
-  }
+  if (!producer_.RecycleAllowed(now, options_.producer_recycle_min_ms)) return;
   // Quiet: the client holds no message and owes no report, so nothing can be in Kafka
   // unreported and nothing needs reconciling; every slot of the window is ready to be
   // produced again by the new producer as by the old.
@@ -67,19 +54,14 @@ void DrainLoop::RecycleProducerIfQuiet(int64_t now) {
   for (const auto& [seq, slot] : window_) {
     if (slot.state == Slot::kInKafka) return;
   }
-  absl::StatusOr<std::unique_ptr<Producer>> p = factory_();
-  if (!p.ok()) {
+  if (absl::Status s = producer_.Recycle(now); !s.ok()) {  // not retried at once either
     spdlog::warn(
         "kafka: cannot make a new producer to give back the one holding {} topic "
         "names; keeping it: {}",
-        known, p.status().ToString());
+        known, s.ToString());
     Degraded("producer_recycle_failed");
-    last_recycle_ms_ = now;  // not retried at once
     return;
   }
-  producer_ = std::move(p).value();
-  last_recycle_ms_ = now;
-  producers_recycled_.fetch_add(1);
   spdlog::info(
       "kafka: replaced the producer at a quiet moment: it held {} topic names "
       "(more than {}); what it kept for them is given back",
@@ -118,7 +100,7 @@ void DrainLoop::DrainForShutdown() {
   producer_->Poll(0, &reports);
   handle();
   UpdateCommitPoint();
-  producer_.reset();
+  producer_.Reset();
   spdlog::info("drain: stopped; {} entries in flight stay in the WAL", window_.size());
 }
 

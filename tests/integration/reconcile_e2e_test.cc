@@ -248,8 +248,9 @@ TEST_F(ReconcileE2E, KeyedEntriesNotInKafkaGoOnceTheirOwnPartitionIsRead) {
   ASSERT_EQ(kafka.Command("leader lc 1 1"), "OK");
   ASSERT_EQ(kafka.Command("leader lc 0 none"), "OK");
   agent = std::make_unique<AgentProcess>(wal_, log_, kafka.bootstrap());
-  // Partition 0 is never read meanwhile, and nothing of lc can be there.
-  ASSERT_TRUE(agent->WaitUntilDrained(std::chrono::seconds(15))) << ReconcileLines(log_);
+  // Partition 0 is never read meanwhile, and nothing of lc can be there. (30 s: under
+  // ASan on a machine running three other jobs, 15 s ran out once.)
+  ASSERT_TRUE(agent->WaitUntilDrained(std::chrono::seconds(30))) << ReconcileLines(log_);
   const std::string status = kspool::testing::HttpGet(agent->http_address(), "/status").body;
   EXPECT_NE(status.find("\"in_progress\": true"), std::string::npos) << status;
   ASSERT_EQ(kafka.Command("leader lc 0 1"), "OK");

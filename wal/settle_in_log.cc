@@ -79,7 +79,8 @@ absl::Status Write(const OpenDb& db, const Touched& t, std::string_view value,
   // Only those bits (settled_bits_merge.h): rewriting the whole bitmap made a record's
   // settles write count / 8 bytes each.
   if (added.set() > 0) wb->Merge(db.meta, keys::SettledIn(t.key), SettledBitsOperand(added));
-  CountHeld(t, value, [&](uint32_t i) { return added.Test(i); }, &held->added);
+  CountHeld(
+      t, value, [&](uint32_t i) { return added.Test(i); }, &held->added);
   return absl::OkStatus();
 }
 

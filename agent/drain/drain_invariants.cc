@@ -148,7 +148,8 @@ absl::Status DrainLoop::CheckInvariants() const {
     }
   }
   if (absl::Status s = in_doubt_.CheckInvariants(); !s.ok()) return s;
-  if (absl::Status s = reader_.Check(window_.empty(), window_.empty() ? 0 : window_.rbegin()->first);
+  if (absl::Status s =
+          reader_.Check(window_.empty(), window_.empty() ? 0 : window_.rbegin()->first);
       !s.ok()) {
     return s;
   }
@@ -165,15 +166,15 @@ absl::Status DrainLoop::CheckInvariants() const {
 }
 
 std::string DrainLoop::DebugString() const {
-  std::string out = absl::StrCat("window ", window_.size(), " entries / ", window_bytes_,
-                                 " bytes, cursor ", reader_.cursor(), ", recheck below ", reader_.recheck_below(),
-                                 ", producer ", producer_ ? "up" : "none", "\n");
+  std::string out = absl::StrCat(
+      "window ", window_.size(), " entries / ", window_bytes_, " bytes, cursor ", reader_.cursor(),
+      ", recheck below ", reader_.recheck_below(), ", producer ", producer_ ? "up" : "none", "\n");
   for (const auto& [topic, ts] : topics_) {
     std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(topic);
     absl::StrAppend(&out, "  topic '", topic, "': ", layout->partition_count(),
                     " partitions, routed by ", ts.routed_partitions,
-                    RerouteDue(ts, *layout) ? " (reroute due)" : "", ", in window ", ts.in_window, " / ",
-                    ts.window_bytes, " bytes, unread from ", ts.unread_from, ", scan from ",
+                    RerouteDue(ts, *layout) ? " (reroute due)" : "", ", in window ", ts.in_window,
+                    " / ", ts.window_bytes, " bytes, unread from ", ts.unread_from, ", scan from ",
                     ts.scan_from, ", skipped lanes ", ts.skipped_lanes.size(), ", unrouted ",
                     ts.unrouted.ready.size(), "+", ts.unrouted.waiting.size(), ", unordered ",
                     ts.unordered.ready.size(), "+", ts.unordered.waiting.size());

@@ -5,11 +5,11 @@
 #include "agent/drain/drain_loop.h"
 
 #include <pthread.h>
+#include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <spdlog/spdlog.h>
 
 #include "base/check.h"
 #include "base/status.h"
@@ -130,7 +130,8 @@ void DrainLoop::MaybeReopenWal(int64_t now) {
   // reopen, scan_max_keys keys a pass, while newer entries of every topic wait behind
   // it (drain_sim seed 231783182910: 11 reopens, an entry 34 s old still unread).
   // A topic's entries left unread below that point stay its own to catch up on.
-  if (reader_.Reopened(wal_->reopens(), wal_->rescan_from())) {
+  if (const uint64_t reopens = wal_->reopens();
+      !reader_.Seen(reopens) && reader_.Reopened(reopens, wal_->rescan_from())) {
     const uint64_t cursor = reader_.cursor();
     for (auto& [topic, ts] : topics_) {
       if (ts.unread_from == 0) continue;

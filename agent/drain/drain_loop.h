@@ -46,11 +46,11 @@
 #include "agent/drain/drain_lanes.h"
 #include "agent/drain/drain_metrics.h"
 #include "agent/drain/in_doubt_entries.h"
-#include "agent/drain/producer_holder.h"
-#include "agent/drain/read_position.h"
 #include "agent/drain/outcome_listener.h"
 #include "agent/drain/partition_cache.h"
 #include "agent/drain/producer.h"
+#include "agent/drain/producer_holder.h"
+#include "agent/drain/read_position.h"
 #include "agent/drain/reconciler.h"
 #include "agent/drain/slot_pool.h"
 #include "agent/drain/stuck_topic.h"
@@ -109,7 +109,6 @@ struct ReconcilingTopic {
   double seconds = 0;                 // since the hold began
   std::vector<int32_t> released;      // partitions read (or given up on) so far
 };
-
 
 class DrainLoop {
  public:
@@ -322,7 +321,7 @@ class DrainLoop {
   ReadPosition reader_;
   int64_t next_full_scan_ms_ = 0;
   std::string catch_up_after_;  // the topic that caught up last (Refill's turns)
-  bool read_any_ = false;  // the last pass read entries
+  bool read_any_ = false;       // the last pass read entries
   // Finished (delivered or discarded) entries wait in the window until they can leave
   // the WAL in few batches: the finished prefix of the window goes out as one settle
   // (wal/FORMAT.md, "Settling part of a record"); entries finished out of

@@ -248,8 +248,7 @@ bool DrainLoop::SaveRouting(const std::string& topic, TopicState& ts, int32_t co
   // Entries at or above the first this process appended are produced by it alone; once
   // it routed the topic, those it has not read yet. Those below are covered too: the
   // lowest count of an entry is the minimum over its pair and every later one.
-  const uint64_t from =
-      routed_topics_.count(topic) ? reader_.Horizon() : in_doubt_.start();
+  const uint64_t from = routed_topics_.count(topic) ? reader_.Horizon() : in_doubt_.start();
   absl::StatusOr<std::vector<wal::RoutingBound>> saved =
       wal_->SaveRoutingBound(topic, {from, count});
   if (!saved.ok()) {

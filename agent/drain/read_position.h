@@ -31,6 +31,9 @@ class ReadPosition {
 
   // At the drain's start: the WAL's reopen count, so that only later reopens rewind.
   void Start(uint64_t reopens) { reopens_seen_ = reopens; }
+  // Whether the WAL's reopen count `reopens` is the one last seen (the drain asks every
+  // pass; only after a reopen does it ask where to rescan from).
+  bool Seen(uint64_t reopens) const { return reopens == reopens_seen_; }
   // A scan from the cursor looked at everything below `next`.
   void Passed(uint64_t next) { cursor_ = std::max(cursor_, next); }
   // A scan failed after taking entries up to `last_taken`, which may lie at or above

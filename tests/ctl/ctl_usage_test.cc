@@ -108,7 +108,8 @@ TEST_F(CtlUsageTest, NegativeOrNonDecimalNumbersAreUsageErrorsNamingTheArgument)
       {"--count", {"watch", "--agent", "127.0.0.1:1", "--from", "1", "--count", "@"}}};
   // Each argument with one bad form, and each form with one argument (the arguments
   // share one checked parser; a process start costs about 150 ms, so not all 112 pairs).
-  const std::vector<std::string> forms = {"-5", "-1", "0x10", "1e3", "18446744073709551616", "+3", " 7"};
+  const std::vector<std::string> forms = {"-5", "-1", "0x10", "1e3", "18446744073709551616",
+                                          "+3", " 7"};
   for (size_t i = 0; i < std::max(forms.size(), cases.size()); ++i) {
     const std::string& bad = forms[i % forms.size()];
     auto [name, args] = cases[i % cases.size()];
@@ -120,7 +121,8 @@ TEST_F(CtlUsageTest, NegativeOrNonDecimalNumbersAreUsageErrorsNamingTheArgument)
     }
     CtlResult r = Ctl(args);
     EXPECT_EQ(r.exit_code, 2) << joined << "\n" << r.err;
-    EXPECT_NE(r.err.find(name + ": '" + bad + "' is not "), std::string::npos) << joined << "\n" << r.err;
+    EXPECT_NE(r.err.find(name + ": '" + bad + "' is not "), std::string::npos) << joined << "\n"
+                                                                               << r.err;
   }
   for (const std::string bad : {"0", "2147483648"}) {
     CtlResult r = Ctl({"status", "--agent", "127.0.0.1:1", "--timeout-ms", bad});

@@ -15,6 +15,7 @@
 // "all,-power_cut". On a failure it prints the seed, the broken invariant and a one-line
 // replay command, and exits 1. Each run prints its digest: the same seed and fault set
 // give the same digest.
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,17 +23,15 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <spdlog/spdlog.h>
 
 #include "base/check.h"
 #include "tests/sim/simulation.h"
@@ -104,8 +103,10 @@ bool RunOne(const SimConfig& c, Totals* totals, bool quiet) {
 }
 
 int Usage(const std::string& error) {
-  std::fprintf(stderr, "drain_sim: %s\nusage: drain_sim [--seed S | --seeds N | --minutes M | --ci "
-               "[--budget-seconds T] [--fixed K] | --known-defects FILE [--shard I/N]] [--faults SPEC] [--steps N] "
+  std::fprintf(stderr,
+               "drain_sim: %s\nusage: drain_sim [--seed S | --seeds N | --minutes M | --ci "
+               "[--budget-seconds T] [--fixed K] | --known-defects FILE [--shard I/N]] [--faults "
+               "SPEC] [--steps N] "
                "[--verbose]\n",
                error.c_str());
   return 2;
@@ -145,7 +146,8 @@ int main(int argc, char** argv) {
     } else if (a == "--ci") {
       ci = true;
     } else if (a == "--fixed") {
-      fixed_count = std::min<size_t>(std::strtoull(value().c_str(), nullptr, 10), std::size(kCiSeeds));
+      fixed_count =
+          std::min<size_t>(std::strtoull(value().c_str(), nullptr, 10), std::size(kCiSeeds));
     } else if (a == "--budget-seconds") {
       budget = std::strtod(value().c_str(), nullptr);
     } else if (a == "--faults") {

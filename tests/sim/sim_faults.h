@@ -12,32 +12,32 @@
 namespace kspool::sim {
 
 enum class Fault : int {
-  kLeaderLoss,        // a partition loses its leader for up to 2 s
-  kLongLeaderLoss,    // ... for longer than --max-message-age
-  kMetadataFailure,   // the agent's metadata requests for a topic fail for a while
-  kPartitionGrowth,   // a topic gets more partitions (the producer learns it late)
-  kTopicRecreate,     // a topic is deleted and recreated with fewer partitions
-  kQueueFull,         // the client's local queue is full for a while
-  kTransientError,    // a partition's in-flight messages fail with a retriable error
-  kPermanentError,    // one message fails for good (discarded with a reason)
-  kFatalError,        // the producer hits a fatal error and must be replaced
-  kSlowReports,         // delivery reports slow (up to 2 s) and reordered across partitions
-  kWalWriteError,     // a WAL sync fails: appends refused until the drain reopens it
-  kWalReadError,      // a scan of the WAL hits an I/O error or a checksum failure
-  kRestart,           // the whole agent (drain and WAL) crashes and starts again
-  kPowerCut,          // ... with what was not synced lost
-  kClockStep,         // the wall clock jumps forward or back
-  kCrowdedWindow,     // more topics with work than --max-inflight-messages
-  kTightByteWindow,   // a topic's share of --max-inflight-bytes below one entry's size
-  kProducerRecycle,   // the producer is replaced at quiet moments past 1-3 topic names
-  kTopicForget,       // idle topics are forgotten (their commit points; watermarks stay)
-  kWideBatches,       // requests of other shapes: thousands of messages keyed over every
-                      // partition, several topics, values that split at the 64 KiB record
-  kVolumeFull,        // the WAL's volume is full for a while: every file write fails
-                      // (but RocksDB's flushes' and compactions', whose timing replays
-                      // could not repeat)
-  kDeadReplay,        // an operator replays dead letters: they are appended again
-  kTrims,             // small dead-letter and delivery-index retentions, trimmed often
+  kLeaderLoss,       // a partition loses its leader for up to 2 s
+  kLongLeaderLoss,   // ... for longer than --max-message-age
+  kMetadataFailure,  // the agent's metadata requests for a topic fail for a while
+  kPartitionGrowth,  // a topic gets more partitions (the producer learns it late)
+  kTopicRecreate,    // a topic is deleted and recreated with fewer partitions
+  kQueueFull,        // the client's local queue is full for a while
+  kTransientError,   // a partition's in-flight messages fail with a retriable error
+  kPermanentError,   // one message fails for good (discarded with a reason)
+  kFatalError,       // the producer hits a fatal error and must be replaced
+  kSlowReports,      // delivery reports slow (up to 2 s) and reordered across partitions
+  kWalWriteError,    // a WAL sync fails: appends refused until the drain reopens it
+  kWalReadError,     // a scan of the WAL hits an I/O error or a checksum failure
+  kRestart,          // the whole agent (drain and WAL) crashes and starts again
+  kPowerCut,         // ... with what was not synced lost
+  kClockStep,        // the wall clock jumps forward or back
+  kCrowdedWindow,    // more topics with work than --max-inflight-messages
+  kTightByteWindow,  // a topic's share of --max-inflight-bytes below one entry's size
+  kProducerRecycle,  // the producer is replaced at quiet moments past 1-3 topic names
+  kTopicForget,      // idle topics are forgotten (their commit points; watermarks stay)
+  kWideBatches,      // requests of other shapes: thousands of messages keyed over every
+                     // partition, several topics, values that split at the 64 KiB record
+  kVolumeFull,       // the WAL's volume is full for a while: every file write fails
+                     // (but RocksDB's flushes' and compactions', whose timing replays
+                     // could not repeat)
+  kDeadReplay,       // an operator replays dead letters: they are appended again
+  kTrims,            // small dead-letter and delivery-index retentions, trimmed often
   kCount
 };
 

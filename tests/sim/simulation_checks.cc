@@ -277,11 +277,13 @@ void Simulation::CheckDeliveryIndex(const std::map<uint64_t, const wal::Entry*>&
     const bool pending = o.state == wal::Outcome::State::kPending;
     if (pending != (live.count(seqs[k]) > 0)) {
       Fail("delivery index: seq " + std::to_string(seqs[k]) + " is " +
-           (pending ? "PENDING but not in the log" : "in the log but not PENDING (" + o.error + ")"));
+           (pending ? "PENDING but not in the log"
+                    : "in the log but not PENDING (" + o.error + ")"));
       return;
     }
     if (o.delivered() && e.discarded && !e.landed) {
-      Fail("delivery index: seq " + std::to_string(seqs[k]) + " is DELIVERED, but it was discarded and never reached Kafka");
+      Fail("delivery index: seq " + std::to_string(seqs[k]) +
+           " is DELIVERED, but it was discarded and never reached Kafka");
       return;
     }
   }

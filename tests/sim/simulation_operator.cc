@@ -49,13 +49,16 @@ void Simulation::ReplayDeadLetters() {
     candidates.erase(candidates.begin() + static_cast<std::ptrdiff_t>(i));
   }
   std::sort(seqs.begin(), seqs.end());
+  // A closed WAL refuses before it writes: only a refusal of an open one may have kept
+  // its write (the exemption below is no wider than that).
+  const bool writes = wal_->health().ok();
   absl::StatusOr<std::vector<wal::ReplayedEntry>> r = wal_->ReplayDeadLetters(seqs);
   // The code only: a message names the temporary directory, and the digest must not.
   Injected("dead letters replayed: " + std::to_string(seqs.size()) +
            (r.ok() ? "" : " refused: " + absl::StatusCodeToString(r.status().code())));
   if (!r.ok()) Trace(r.status().ToString());
   if (!r.ok()) {
-    if (absl::IsUnavailable(r.status())) {
+    if (writes && absl::IsUnavailable(r.status())) {
       // RocksDB may have kept the write. A copy that lands is known by the writer id in
       // its value, which a copy of a copy shares with the first entry.
       for (uint64_t seq : seqs) {

@@ -99,7 +99,6 @@ TEST_F(DrainReopen, EntryLeftUnreadBeforeAReopenIsReadAgainAndHoldsTheCommitPoin
   EXPECT_EQ(Live("t"), 0u) << drain_->DebugString();
 }
 
-
 // A backlog of a leaderless partition's entries waits unread at the head of the log. A
 // failed sync makes the drain reopen the WAL: the reader goes back to the failed append
 // only (RocksDB may have kept it), not to the head, so an entry of a healthy topic

@@ -46,7 +46,7 @@ void DrainLoop::ExpireOld(int64_t now) {
   // Expired() reads: now - receive time > age.
   const int64_t cutoff = options_.clock->NowMillis() - static_cast<int64_t>(age);
   for (auto& [name, ts] : topics_) {
-    if (ts.in_window == 0) continue;
+    if (ts.window.messages() == 0) continue;
     std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(name);
     ExpireLane(ts, ts.unrouted, kLaneUnrouted, *layout, cutoff);
     ExpireLane(ts, ts.unordered, kLaneUnordered, *layout, cutoff);
@@ -116,7 +116,7 @@ void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t c
   const uint64_t limit =
       headroom(options_.max_inflight_messages + kExpireOvershootMessages, window_.size());
   const uint64_t byte_limit =
-      headroom(options_.max_inflight_bytes + kExpireOvershootBytes, window_bytes_);
+      headroom(options_.max_inflight_bytes + kExpireOvershootBytes, window_.bytes());
   if (limit == 0 || byte_limit == 0) return;
   uint64_t taken = 0, taken_bytes = 0;
   int64_t last_ms = 0;  // receive time of the last entry offered, of any topic
@@ -166,15 +166,12 @@ void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t c
   }
   for (wal::Entry& e : entries) {
     const uint64_t seq = e.seq;
-    auto [it, fresh] = window_.try_emplace(seq);
-    if (!fresh) continue;  // cannot be: the chooser passed over the window's entries
-    ts.in_window += 1;
-    ts.window_bytes += e.size;
-    window_bytes_ += e.size;
+    bool fresh = false;
+    auto it = window_.Admit(window_.end(), std::move(e), ts.window, /*reserved=*/false, &fresh);
+    KSPOOL_DCHECK(fresh);  // the chooser passed over the window's entries
+    if (!fresh) continue;
     Slot& slot = it->second;
-    slot.entry = std::move(e);
     if (!slot.entry.status.ok()) {
-      ++undecodable_slots_;
       slot.entry.record.topic = topic;
       Discard(seq, slot, kReasonCorrupt, slot.entry.status.ToString());
     } else if (std::optional<FoundCopy> copy = in_doubt_.TakeFound(seq)) {

@@ -1,12 +1,13 @@
-// DrainLoop::CheckInvariants: the window's bookkeeping, recounted. The counters of the
-// window, of each topic and of each lane are kept consistent by convention across the
-// drain's files; this says which one disagrees with a recount over the window's slots,
+// DrainLoop::CheckInvariants: the window's bookkeeping, recounted. The window's counters
+// and the topics' charges change only in DrainWindow, which asserts each change; the
+// lanes and the counts of entries in Kafka change across the drain's files. This says
+// which one disagrees with a recount over the window's slots,
 // so that a test (and every pass of a KSPOOL_DCHECKS build) catches the first pass that
 // breaks one, not the crash or the stall it causes later.
 //
 // Checked:
-//  * window_bytes_, undecodable_slots_ and each topic's in_window and window_bytes equal a
-//    recount of the slots, and every slot's topic has its TopicState;
+//  * the window's counters and each topic's charge equal a recount of the slots, and every
+//    slot's topic has its TopicState (DrainWindow::CheckCounts);
 //  * each sequence number waits in at most one lane, once, and only while its slot is
 //    ready or backing off, in the lane the slot names; every slot in those states is in
 //    that lane; lanes are sorted; every seq in a lane has a slot;
@@ -30,31 +31,15 @@ namespace kspool::agent {
 
 absl::Status DrainLoop::CheckInvariants() const {
   auto fail = [](auto&&... parts) { return absl::InternalError(absl::StrCat(parts...)); };
+  if (absl::Status s = window_.CheckCounts(topics_); !s.ok()) return s;
   struct Count {
-    uint64_t n = 0, bytes = 0;
     std::map<int32_t, uint64_t> in_kafka;
   };
   std::map<std::string, Count, std::less<>> counts;
-  uint64_t bytes = 0, undecodable = 0, largest = 0;
+  uint64_t largest = 0;
   for (const auto& [seq, slot] : window_) {
-    if (slot.entry.seq != seq) return fail("slot ", seq, " holds entry ", slot.entry.seq);
-    Count& c = counts[slot.entry.record.topic];
-    ++c.n;
-    c.bytes += slot.entry.size;
-    bytes += slot.entry.size;
     largest = std::max<uint64_t>(largest, slot.entry.size);
-    if (!slot.entry.status.ok()) ++undecodable;
-    if (slot.state == Slot::kInKafka) ++c.in_kafka[slot.produced_to];
-  }
-  if (undecodable != undecodable_slots_) {
-    return fail("undecodable_slots_ ", undecodable_slots_, " but the window holds ", undecodable);
-  }
-  if (bytes != window_bytes_) {
-    return fail("window_bytes_ ", window_bytes_, " but the slots hold ", bytes);
-  }
-  for (const auto& [topic, c] : counts) {
-    auto t = topics_.find(topic);
-    if (t == topics_.end()) return fail("topic '", topic, "' has ", c.n, " slots and no state");
+    if (slot.state == Slot::kInKafka) ++counts[slot.entry.record.topic].in_kafka[slot.produced_to];
   }
   // Which lane each seq waits in, from the lanes' side.
   std::map<uint64_t, std::pair<const std::string*, int32_t>> queued;
@@ -65,10 +50,6 @@ absl::Status DrainLoop::CheckInvariants() const {
     auto c = counts.find(topic);
     const Count none;
     const Count& want = c == counts.end() ? none : c->second;
-    if (ts.in_window != want.n || ts.window_bytes != want.bytes) {
-      return fail("topic '", topic, "' counts ", ts.in_window, " entries / ", ts.window_bytes,
-                  " bytes in the window; the slots say ", want.n, " / ", want.bytes);
-    }
     for (const auto& [p, n] : ts.in_kafka) {
       auto k = want.in_kafka.find(p);
       const uint64_t have = k == want.in_kafka.end() ? 0 : k->second;
@@ -154,30 +135,32 @@ absl::Status DrainLoop::CheckInvariants() const {
     return s;
   }
   // Expiry may take the window past its limits by a stated overshoot (ExpireUnread).
-  if (window_.size() > options_.max_inflight_messages + kExpireOvershootMessages + undecodable) {
+  if (window_.size() >
+      options_.max_inflight_messages + kExpireOvershootMessages + window_.undecodable()) {
     return fail("the window holds ", window_.size(), " entries; the limit is ",
                 options_.max_inflight_messages, " + ", kExpireOvershootMessages);
   }
-  if (window_bytes_ > options_.max_inflight_bytes + kExpireOvershootBytes + largest) {
-    return fail("the window holds ", window_bytes_, " bytes; the limit is ",
+  if (window_.bytes() > options_.max_inflight_bytes + kExpireOvershootBytes + largest) {
+    return fail("the window holds ", window_.bytes(), " bytes; the limit is ",
                 options_.max_inflight_bytes, " + ", kExpireOvershootBytes);
   }
   return absl::OkStatus();
 }
 
 std::string DrainLoop::DebugString() const {
-  std::string out = absl::StrCat(
-      "window ", window_.size(), " entries / ", window_bytes_, " bytes, cursor ", reader_.cursor(),
-      ", recheck below ", reader_.recheck_below(), ", producer ", producer_ ? "up" : "none", "\n");
+  std::string out =
+      absl::StrCat("window ", window_.size(), " entries / ", window_.bytes(), " bytes, cursor ",
+                   reader_.cursor(), ", recheck below ", reader_.recheck_below(), ", producer ",
+                   producer_ ? "up" : "none", "\n");
   for (const auto& [topic, ts] : topics_) {
     std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(topic);
-    absl::StrAppend(&out, "  topic '", topic, "': ", layout->partition_count(),
-                    " partitions, routed by ", ts.routed_partitions,
-                    RerouteDue(ts, *layout) ? " (reroute due)" : "", ", in window ", ts.in_window,
-                    " / ", ts.window_bytes, " bytes, unread from ", ts.unread_from, ", scan from ",
-                    ts.scan_from, ", skipped lanes ", ts.skipped_lanes.size(), ", unrouted ",
-                    ts.unrouted.ready.size(), "+", ts.unrouted.waiting.size(), ", unordered ",
-                    ts.unordered.ready.size(), "+", ts.unordered.waiting.size());
+    absl::StrAppend(
+        &out, "  topic '", topic, "': ", layout->partition_count(), " partitions, routed by ",
+        ts.routed_partitions, RerouteDue(ts, *layout) ? " (reroute due)" : "", ", in window ",
+        ts.window.messages(), " / ", ts.window.bytes(), " bytes, unread from ", ts.unread_from,
+        ", scan from ", ts.scan_from, ", skipped lanes ", ts.skipped_lanes.size(), ", unrouted ",
+        ts.unrouted.ready.size(), "+", ts.unrouted.waiting.size(), ", unordered ",
+        ts.unordered.ready.size(), "+", ts.unordered.waiting.size());
     for (const auto& [p, l] : ts.partitions) {
       if (!l.empty()) {
         absl::StrAppend(&out, ", p", p, " ", l.ready.size(), "+", l.waiting.size(),

@@ -89,13 +89,25 @@ struct ReconcileGate {
   bool HoldsTopic() const { return holding; }
 };
 
+// A topic's charge on the window: its entries there and their bytes. Only DrainWindow
+// (drain_window.h) changes it.
+class TopicCharge {
+ public:
+  uint64_t messages() const { return messages_; }
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  friend class DrainWindow;
+  uint64_t messages_ = 0;
+  uint64_t bytes_ = 0;
+};
+
 struct TopicState {
   ReconcileGate gate;
   std::map<int32_t, Lane> partitions;  // ordered lanes, by partition
   Lane unordered;
   Lane unrouted;
-  uint64_t in_window = 0;  // entries of the topic in the window, and their bytes
-  uint64_t window_bytes = 0;
+  TopicCharge window;                    // the topic's entries in the window, and their bytes
   std::map<int32_t, uint64_t> in_kafka;  // entries handed to the producer, by partition
   // Partitions an entry was produced to alone (Slot::alone): nothing else of the topic
   // goes there until its report, so that it travels in a batch of its own.
@@ -144,7 +156,7 @@ struct TopicState {
   int64_t pending_since_ms = 0;   // monotonic; 0: nothing to send
   int64_t last_delivery_ms = 0;   // monotonic
   bool reported_stuck = false;
-  bool idle() const { return in_window == 0 && unread_from == 0; }
+  bool idle() const { return window.messages() == 0 && unread_from == 0; }
   // Some of the topic's entries are with the producer, waiting for their reports.
   bool InClient() const {
     return std::any_of(in_kafka.begin(), in_kafka.end(), [](const auto& pn) { return pn.second > 0; });
@@ -181,21 +193,7 @@ struct Shares {
   uint64_t bytes = 0;
   uint64_t parked_lane = 1;  // 0 when `messages` is 1 (DrainLoop::Refill)
   bool Full(const TopicState& ts) const {
-    return ts.in_window >= messages || ts.window_bytes >= bytes;
-  }
-};
-
-// What the window has left during one read pass, and taking an entry into it.
-struct Room {
-  uint64_t messages = 0;
-  uint64_t bytes = 0;
-  bool Empty() const { return messages == 0 || bytes == 0; }
-  wal::ScanChoice Take(TopicState& ts, size_t size) {
-    messages -= std::min<uint64_t>(messages, 1);
-    bytes -= std::min<uint64_t>(bytes, size);
-    ts.in_window += 1;
-    ts.window_bytes += size;
-    return wal::ScanChoice::kTake;
+    return ts.window.messages() >= messages || ts.window.bytes() >= bytes;
   }
 };
 

@@ -144,17 +144,6 @@ void DrainLoop::MaybeReopenWal(int64_t now) {
   }
 }
 
-DrainLoop::Window::iterator DrainLoop::FindNear(uint64_t seq, Window::iterator near) {
-  if (near != window_.end()) {
-    KSPOOL_DCHECK(erases_at_find_ == window_erases_);  // else `near` may dangle
-    erases_at_find_ = window_erases_;
-    if (near->first == seq) return near;
-    if (++near != window_.end() && near->first == seq) return near;
-  }
-  erases_at_find_ = window_erases_;
-  return window_.find(seq);
-}
-
 void DrainLoop::SettleFinished(int64_t now, bool all) {
   if (!all && now < next_settle_ms_) return;
   // The window's iterators stay valid until the batch is settled: nothing else enters or
@@ -187,7 +176,7 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
       ++passed;
       continue;
     }
-    w = FindNear(seq, w);  // finished_ is mostly in sequence order too
+    w = window_.FindNear(seq, w);  // finished_ is mostly in sequence order too
     if (w != window_.end() && !w->second.batched) {
       if (!all && now - w->second.finished_ms < static_cast<int64_t>(options_.settle_delay_ms)) {
         break;  // later ones finished later still
@@ -240,13 +229,8 @@ void DrainLoop::SettleFinished(int64_t now, bool all) {
       ts = &t->second;
       ts_name = t->first;
     }
-    ts->in_window -= 1;
-    ts->window_bytes -= it->second.entry.size;
-    window_bytes_ -= it->second.entry.size;
     in_doubt_.Settled(it->first);
-    if (!it->second.entry.status.ok()) --undecodable_slots_;
-    ++window_erases_;
-    window_.erase(it);
+    window_.Erase(it, ts->window);
   }
   batch.clear();
   taken.clear();
@@ -278,7 +262,7 @@ void DrainLoop::TakeLowerOffsets(size_t from, std::vector<wal::Outcome>* batch,
   if (highest.empty()) return;
   Window::iterator w = window_.end();
   for (auto f = finished_.begin() + static_cast<std::ptrdiff_t>(from); f != finished_.end(); ++f) {
-    w = FindNear(*f, w);
+    w = window_.FindNear(*f, w);
     if (w == window_.end() || w->second.batched || w->second.state != Slot::kSettling) continue;
     const Slot& s = w->second;
     if (s.outcome && !s.outcome->delivered()) continue;
@@ -311,11 +295,11 @@ void DrainLoop::TellNotSettled(const std::vector<wal::Outcome>& batch, const abs
 }
 
 void DrainLoop::UpdateCommitPoint() {
-  if (undecodable_slots_ > 0) return;  // an entry's receive time is unknown: hold the point
+  if (window_.undecodable() > 0) return;  // an entry's receive time is unknown: hold the point
   // A topic's first slot in sequence order is its oldest in the window, so the walk ends
-  // once it has met every topic that has slots (in_window counts them; CheckInvariants).
+  // once it has met every topic that has slots (their charges count them; CheckInvariants).
   size_t topics_left = 0;
-  for (const auto& [topic, ts] : topics_) topics_left += ts.in_window > 0 ? 1 : 0;
+  for (const auto& [topic, ts] : topics_) topics_left += ts.window.messages() > 0 ? 1 : 0;
   std::map<std::string, int64_t> oldest;
   std::string_view last;  // a key of `oldest`: runs of one topic skip the map
   for (auto it = window_.begin(); it != window_.end() && topics_left > 0; ++it) {
@@ -354,15 +338,17 @@ void DrainLoop::UpdateStuck(int64_t now) {
     if (ts.pending_since_ms == 0) ts.pending_since_ms = now;
     const int64_t since = std::max(ts.pending_since_ms, ts.last_delivery_ms);
     if (now - since >= static_cast<int64_t>(options_.stuck_after_ms)) {
-      StuckTopic st{it->first, (now - since) / 1000.0, ts.in_window, {}};
+      StuckTopic st{it->first, (now - since) / 1000.0, ts.window.messages(), {}};
       std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(it->first);
       for (int32_t p = 0; p < layout->partition_count(); ++p) {
         if (!layout->HasLeader(p)) st.leaderless_partitions.push_back(p);
       }
       if (!ts.reported_stuck) {
-        spdlog::warn("drain: topic '{}' has had {} entries waiting and no delivery for {:.0f} s"
-                     "{}", it->first, ts.in_window, st.stuck_seconds,
-                     st.leaderless_partitions.empty() ? "" : "; partitions without a leader");
+        spdlog::warn(
+            "drain: topic '{}' has had {} entries waiting and no delivery for {:.0f} s"
+            "{}",
+            it->first, ts.window.messages(), st.stuck_seconds,
+            st.leaderless_partitions.empty() ? "" : "; partitions without a leader");
         Degraded("topic_stuck");
         ts.reported_stuck = true;
       }

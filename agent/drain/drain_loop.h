@@ -45,6 +45,7 @@
 #include "agent/drain/commit_tracker.h"
 #include "agent/drain/drain_lanes.h"
 #include "agent/drain/drain_metrics.h"
+#include "agent/drain/drain_window.h"
 #include "agent/drain/in_doubt_entries.h"
 #include "agent/drain/outcome_listener.h"
 #include "agent/drain/partition_cache.h"
@@ -206,8 +207,7 @@ class DrainLoop {
   // Back to its lane, not produced: the client gave it back, or is gone.
   void Requeue(uint64_t seq, Slot& slot);
   bool WindowFull() const {
-    return window_.size() >= options_.max_inflight_messages ||
-           window_bytes_ >= options_.max_inflight_bytes;
+    return window_.Full(options_.max_inflight_messages, options_.max_inflight_bytes);
   }
   void Discard(uint64_t seq, Slot& slot, const std::string& reason, const std::string& error);
   bool Expired(const Slot& slot) const;
@@ -228,16 +228,7 @@ class DrainLoop {
   void Forget(uint64_t seq, Slot& slot);
   // Settles what is due; everything finished when `all`.
   void SettleFinished(int64_t now, bool all);
-  // Its nodes come from slot_pool_: lowest address first, so a walk reads forward.
-  using Window = std::map<uint64_t, Slot, std::less<uint64_t>,
-                          SlotPoolAllocator<std::pair<const uint64_t, Slot>>>;
-  // The slot of `seq` (window_.end() if none), looked for at `near` and just after it
-  // before the window is searched: lanes are produced and reports arrive mostly in
-  // sequence order, and a step is cheaper than a search of a window of ~100k slots.
-  // `near` is end() or a slot not erased since it was found: nothing erases slots while
-  // the loops that call it walk (only the settle's last step and Forget do), and builds
-  // with KSPOOL_DCHECKS check that no erase came between two calls given a slot.
-  Window::iterator FindNear(uint64_t seq, Window::iterator near);
+  using Window = DrainWindow;
   // Adds to a settle batch the finished entries delivered below an offset it settles in
   // the same partition, so that a settled watermark never passes an unsettled copy.
   // `from`: finished_'s entries before it are in the batch or settled already.
@@ -308,13 +299,8 @@ class DrainLoop {
   ProducerHolder producer_;  // none while a replacement waits for its backoff
 
   // Owned by the loop thread.
-  SlotPool slot_pool_;  // before window_, which frees its nodes into it
-  Window window_{Window::key_compare(), Window::allocator_type(&slot_pool_)};
+  DrainWindow window_;  // the slots and the counters over them
   std::map<std::string, TopicState, std::less<>> topics_;
-  uint64_t window_bytes_ = 0;
-  uint64_t undecodable_slots_ = 0;  // slots whose entry did not decode (status not ok)
-  uint64_t window_erases_ = 0;      // slots erased so far, and as FindNear last returned
-  uint64_t erases_at_find_ = 0;
   // The reader's cursor, its recheck bound and the WAL reopens it has seen; a topic's
   // entries below the cursor that are not in the window are unread only from that
   // topic's `unread_from` on (read_position.h).

@@ -19,7 +19,7 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
   Window::iterator last = window_.end();
   TopicState* last_ts = nullptr;
   for (const DeliveryReport& r : reports) {
-    auto it = FindNear(r.seq, last);
+    auto it = window_.FindNear(r.seq, last);
     if (it == window_.end() || it->second.state != Slot::kInKafka) continue;
     Slot& slot = it->second;
     if (!last_ts || last->second.entry.record.topic != slot.entry.record.topic) {

@@ -55,7 +55,7 @@ void DrainLoop::ProduceDue(int64_t now) {
   to_purge_.clear();  // what this pass finds: a partition may have its leader again
   bool queue_full = false;
   for (auto& [name, ts] : topics_) {
-    if (ts.in_window == 0 && ts.skipped_lanes.empty()) continue;
+    if (ts.window.messages() == 0 && ts.skipped_lanes.empty()) continue;
     std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(name);
     for (int32_t lane : ts.skipped_lanes) {
       if (!Held(ts, lane, *layout)) {
@@ -149,7 +149,7 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
   Window::iterator last = window_.end();
   while (!lane.ready.empty()) {
     const uint64_t seq = lane.ready.front();
-    last = FindNear(seq, last);
+    last = window_.FindNear(seq, last);
     if (last == window_.end()) {  // as window_.at() did: a lane lists only slots
       CheckFailed(__FILE__, __LINE__, "lane entry " + std::to_string(seq) + " has no slot");
     }

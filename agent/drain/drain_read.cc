@@ -22,7 +22,8 @@ bool DrainLoop::Refill(int64_t now) {
   for (const auto& [name, ts] : topics_) {
     if (ts.idle()) continue;
     ++competing;
-    if (ts.in_window > 0 && now - std::max(ts.last_delivery_ms, ts.pending_since_ms) > 1000) {
+    if (ts.window.messages() > 0 &&
+        now - std::max(ts.last_delivery_ms, ts.pending_since_ms) > 1000) {
       slow = true;
     }
   }
@@ -179,7 +180,8 @@ bool DrainLoop::ReadNew(const Shares& shares) {
 Room DrainLoop::WindowRoom() const {
   return {options_.max_inflight_messages -
               std::min<uint64_t>(window_.size(), options_.max_inflight_messages),
-          options_.max_inflight_bytes - std::min<uint64_t>(window_bytes_, options_.max_inflight_bytes)};
+          options_.max_inflight_bytes -
+              std::min<uint64_t>(window_.bytes(), options_.max_inflight_bytes)};
 }
 
 void DrainLoop::ScanFailed(const absl::Status& s) {
@@ -188,49 +190,47 @@ void DrainLoop::ScanFailed(const absl::Status& s) {
 }
 
 bool DrainLoop::Admit(std::vector<wal::Entry>& entries) {
-  std::string_view last_topic;
+  // Entries come in runs of one topic (a batch record holds one): the topic's state and
+  // layout are looked up once per run. topics_ is a std::map whose keys stay put, and
+  // nothing here erases from it, so `ts` and `ts_name` stay valid.
+  std::string_view ts_name;
+  TopicState* ts = nullptr;
+  std::string_view layout_topic;
   std::shared_ptr<const TopicLayout> layout;
-  TopicState* last_ts = nullptr;
   const int64_t now = options_.clock->MonotonicMillis();
   for (wal::Entry& e : entries) {
     const uint64_t seq = e.seq;
-    // Entries come in sequence order, mostly above every slot: end() is the right hint.
-    const size_t before = window_.size();
-    auto it = window_.try_emplace(window_.end(), seq);
-    if (window_.size() == before) {
-      // Offered again (the reader's cursor did not pass it, see DrainLog::ScanChoosing on
-      // errors): the slot in the window is the one being sent; the producer may still
-      // point into its buffers. Only the chooser's count of it is taken back.
-      TopicState& ts = topics_[std::string(
-          e.status.ok() ? std::string_view(e.record.topic) : wal::PeekTopic(e.raw))];
-      ts.in_window -= 1;
-      ts.window_bytes -= e.size;
-      continue;
+    // The chooser charged the entry to the topic it names (its first bytes, if it did
+    // not decode). Offered again (the reader's cursor did not pass it, see
+    // DrainLog::ScanChoosing on errors), the slot in the window is the one being sent:
+    // the producer may still point into its buffers, and only that charge goes back.
+    const std::string_view name =
+        e.status.ok() ? std::string_view(e.record.topic) : wal::PeekTopic(e.raw);
+    if (!ts || name != ts_name) {
+      auto t = topics_.find(name);
+      if (t == topics_.end()) t = topics_.try_emplace(std::string(name)).first;
+      ts = &t->second;
+      ts_name = t->first;
     }
-    window_bytes_ += e.size;
+    // Entries come in sequence order, mostly above every slot: end() is the right hint.
+    bool fresh = false;
+    auto it = window_.Admit(window_.end(), std::move(e), ts->window, /*reserved=*/true, &fresh);
+    if (!fresh) continue;
     Slot& slot = it->second;
-    slot.entry = std::move(e);
     if (!slot.entry.status.ok()) {
-      ++undecodable_slots_;
       // Counted under the topic its first bytes name, as the reader counted it.
-      slot.entry.record.topic = std::string(wal::PeekTopic(slot.entry.raw));
+      slot.entry.record.topic = std::string(ts_name);
       // Quarantined, never a crash loop: the record is kept as stored in the dead letters.
       Discard(seq, slot, kReasonCorrupt, slot.entry.status.ToString());
       continue;
     }
-    // Entries come in runs of one topic (a batch record holds one): the topic's layout
-    // and state are looked up once per run. topics_ is a std::map, nothing here erases
-    // from it, so `ts` stays valid.
-    const std::string& topic = slot.entry.record.topic;
-    if (!layout || topic != last_topic) {
-      layout = options_.partitions->Get(topic);
-      last_topic = topic;
-      last_ts = &topics_[topic];
+    if (!layout || ts_name != layout_topic) {
+      layout = options_.partitions->Get(slot.entry.record.topic);
+      layout_topic = ts_name;
     }
-    TopicState& ts = *last_ts;
-    if (ts.pending_since_ms == 0) ts.pending_since_ms = now;
-    if (AdmitInDoubt(seq, slot, ts, now)) continue;  // found in Kafka: settled
-    Enqueue(seq, slot, *layout, ts);
+    if (ts->pending_since_ms == 0) ts->pending_since_ms = now;
+    if (AdmitInDoubt(seq, slot, *ts, now)) continue;  // found in Kafka: settled
+    Enqueue(seq, slot, *layout, *ts);
   }
   inflight_.store(window_.size());
   return !entries.empty();
@@ -257,7 +257,7 @@ void DrainLoop::Evict(const Shares& shares) {
     if (RerouteDue(ts, *layout)) continue;
     for (auto& [p, lane] : ts.partitions) {
       auto keep = [&t = ts, &shares] {  // clang < 16 cannot capture a structured binding
-        return t.window_bytes >= shares.bytes ? 0 : shares.parked_lane;
+        return t.window.bytes() >= shares.bytes ? 0 : shares.parked_lane;
       };
       if (!Held(ts, p, *layout) || ts.LaneLoad(p) <= keep()) continue;
       ts.skipped_lanes.insert(p);
@@ -277,7 +277,7 @@ void DrainLoop::Evict(const Shares& shares) {
   }
   if (!someone_waits) return;
   for (auto& [name, ts] : topics_) {
-    if (ts.in_window <= shares.messages && ts.window_bytes <= shares.bytes) continue;
+    if (ts.window.messages() <= shares.messages && ts.window.bytes() <= shares.bytes) continue;
     if (RerouteDue(ts, *options_.partitions->Get(name))) continue;
     // Only entries not handed to the producer can leave; the newest go first, so the
     // topic keeps its oldest entries and its order. A topic keeps one entry even when
@@ -294,7 +294,8 @@ void DrainLoop::Evict(const Shares& shares) {
     for (const auto& [p, lane] : ts.partitions) collect(lane);
     std::sort(evictable.begin(), evictable.end(), std::greater<>());
     for (uint64_t seq : evictable) {
-      if (ts.in_window <= 1 || (ts.in_window <= shares.messages && ts.window_bytes <= shares.bytes)) {
+      if (ts.window.messages() <= 1 ||
+          (ts.window.messages() <= shares.messages && ts.window.bytes() <= shares.bytes)) {
         break;
       }
       if (forgettable(ts, window_.at(seq), seq)) Forget(seq, window_.at(seq));
@@ -316,12 +317,7 @@ void DrainLoop::Forget(uint64_t seq, Slot& slot) {
   if (ts.skipped_lanes.count(slot.lane) && scan_from != 0 && scan_from <= reader_.cursor()) {
     ts.scan_from = scan_from;
   }
-  ts.in_window -= 1;
-  ts.window_bytes -= slot.entry.size;
-  window_bytes_ -= slot.entry.size;
-  if (!slot.entry.status.ok()) --undecodable_slots_;
-  ++window_erases_;
-  window_.erase(seq);
+  window_.Erase(window_.find(seq), ts.window);
 }
 
 }  // namespace kspool::agent

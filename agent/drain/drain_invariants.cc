@@ -152,6 +152,7 @@ std::string DrainLoop::DebugString() const {
       absl::StrCat("window ", window_.size(), " entries / ", window_.bytes(), " bytes, cursor ",
                    reader_.cursor(), ", recheck below ", reader_.recheck_below(), ", producer ",
                    producer_ ? "up" : "none", "\n");
+  const int64_t now = options_.clock->MonotonicMillis();
   for (const auto& [topic, ts] : topics_) {
     std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(topic);
     absl::StrAppend(
@@ -163,8 +164,8 @@ std::string DrainLoop::DebugString() const {
         ts.unordered.ready.size(), "+", ts.unordered.waiting.size());
     for (const auto& [p, l] : ts.partitions) {
       if (!l.empty()) {
-        absl::StrAppend(&out, ", p", p, " ", l.ready.size(), "+", l.waiting.size(),
-                        Held(ts, p, *layout) ? " held" : "");
+        absl::StrAppend(&out, ", p", p, " ", l.ready.size(), "+", l.waiting.size(), " ",
+                        LaneWaitName(WhyLaneWaits(ts, p, *layout, now)));
       }
     }
     for (const auto& [p, n] : ts.in_kafka) {

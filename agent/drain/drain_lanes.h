@@ -26,6 +26,24 @@ inline constexpr int32_t kLaneUnordered = -1;  // no key: any partition with a l
 inline constexpr int32_t kLaneUnrouted = -2;   // layout unknown: the client partitions
 // (>= 0: the partition the entry is bound for, by explicit choice or by its key.)
 
+// Why a lane's entries may not go to the producer now (DrainLoop::WhyLaneWaits), in the
+// order it asks. The first three wait for something outside the drain's own pace (a
+// leader, a reconciliation, the client's metadata): such a lane is Held, and keeps only
+// its share of the window while its topic's other lanes read on.
+enum class LaneWait {
+  kGo,           // they may
+  kNoLeader,     // its partition exists and has no leader (Parked)
+  kReconciling,  // its partition, or for the unrouted lane its topic, awaits reconciliation
+  kClientLags,   // the producer refused its partition as unknown; the retry is not due
+  kRerouting,    // the topic's keyed entries are routed by an old partition count
+  kBackoff,      // a failed entry waits for its retry, and an ordered lane's newer ones too
+  kClientBusy,   // unrouted: the client has not answered the topic's last round yet
+};
+const char* LaneWaitName(LaneWait w);
+inline bool IsHeld(LaneWait w) {
+  return w == LaneWait::kNoLeader || w == LaneWait::kReconciling || w == LaneWait::kClientLags;
+}
+
 // The small fields every pass over the window reads come first, next to the map node's
 // key: a window of ~100k slots of ~450 bytes does not stay in cache, and a pass that
 // only looks at a slot's state then touches one cache line of it, not its last.

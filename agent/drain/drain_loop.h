@@ -161,10 +161,18 @@ class DrainLoop {
   // lane holds its share already; `taken` counts what this pass took per lane.
   bool HoldsBack(TopicState& ts, const wal::ScanCandidate& c, const TopicLayout& layout,
                  const Shares& shares, std::map<int32_t, uint64_t>* taken);
-  // True when the lane's entries cannot go out for now: its partition has no leader
-  // (Parked), or the producer does not know it yet and its retry is not due. Such a lane
-  // keeps at most Shares::parked_lane entries; the rest wait unread.
-  bool Held(const TopicState& ts, int32_t lane, const TopicLayout& layout) const;
+  // May lane `lane_id` of `ts` go to the producer now? kGo, or the first reason it may
+  // not (LaneWait), one return per reason. Lane-level only: an entry may still wait on
+  // its own (an unkeyed or keyed in-doubt entry, one that travels alone, a routing bound
+  // the WAL refused; ProduceLane).
+  LaneWait WhyLaneWaits(const TopicState& ts, int32_t lane_id, const TopicLayout& layout,
+                        int64_t now) const;
+  // True when partition lane `lane`'s entries cannot go out for now for a reason outside
+  // the drain's pace (IsHeld): such a lane keeps at most Shares::parked_lane entries; the
+  // rest wait unread.
+  bool Held(const TopicState& ts, int32_t lane, const TopicLayout& layout) const {
+    return lane >= 0 && IsHeld(WhyLaneWaits(ts, lane, layout, options_.clock->MonotonicMillis()));
+  }
   void Evict(const Shares& shares);
   // Discards entries older than max_message_age_ms that are not in the client: those in
   // lanes and those left unread (drain_expire.cc). At most once per expire interval.

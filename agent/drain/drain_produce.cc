@@ -92,24 +92,20 @@ void DrainLoop::ProduceDue(int64_t now) {
     if (RerouteDue(ts, *layout) && !Reroute(name, ts, *layout)) {
       continue;  // waits for the reports of entries routed by the old partition count
     }
-    if (!ts.unrouted.waiting.empty() && now < ts.unrouted.retry_at_ms) continue;
-    // The client partitions what goes out unrouted by the partitions it knows, which may
-    // change between two rounds (a topic recreated smaller): a round in the client for a
-    // partition that vanished would fail after a newer round of its keys landed. The
-    // next round goes out once the client answered the last (all the topic's entries
-    // are unrouted while its layout is unknown).
-    if (!ts.unrouted.empty() && ts.InClient()) continue;
-    // Routed by the client: an in-doubt entry there waits for the whole topic's
-    // reconciliation, and the topic's newer entries behind it (drain_reconcile.cc).
-    if (!ts.unrouted.ready.empty() && InDoubtHeld(ts, ts.unrouted.ready.front())) continue;
+    // The unrouted lane goes first. While it waits (for its retry, for the client's
+    // answer to its last round, for its topic's reconciliation), the topic's other lanes
+    // wait too: the client partitions those entries, so any lane may hold their keys.
+    if (WhyLaneWaits(ts, kLaneUnrouted, *layout, now) != LaneWait::kGo) continue;
     ProduceLane(ts, ts.unrouted, kLaneUnrouted, *layout, now, &queue_full);
     if (queue_full) break;
-    if (!ts.unrouted.waiting.empty()) continue;  // the whole topic waits for its retry
-    // ProduceLane stopped at a suspect further in: the same.
-    if (!ts.unrouted.ready.empty() && InDoubtHeld(ts, ts.unrouted.ready.front())) continue;
+    // It failed a round or stopped at an in-doubt entry further in: the same. (The client
+    // busy with the round just handed over holds back only the unrouted lane's next one.)
+    if (const LaneWait w = WhyLaneWaits(ts, kLaneUnrouted, *layout, now);
+        w == LaneWait::kBackoff || w == LaneWait::kReconciling) {
+      continue;
+    }
     for (auto& [p, lane] : ts.partitions) {
-      if (lane.empty()) continue;
-      if (Parked(p, *layout) || ts.gate.HoldsPartition(p)) continue;
+      if (lane.empty() || WhyLaneWaits(ts, p, *layout, now) != LaneWait::kGo) continue;
       ProduceLane(ts, lane, p, *layout, now, &queue_full);
       if (queue_full) break;
     }

@@ -130,11 +130,64 @@ bool DrainLoop::Reroute(const std::string& topic, TopicState& ts, const TopicLay
   return true;
 }
 
-bool DrainLoop::Held(const TopicState& ts, int32_t lane, const TopicLayout& layout) const {
-  if (Parked(lane, layout) || ts.gate.HoldsPartition(lane)) return true;
-  if (ts.client_lags.empty()) return false;
-  auto it = ts.client_lags.find(lane);
-  return it != ts.client_lags.end() && options_.clock->MonotonicMillis() < it->second;
+const char* LaneWaitName(LaneWait w) {
+  switch (w) {
+    case LaneWait::kGo:
+      return "go";
+    case LaneWait::kNoLeader:
+      return "no leader";
+    case LaneWait::kReconciling:
+      return "reconciling";
+    case LaneWait::kClientLags:
+      return "client lags";
+    case LaneWait::kRerouting:
+      return "rerouting";
+    case LaneWait::kBackoff:
+      return "backoff";
+    case LaneWait::kClientBusy:
+      return "client busy";
+  }
+  return "?";
+}
+
+LaneWait DrainLoop::WhyLaneWaits(const TopicState& ts, int32_t lane_id, const TopicLayout& layout,
+                                 int64_t now) const {
+  if (lane_id >= 0) {
+    // Its partition has no leader: produced there, its entries would wait in the client,
+    // where they can neither expire nor move (ProduceDue takes back what is there).
+    if (Parked(lane_id, layout)) return LaneWait::kNoLeader;
+    // Its partition's copies in Kafka are not read back yet (drain_reconcile.cc).
+    if (ts.gate.HoldsPartition(lane_id)) return LaneWait::kReconciling;
+    // The producer refused the partition as unknown: its metadata lags the agent's.
+    if (!ts.client_lags.empty()) {
+      auto lag = ts.client_lags.find(lane_id);
+      if (lag != ts.client_lags.end() && now < lag->second) return LaneWait::kClientLags;
+    }
+  }
+  const Lane* lane = nullptr;
+  if (lane_id == kLaneUnrouted) {
+    lane = &ts.unrouted;
+    // Routed by the client: an in-doubt entry there waits for the whole topic's
+    // reconciliation, and the lane's newer entries behind it.
+    if (!lane->ready.empty() && InDoubtHeld(ts, lane->ready.front())) return LaneWait::kReconciling;
+  } else if (lane_id == kLaneUnordered) {
+    lane = &ts.unordered;
+  } else if (auto l = ts.partitions.find(lane_id); l != ts.partitions.end()) {
+    lane = &l->second;
+  }
+  // A key's entries may sit in two lanes until Reroute has run (RerouteDue).
+  if (RerouteDue(ts, layout)) return LaneWait::kRerouting;
+  // An ordered lane's newer entries wait behind its failed ones, so that a retry never
+  // reorders a partition; the unordered lane holds back only the failed ones.
+  if (lane && lane_id != kLaneUnordered && !lane->waiting.empty() && now < lane->retry_at_ms) {
+    return LaneWait::kBackoff;
+  }
+  // The client partitions the unrouted lane by the partitions it knows, which may change
+  // between two rounds (a topic recreated smaller): a round for a partition that vanished
+  // would fail after a newer round of its keys landed. The next round goes out once the
+  // client answered the last.
+  if (lane_id == kLaneUnrouted && !lane->empty() && ts.InClient()) return LaneWait::kClientBusy;
+  return LaneWait::kGo;
 }
 
 void DrainLoop::Requeue(uint64_t seq, Slot& slot) {

@@ -121,5 +121,50 @@ TEST_F(DrainParked, UnkeyedEntryRefusedForAPartitionTheProducerDoesNotKnowGoesEl
   for (const testing::FakeKafka::Produced& p : kafka_.delivered) EXPECT_LT(p.partition, 3);
 }
 
+// After an unkeyed entry was refused for a partition the producer does not know yet, that
+// partition's keyed lane waits too until the refusal's retry is due (LaneWait::kClientLags,
+// one answer for reading and producing): sent, each of its entries would be refused again
+// at every retry of its own shorter backoff.
+TEST_F(DrainParked, AKeyedLaneWaitsOutItsPartitionsRefusalByTheProducer) {
+  kafka_.leaders["t"] = std::vector<bool>(6, true);
+  kafka_.client_partitions["t"] = 3;  // the producer's metadata lags
+  {
+    DrainOptions o;
+    o.retry_backoff_ms = 10;
+    o.retry_backoff_max_ms = 3000;
+    StartDrain(o);
+  }
+  // The topic's keys are routed by 6 partitions, and its state stays while this entry
+  // waits in the client (an idle topic's state, its lags with it, is dropped).
+  kafka_.hold.insert(wal_->GetStats().next_seq);
+  Append("t", 1, KeysFor(0, 6, 1));
+  Run(5);
+  for (int i = 0; i < 12; ++i) {  // unkeyed, one at a time: they go round the partitions
+    Append("t", 1);
+    Run(2);
+  }
+  Run(10);
+  ASSERT_EQ(Live("t"), 1u) << drain_->DebugString();
+  auto refused_at_4 = [&] {
+    size_t n = 0;
+    for (const testing::FakeKafka::Produced& p : kafka_.produced) n += p.partition == 4;
+    return n;
+  };
+  const size_t refused = refused_at_4();
+  ASSERT_GE(refused, 1u) << "the unkeyed entries never tried partition 4";
+  Append("t", 3, KeysFor(4, 6, 3));
+  Run(100);  // 1 s, within the refusal's retry
+  EXPECT_EQ(refused_at_4(), refused) << "the keyed lane was sent to a partition refused\n"
+                                     << drain_->DebugString();
+  EXPECT_NE(drain_->DebugString().find("p4 3+0 client lags"), std::string::npos)
+      << drain_->DebugString();
+
+  kafka_.client_partitions.erase("t");  // the producer learns of partitions 3 to 5
+  kafka_.hold.clear();
+  Run(300);
+  EXPECT_EQ(kafka_.DeliveredSeqs("t", 4).size(), 3u) << drain_->DebugString();
+  EXPECT_EQ(Live("t"), 0u);
+}
+
 }  // namespace
 }  // namespace kspool::agent

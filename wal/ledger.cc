@@ -108,16 +108,15 @@ void Ledger::TrackAtOpen(bool reopen, const std::map<std::string, int64_t>& last
   tracked_ = std::move(tracked);
 }
 
-CommitPoints Ledger::KeepTracked(const CommitPoints& points, int64_t now_ms) {
+CommitPoints Ledger::KeepTracked(const CommitPoints& points) const {
   CommitPoints kept;
   kept.global_ms = points.global_ms;
   for (const auto& [topic, ms] : points.topics_ms) {
-    if (!tracked_.count(topic)) {
-      // A topic with counters but not tracked was forgotten meanwhile; one the WAL has
-      // never had is tracked from now on.
-      if (topics_.count(topic)) continue;
-      tracked_[topic] = now_ms;
-    }
+    // A topic not tracked was forgotten meanwhile (or never appended to: a tracker
+    // learns its topics from the WAL's entries, and an append tracks its topics before
+    // it is written). Its counters may have left with it (PlanFold), so they cannot
+    // tell which.
+    if (!tracked_.count(topic)) continue;
     kept.topics_ms.emplace(topic, ms);
   }
   return kept;
@@ -142,6 +141,26 @@ std::vector<std::string> Ledger::IdleTopics(int64_t now_ms) const {
     gone.push_back(topic);
   }
   return gone;
+}
+
+TopicStats Ledger::PlanFold(const std::vector<std::string>& topics,
+                            std::vector<std::string>* folded) const {
+  folded->clear();
+  auto f = topics_.find(kForgottenTopics);
+  TopicStats totals = f == topics_.end() ? TopicStats{} : f->second;
+  for (const std::string& topic : topics) {
+    auto t = topics_.find(topic);
+    if (t == topics_.end() || t->second.stored().count > 0) continue;
+    totals.Add(t->second);
+    folded->push_back(topic);
+  }
+  return totals;
+}
+
+void Ledger::NoteFolded(const std::vector<std::string>& folded, TopicStats totals) {
+  if (folded.empty()) return;
+  for (const std::string& topic : folded) topics_.erase(topic);
+  topics_[kForgottenTopics] = std::move(totals);
 }
 
 void Ledger::Forget(const std::vector<std::string>& topics) {

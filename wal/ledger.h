@@ -14,7 +14,9 @@
 //  * Topic tracking: the topics whose commit points are kept, with the receive time of
 //    their last append. A topic with nothing live and no append for
 //    Options::topic_idle_forget_ms is forgotten, and so are the longest idle beyond
-//    Options::max_tracked_topics; its counters stay.
+//    Options::max_tracked_topics; its counters are added to those of kForgottenTopics
+//    and leave (PlanFold), so a WAL keeps per-topic state for the topics it tracks,
+//    not for every name it was ever sent. A topic that comes back counts from 0.
 // Thread safety: none of its own; RocksWal holds it under its mu_ (so a group's
 // admission and accounting are in the same critical section as its numbering).
 #pragma once
@@ -89,14 +91,20 @@ class Ledger {
   // entries, idle since their `last_append`, or `now_ms` when unknown.
   void TrackAtOpen(bool reopen, const std::map<std::string, int64_t>& last_append, int64_t now_ms,
                    CommitPoints* points);
-  // `points` without the topics forgotten meanwhile; a topic never seen is tracked from
-  // `now_ms`.
-  CommitPoints KeepTracked(const CommitPoints& points, int64_t now_ms);
+  // `points` without the topics not tracked (forgotten meanwhile).
+  CommitPoints KeepTracked(const CommitPoints& points) const;
   // The topics to forget at `now_ms`, longest idle first: those with nothing live idle
   // for topic_idle_forget_ms, then more while over max_tracked_topics.
   std::vector<std::string> IdleTopics(int64_t now_ms) const;
   // After their commit points were deleted.
   void Forget(const std::vector<std::string>& topics);
+  // Of `topics` (being forgotten), those whose counters can leave: nothing stored, no
+  // live message and no held bytes (a later settle finds its topic's counters). Sets
+  // `*folded` to them and returns kForgottenTopics' totals with theirs added.
+  TopicStats PlanFold(const std::vector<std::string>& topics,
+                      std::vector<std::string>* folded) const;
+  // After the fold's write: their counters leave, kForgottenTopics' become `totals`.
+  void NoteFolded(const std::vector<std::string>& folded, TopicStats totals);
 
   const std::map<std::string, uint64_t>& refused() const { return refused_; }
   const std::map<std::string, uint64_t>& topic_full_refused() const { return topic_full_refused_; }

@@ -228,6 +228,63 @@ void ReportSplit::Apply(Fold fold) {
   point_ms_ = fold.report_point_ms;
 }
 
+void ReportSplit::PlanForget(const std::vector<std::string>& topics,
+                             rocksdb::ColumnFamilyHandle* meta, rocksdb::WriteBatch* wb,
+                             Forget* change) const {
+  change->topics = topics;
+  const std::string forgotten = kForgottenTopics;
+  // Moves `table`'s counts of the forgotten topics under `forgotten`, deleting their keys
+  // with `key`; true when it moved any.
+  auto move = [&](const OutcomeTable& table, auto key, std::map<std::string, OutcomeCounts>* into) {
+    bool moved = false;
+    for (const std::string& topic : topics) {
+      auto t = table.find(topic);
+      if (t == table.end()) continue;
+      for (const auto& [outcome, c] : t->second) {
+        (*into)[outcome].Add(c);
+        wb->Delete(meta, key(topic, outcome));
+      }
+      moved = true;
+    }
+    return moved;
+  };
+  auto start = [&](const OutcomeTable& table) {
+    auto f = table.find(forgotten);
+    return f == table.end() ? std::map<std::string, OutcomeCounts>{} : f->second;
+  };
+  std::map<std::string, OutcomeCounts> before = start(before_);
+  if (move(
+          before_, [](const std::string& t, const std::string& o) { return BeforeKey(t, o); },
+          &before)) {
+    for (const auto& [outcome, c] : before)
+      wb->Put(meta, BeforeKey(forgotten, outcome), EncodeOutcome(c));
+    change->before[forgotten] = std::move(before);
+  }
+  for (const auto& [bucket, table] : after_) {
+    std::map<std::string, OutcomeCounts> into = start(table);
+    const int64_t b = bucket;
+    if (!move(
+            table, [b](const std::string& t, const std::string& o) { return AfterKey(b, t, o); },
+            &into)) {
+      continue;
+    }
+    for (const auto& [outcome, c] : into)
+      wb->Put(meta, AfterKey(b, forgotten, outcome), EncodeOutcome(c));
+    change->after[b][forgotten] = std::move(into);
+  }
+}
+
+void ReportSplit::Apply(Forget change) {
+  for (const std::string& topic : change.topics) before_.erase(topic);
+  for (auto& [topic, outcomes_of] : change.before) before_[topic] = std::move(outcomes_of);
+  for (auto& [bucket, table] : after_) {
+    for (const std::string& topic : change.topics) table.erase(topic);
+  }
+  for (auto& [bucket, table] : change.after) {
+    for (auto& [topic, outcomes_of] : table) after_[bucket][topic] = std::move(outcomes_of);
+  }
+}
+
 void ReportSplit::Clear() {
   before_.clear();
   after_.clear();

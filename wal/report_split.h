@@ -65,6 +65,20 @@ class ReportSplit {
   bool FoldsAt(int64_t commit_point_ms) const;
   int64_t PointAt(int64_t commit_point_ms) const;
 
+  // What forgetting topics changes: their counts, in `before` and in each bucket of
+  // `after`, move under kForgottenTopics (stats.h), so the tables grow with the topics
+  // tracked, not with every name ever sent. The totals over all topics stay; a
+  // difference of two reports taken across the forgetting is exact summed over topics.
+  struct Forget {
+    std::vector<std::string> topics;
+    OutcomeTable before;                    // kForgottenTopics' new counts
+    std::map<int64_t, OutcomeTable> after;  // per bucket touched: the same
+  };
+  // Plans moving `topics`' counts, and puts the change into `wb`.
+  void PlanForget(const std::vector<std::string>& topics, rocksdb::ColumnFamilyHandle* meta,
+                  rocksdb::WriteBatch* wb, Forget* change) const;
+  void Apply(Forget change);
+
   // At Open and Reopen: forgets the counts, then loads them key by key (`split/` keys of
   // `meta`), and sets the point (persisted as `report_point_ms`).
   void Clear();

@@ -205,6 +205,11 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
   const std::vector<Outcome>& AttributeUnreadable(const std::vector<Outcome>& given,
                                                   std::vector<Outcome>* fixed)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
+  // Puts into `wb` the fold of forgotten topics' counters (Ledger::PlanFold): their keys
+  // deleted, kForgottenTopics' new totals written.
+  void PutFold(const std::vector<std::string>& folded, const TopicStats& forgotten,
+               rocksdb::WriteBatch* wb) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_)
+      ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   // `points` without the topics forgotten meanwhile (Ledger::KeepTracked).
   CommitPoints KeepTracked(const CommitPoints& points) ABSL_LOCKS_EXCLUDED(mu_);
   // Makes a failed write sticky (LevelDB's RecordBackgroundError).
@@ -247,6 +252,11 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
   KnownGaps known_gaps_ ABSL_GUARDED_BY(mu_);
   // The discard report's split (report_split.h); changed only under settle_mu_ too.
   ReportSplit report_ ABSL_GUARDED_BY(mu_);
+  // The new accepted totals of the group CommitGroup is writing with mu_ released (null
+  // when none is): its topics are not forgotten meanwhile, or the group's totals, taken
+  // before, would come back over a forgetting that moved their counters
+  // (ForgetIdleTopics).
+  const std::map<std::string, Counts>* writing_topics_ ABSL_GUARDED_BY(mu_) = nullptr;
   // The delivery index (delivery_index.h): its writers hold settle_mu_; Settle() takes
   // over its new totals under mu_, so that GetStats() sees them with the ledger's.
   DeliveryIndex delivery_index_;

@@ -5,6 +5,7 @@
 // the topics now need) in one synced WriteBatch, then the take-over into memory.
 #include <chrono>
 
+#include "base/check.h"
 #include "wal/keys.h"
 #include "wal/rocks_status.h"
 #include "wal/rocks_wal.h"
@@ -103,6 +104,8 @@ size_t RocksWal::CommitGroup() {
 
   bool in_doubt = false;  // the group's write reached RocksDB and failed
   if (status.ok() && !group.writers.empty()) {
+    KSPOOL_DCHECK(writing_topics_ == nullptr);  // one committer
+    writing_topics_ = &accepted;
     mu_.Unlock();
     rocksdb::Status s;
     bool attempted = false;
@@ -137,6 +140,7 @@ size_t RocksWal::CommitGroup() {
       }
     }
     mu_.Lock();
+    writing_topics_ = nullptr;
     if (s.ok()) {
       tail_.CountGroup(group.writers.size(), end_seq - first_seq);
       lease_.NoteDurable(leased);

@@ -30,6 +30,16 @@ absl::StatusOr<DeadLetterTrim> RocksWal::TrimDeadLetters() {
   auto& dropped = trim.dropped;
   {
     MutexLock l(&mu_);
+    // A dead letter of a topic whose counters were folded (Ledger::PlanFold) is counted
+    // under kForgottenTopics, with them: a name the ledger dropped does not come back.
+    for (auto it = dropped.begin(); it != dropped.end();) {
+      if (it->first == kForgottenTopics || ledger_.topics().count(it->first)) {
+        ++it;
+        continue;
+      }
+      for (const auto& [limit, c] : it->second) dropped[kForgottenTopics][limit].Add(c);
+      it = dropped.erase(it);
+    }
     for (auto& [topic, by_limit] : dropped) {
       for (auto& [limit, c] : by_limit) {
         auto t = ledger_.topics().find(topic);

@@ -34,6 +34,14 @@ absl::StatusOr<std::unique_ptr<Wal>> Wal::Open(Options options) {
   return RocksWal::Open(std::move(options));
 }
 
+void TopicStats::Add(const TopicStats& o) {
+  accepted.Add(o.accepted);
+  delivered.Add(o.delivered);
+  held.Add(o.held);
+  for (const auto& [reason, c] : o.discarded) discarded[reason].Add(c);
+  for (const auto& [limit, c] : o.dead_dropped) dead_dropped[limit].Add(c);
+}
+
 Counts TopicStats::pending() const {
   // Saturates: counters that disagree (a bug, or a corrupt record counted under another
   // topic) must not make a topic look almost infinitely full.

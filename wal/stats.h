@@ -14,7 +14,16 @@ namespace kspool::wal {
 struct Counts {
   uint64_t count = 0;
   uint64_t bytes = 0;
+  void Add(const Counts& o) {
+    count += o.count;
+    bytes += o.bytes;
+  }
 };
+
+// The topic the counters of forgotten topics are summed under (Ledger::PlanFold), so that
+// what the WAL keeps per topic grows with the topics tracked, not with every name ever
+// sent. No Kafka topic can be named so (Kafka allows only [a-zA-Z0-9._-]).
+inline constexpr char kForgottenTopics[] = "(forgotten)";
 
 struct TopicStats {
   Counts accepted;
@@ -29,6 +38,8 @@ struct TopicStats {
   Counts held;
   // Derived: still in the log.
   Counts pending() const;
+  // Adds every counter of `o`.
+  void Add(const TopicStats& o);
   // Derived: what the topic's records take in the log, live or held.
   Counts stored() const {
     const Counts p = pending();

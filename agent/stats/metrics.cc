@@ -48,11 +48,11 @@ void Add(MetricFamily* f, double value, std::vector<prometheus::ClientMetric::La
 }
 
 // The per-topic counters of topics the WAL no longer tracks (forgotten when idle, or
-// beyond --max-tracked-topics), summed under this one topic label: the page grows with
-// the topics tracked, not with every name ever sent. No Kafka topic can be named so
-// (Kafka allows only [a-zA-Z0-9._-]). A topic that comes back starts its own series from
-// 0 again (a counter reset to Prometheus); the sum over every label stays what it was.
-constexpr char kForgottenTopics[] = "(forgotten)";
+// beyond --max-tracked-topics), summed under one topic label, wal::kForgottenTopics, as
+// the WAL sums them once it has folded them: the page grows with the topics tracked, not
+// with every name ever sent. A topic that comes back starts its own series from 0 again
+// (a counter reset to Prometheus); the sum over every label stays what it was.
+using wal::kForgottenTopics;
 
 void FoldForgottenTopics(const std::vector<std::string>& tracked_list, wal::Stats* st) {
   const std::set<std::string_view> tracked(tracked_list.begin(), tracked_list.end());
@@ -65,18 +65,7 @@ void FoldForgottenTopics(const std::vector<std::string>& tracked_list, wal::Stat
       continue;
     }
     any = true;
-    forgotten.accepted.count += t.accepted.count;
-    forgotten.accepted.bytes += t.accepted.bytes;
-    forgotten.delivered.count += t.delivered.count;
-    forgotten.delivered.bytes += t.delivered.bytes;
-    for (const auto& [reason, c] : t.discarded) {
-      forgotten.discarded[reason].count += c.count;
-      forgotten.discarded[reason].bytes += c.bytes;
-    }
-    for (const auto& [limit, c] : t.dead_dropped) {
-      forgotten.dead_dropped[limit].count += c.count;
-      forgotten.dead_dropped[limit].bytes += c.bytes;
-    }
+    forgotten.Add(t);  // the WAL's own sum of forgotten topics (wal::kForgottenTopics) too
     it = st->topics.erase(it);
   }
   if (any) st->topics.emplace(kForgottenTopics, std::move(forgotten));

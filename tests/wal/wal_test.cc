@@ -205,6 +205,9 @@ TEST_F(WalTest, SavedCommitPointsSurviveReopenAndBoundFutureReceiveTimes) {
   int64_t now = clock_.NowMillis();
   {
     auto wal = OpenWal();
+    // A topic gets points once the WAL tracks it: once appended to.
+    ASSERT_TRUE(wal->Append(MakeBatch("a", 1, "x")).ok());
+    ASSERT_TRUE(wal->Settle(Delivered(ScanAll(wal.get()))).ok());
     CommitPoints p;
     p.global_ms = now + 50;
     p.topics_ms["a"] = now + 70;

@@ -1,7 +1,11 @@
 // Topics idle for Options::topic_idle_forget_ms stop being tracked: their commit points
-// are no longer saved, their counters (the ledger) stay, and a topic that comes back
-// gets receive times above its old point.
+// are no longer saved, their counters (the ledger) and their rows of the discard report
+// move under kForgottenTopics, and a topic that comes back gets receive times above its
+// old point and counts from 0.
 #include <gtest/gtest.h>
+
+#include <set>
+#include <string>
 
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
@@ -39,7 +43,7 @@ class WalTopicForget : public ::testing::Test {
   ManualClock clock_{1'700'000'000'000};
 };
 
-TEST_F(WalTopicForget, AnIdleTopicIsForgottenAndItsCountersStay) {
+TEST_F(WalTopicForget, AnIdleTopicIsForgottenAndItsCountersMoveUnderForgotten) {
   auto wal = OpenWal();
   AppendAndDeliver(wal.get(), "idle");
   AppendAndDeliver(wal.get(), "busy");
@@ -62,7 +66,15 @@ TEST_F(WalTopicForget, AnIdleTopicIsForgottenAndItsCountersStay) {
   Stats st = wal->GetStats();
   EXPECT_EQ(st.tracked_topics, 1u);
   EXPECT_EQ(st.topics_forgotten, 1u);
-  EXPECT_EQ(st.topics["idle"].delivered.count, 2u) << "the ledger keeps the topic";
+  EXPECT_EQ(st.topics.count("idle"), 0u) << "the ledger kept the name";
+  EXPECT_EQ(st.topics[kForgottenTopics].accepted.count, 2u);
+  EXPECT_EQ(st.topics[kForgottenTopics].delivered.count, 2u);
+  EXPECT_EQ(st.topics["busy"].delivered.count, 4u);
+  Report report = wal->GetReport();
+  EXPECT_EQ(report.after.count("idle") + report.at_or_before.count("idle"), 0u);
+  EXPECT_EQ(report.after[kForgottenTopics][kOutcomeDelivered].count +
+                report.at_or_before[kForgottenTopics][kOutcomeDelivered].count,
+            2u);
 
   // A tracker that still had the topic cannot bring its point back.
   CommitPoints stale = PointsAt(wal.get(), clock_.NowMillis());
@@ -75,7 +87,89 @@ TEST_F(WalTopicForget, AnIdleTopicIsForgottenAndItsCountersStay) {
   wal = OpenWal();
   EXPECT_FALSE(Tracks(wal.get(), "idle"));
   EXPECT_EQ(wal->SavedCommitPoints().topics_ms.count("idle"), 0u);
-  EXPECT_EQ(wal->GetStats().topics["idle"].accepted.count, 2u);
+  st = wal->GetStats();
+  EXPECT_EQ(st.topics.count("idle"), 0u);
+  EXPECT_EQ(st.topics[kForgottenTopics].accepted.count, 2u);
+  EXPECT_FALSE(Tracks(wal.get(), kForgottenTopics));
+  report = wal->GetReport();
+  EXPECT_EQ(report.after.count("idle") + report.at_or_before.count("idle"), 0u);
+  EXPECT_EQ(report.after[kForgottenTopics][kOutcomeDelivered].count +
+                report.at_or_before[kForgottenTopics][kOutcomeDelivered].count,
+            2u);
+
+  // It comes back, and counts from 0 under its own name.
+  AppendAndDeliver(wal.get(), "idle");
+  st = wal->GetStats();
+  EXPECT_EQ(st.topics["idle"].accepted.count, 2u);
+  EXPECT_EQ(st.topics[kForgottenTopics].accepted.count, 2u);
+}
+
+// What the WAL keeps per topic name, in memory and in its meta keys, is bounded by the
+// topics it tracks: one message to each of 300 names, with at most 4 tracked, leaves
+// the ledger and the discard report with a handful of rows, and the totals exact.
+TEST_F(WalTopicForget, ManyNamesLeaveAsManyRowsAsTheTopicsTrackedAndTheTotalsExact) {
+  auto wal = OpenWal(/*max_tracked_topics=*/4);
+  for (int i = 0; i < 300; ++i) {
+    clock_.Advance(1);
+    AppendAndDeliver(wal.get(), "name-" + std::to_string(i));
+    if (i % 10 == 9) ASSERT_TRUE(wal->ForgetIdleTopics().ok());
+  }
+  ASSERT_TRUE(wal->ForgetIdleTopics().ok());
+  auto check = [](Wal* w) {
+    Stats st = w->GetStats();
+    EXPECT_LE(st.topics.size(), 5u) << "4 tracked and kForgottenTopics";
+    uint64_t accepted = 0, delivered = 0;
+    for (const auto& [topic, t] : st.topics) {
+      accepted += t.accepted.count;
+      delivered += t.delivered.count;
+    }
+    EXPECT_EQ(accepted, 600u);
+    EXPECT_EQ(delivered, 600u);
+    Report report = w->GetReport();
+    std::set<std::string> rows;
+    uint64_t reported = 0;
+    for (const OutcomeTable* table : {&report.at_or_before, &report.after}) {
+      for (const auto& [topic, outcomes] : *table) {
+        rows.insert(topic);
+        for (const auto& [outcome, c] : outcomes) reported += c.count;
+      }
+    }
+    EXPECT_LE(rows.size(), 5u);
+    EXPECT_EQ(reported, 600u);
+  };
+  check(wal.get());
+  wal.reset();
+  wal = OpenWal(4);
+  check(wal.get());  // what the meta keys hold
+}
+
+// A dead letter outlives its topic's counters: trimmed after they moved under
+// kForgottenTopics, it is counted there, and the name does not come back.
+TEST_F(WalTopicForget, ADeadLetterOfAForgottenTopicTrimmedLaterCountsUnderForgotten) {
+  Options o;
+  o.dir = dir_.path();
+  o.clock = &clock_;
+  o.topic_idle_forget_ms = 60 * kMinute;
+  o.max_dead_letter_bytes = 1;  // every dead letter is trimmed at the next trim
+  auto opened = Wal::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<Wal> wal = std::move(opened).value();
+  ASSERT_TRUE(wal->Append(MakeBatch("x", 1, "v")).ok());
+  std::vector<Entry> e = ScanAll(wal.get());
+  ASSERT_EQ(e.size(), 1u);
+  ASSERT_TRUE(wal->Settle({SettleDiscarded(e[0].seq, "x", e[0].size, "expired", "too old",
+                                           EncodeRecord(e[0].record), e[0].record.receive_time_ms)})
+                  .ok());
+  clock_.Advance(61 * kMinute);
+  absl::StatusOr<std::vector<std::string>> gone = wal->ForgetIdleTopics();
+  ASSERT_TRUE(gone.ok()) << gone.status();
+  ASSERT_EQ(*gone, std::vector<std::string>{"x"});
+  absl::StatusOr<DeadLetterTrim> trim = wal->TrimDeadLetters();
+  ASSERT_TRUE(trim.ok()) << trim.status();
+  Stats st = wal->GetStats();
+  EXPECT_EQ(st.topics.count("x"), 0u);
+  EXPECT_EQ(st.topics[kForgottenTopics].discarded["expired"].count, 1u);
+  EXPECT_EQ(st.topics[kForgottenTopics].dead_dropped["size"].count, 1u);
 }
 
 TEST_F(WalTopicForget, ATopicWithLiveEntriesIsNeverForgotten) {

@@ -4,8 +4,11 @@
 // old point and counts from 0.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <set>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
@@ -141,6 +144,55 @@ TEST_F(WalTopicForget, ManyNamesLeaveAsManyRowsAsTheTopicsTrackedAndTheTotalsExa
   wal.reset();
   wal = OpenWal(4);
   check(wal.get());  // what the meta keys hold
+}
+
+// A group being written has taken its topics' new accepted totals before the write:
+// forgetting one of them meanwhile (here beyond the cap, as a group of more new topics
+// than --max-tracked-topics would) would move its counters away, and the group's totals
+// would then count every message it ever had as pending.
+TEST_F(WalTopicForget, ATopicOfAGroupBeingWrittenIsNotForgotten) {
+  Options o;
+  o.dir = dir_.path();
+  o.clock = &clock_;
+  o.max_tracked_topics = 1;
+  std::atomic<bool> armed{false};
+  std::vector<std::string> gone_meanwhile{"(not called)"};
+  Wal* raw = nullptr;
+  o.on_group_commit = [&](size_t, double) {
+    if (!armed.exchange(false)) return;
+    // From another thread: the committer holds the WAL's read lock here.
+    std::thread forget([&] {
+      absl::StatusOr<std::vector<std::string>> gone = raw->ForgetIdleTopics();
+      gone_meanwhile = gone.ok() ? *gone : std::vector<std::string>{gone.status().ToString()};
+    });
+    forget.join();
+  };
+  auto opened = Wal::Open(o);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<Wal> wal = std::move(opened).value();
+  raw = wal.get();
+  AppendAndDeliver(wal.get(), "t");
+  AppendAndDeliver(wal.get(), "u");
+  clock_.Advance(1);
+  AppendBatch both = MakeBatch("t", 1, "again");
+  RecordView v;
+  v.topic = "u";
+  v.value = "again";
+  both.Add(v);
+  armed = true;
+  ASSERT_TRUE(wal->Append(std::move(both)).ok());
+  EXPECT_TRUE(gone_meanwhile.empty()) << gone_meanwhile.front();
+  for (int reopen = 0; reopen < 2; ++reopen) {
+    Stats st = wal->GetStats();
+    EXPECT_EQ(st.topics["t"].accepted.count, 3u);
+    EXPECT_EQ(st.topics["t"].pending().count, 1u) << "the log holds one of t's messages";
+    EXPECT_EQ(st.topics["u"].pending().count, 1u);
+    o.on_group_commit = nullptr;
+    wal.reset();
+    opened = Wal::Open(o);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    wal = std::move(opened).value();
+  }
 }
 
 // A dead letter outlives its topic's counters: trimmed after they moved under

@@ -62,9 +62,11 @@ absl::StatusOr<std::vector<std::string>> RocksWal::ForgetIdleTopics() {
   // forward hastens it; neither loses anything, a forgotten topic is tracked again at
   // its next append.
   std::vector<std::string> gone = ledger_.IdleTopics(tail_.Now(options_.clock->NowMillis()));
-  if (writing_topics_) {  // being appended to: not idle (see writing_topics_)
+  // Being appended to: not idle (see writing_topics_). (Read here: -Wthread-safety
+  // cannot see mu_ held inside a lambda.)
+  if (const std::map<std::string, Counts>* writing = writing_topics_) {
     gone.erase(std::remove_if(gone.begin(), gone.end(),
-                              [&](const std::string& t) { return writing_topics_->count(t) > 0; }),
+                              [writing](const std::string& t) { return writing->count(t) > 0; }),
                gone.end());
   }
   if (gone.empty()) return gone;

@@ -16,7 +16,8 @@
 //  * the window holds at most max_inflight_messages (plus undecodable entries, which are
 //    taken whatever the room) and max_inflight_bytes plus one entry;
 //  * a topic's catch-up position is not below its first unread entry;
-//  * every finished slot is listed in finished_, and none is left marked batched;
+//  * every finished slot is listed to be settled, and none is left marked batched
+//    (Settler::Check);
 //  * a copy found and kept for later (InDoubtEntries) is for an entry outside the window: one
 //    read into it is settled from the copy at once (AdmitInDoubt, ExpireUnread).
 #include <algorithm>
@@ -110,19 +111,13 @@ absl::Status DrainLoop::CheckInvariants() const {
       if (absl::Status s = lane(l, p); !s.ok()) return s;
     }
   }
-  // SettleFinished drops the settled prefix of finished_ without looking its entries up:
-  // an entry it dropped by mistake would wait in the window, finished, forever.
-  const std::set<uint64_t> finished(finished_.begin(), finished_.end());
   for (const auto& [seq, slot] : window_) {
     const bool waits = slot.state == Slot::kReady || slot.state == Slot::kBackoff;
     if (waits && !queued.count(seq)) {
       return fail("seq ", seq, " (topic '", slot.entry.record.topic, "') is ready in no lane");
     }
-    if (slot.state == Slot::kSettling && !finished.count(seq)) {
-      return fail("seq ", seq, " is finished but not listed to be settled");
-    }
-    if (slot.batched) return fail("seq ", seq, " is still marked part of a settle batch");
   }
+  if (absl::Status s = settler_.Check(window_); !s.ok()) return s;
   for (const auto& kept : in_doubt_.found()) {
     if (window_.count(kept.first)) {
       return fail("copy found of seq ", kept.first, " kept while it is in the window");

@@ -56,7 +56,7 @@ struct Slot {
   bool batched = false;                 // part of the Settle() call being made
   bool alone = false;  // refused in a batch as too large: produced alone from now on
   wal::Entry entry;
-  // Set with kSettling (DrainLoop::StoreOutcome, TakeOutcome). A delivery to the entry's
+  // Set with kSettling (Settler::Store, Settler::Take). A delivery to the entry's
   // own topic, nearly every outcome, is kept as its numbers; any other outcome whole, on
   // the heap. A slot is 288 bytes instead of 440 with a whole Outcome in it: up to 15 MB
   // less at the default window of 100k slots (--max-inflight-messages).

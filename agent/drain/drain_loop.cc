@@ -22,6 +22,7 @@ DrainLoop::DrainLoop(wal::DrainLog* wal, CommitTracker* tracker, ProducerFactory
       tracker_(tracker),
       options_(options),
       producer_(std::move(factory), options.producer_backoff_ms, options.producer_backoff_max_ms),
+      settler_(wal, {options.settle_delay_ms, options.settle_interval_ms, options.outcomes}),
       rng_(static_cast<std::mt19937::result_type>(
           options.random_seed != 0 ? options.random_seed : std::random_device{}())) {}
 
@@ -145,153 +146,29 @@ void DrainLoop::MaybeReopenWal(int64_t now) {
 }
 
 void DrainLoop::SettleFinished(int64_t now, bool all) {
-  if (!all && now < next_settle_ms_) return;
-  // The window's iterators stay valid until the batch is settled: nothing else enters or
-  // leaves the window meanwhile, so the settled entries are erased without a lookup.
-  // Both vectors keep their capacity from one settle to the next (at most the window's
-  // slots): a settle every few milliseconds would otherwise allocate them anew each time.
-  std::vector<wal::Outcome>& batch = settle_batch_;
-  std::vector<Window::iterator>& taken = settle_taken_;
-  batch.clear();
-  taken.clear();
-  batch.reserve(finished_.size());  // every finished slot is listed there (CheckInvariants)
-  taken.reserve(finished_.size());
-  auto take = [&](Window::iterator it) {
-    it->second.batched = true;
-    batch.push_back(TakeOutcome(it->first, it->second));
-    taken.push_back(it);
-  };
-  auto prefix_end = window_.begin();
-  for (; prefix_end != window_.end() && prefix_end->second.state == Slot::kSettling; ++prefix_end) {
-    take(prefix_end);
-  }
-  // Every slot below this one is in the batch now: finished_'s entries below it are in
-  // the batch or no longer in the window, and need no lookup.
-  const uint64_t prefix_below = prefix_end == window_.end() ? UINT64_MAX : prefix_end->first;
-  // finished_'s entries before `passed` are in the batch or settled already.
-  size_t passed = 0;
-  Window::iterator w = window_.end();
-  for (uint64_t seq : finished_) {
-    if (seq < prefix_below) {
-      ++passed;
-      continue;
-    }
-    w = window_.FindNear(seq, w);  // finished_ is mostly in sequence order too
-    if (w != window_.end() && !w->second.batched) {
-      if (!all && now - w->second.finished_ms < static_cast<int64_t>(options_.settle_delay_ms)) {
-        break;  // later ones finished later still
-      }
-      take(w);
-    }
-    ++passed;
-  }
-  if (batch.empty()) return;
-  TakeLowerOffsets(passed, &batch, &taken);
-  HoldWatermarks(&batch);
-  next_settle_ms_ = now + static_cast<int64_t>(options_.settle_interval_ms);
-  absl::Status s = wal_->Settle(batch);
-  if (!s.ok()) {
-    // The entries stay in the window and are settled on a later round. Whoever waits
-    // for these outcomes hears of them now, once: the WAL may not reopen soon.
-    if (options_.outcomes) TellNotSettled(batch, s);
-    for (size_t k = 0; k < taken.size(); ++k) {
-      taken[k]->second.batched = false;
-      StoreOutcome(taken[k]->first, taken[k]->second, std::move(batch[k]));
-    }
-    batch.clear();
-    taken.clear();
-    Degraded("settle_failed");
-    if (now - last_settle_error_log_ms_ > 5000) {
-      spdlog::warn("drain: removing finished entries from the WAL failed, will retry: {}",
-                   s.ToString());
-      last_settle_error_log_ms_ = now;
-    }
-    return;
-  }
-  if (options_.outcomes) {
-    // The listener hears of outcomes without their records (a discard's is in the dead
-    // letters now).
-    for (wal::Outcome& o : batch) {
-      if (!o.raw.empty()) std::string().swap(o.raw);
-    }
-    options_.outcomes->Settled(batch);
-  }
-  if (!told_not_settled_.empty()) {
-    for (const wal::Outcome& o : batch) told_not_settled_.erase(o.seq);
-  }
   // Batches hold thousands of entries of a few topics: look each topic up once per run.
   TopicState* ts = nullptr;
   std::string_view ts_name;
-  for (Window::iterator it : taken) {
-    const std::string& topic = it->second.entry.record.topic;
-    if (!ts || topic != ts_name) {
-      auto t = topics_.try_emplace(topic).first;
-      ts = &t->second;
-      ts_name = t->first;
-    }
-    in_doubt_.Settled(it->first);
-    window_.Erase(it, ts->window);
-  }
-  batch.clear();
-  taken.clear();
-  finished_.erase(finished_.begin(), finished_.begin() + static_cast<std::ptrdiff_t>(passed));
-  while (!finished_.empty() && !window_.count(finished_.front())) finished_.pop_front();
+  absl::Status s = settler_.Settle(
+      window_, now, all, [this](std::vector<wal::Outcome>* batch) { HoldWatermarks(batch); },
+      [&](Window::iterator it) {
+        const std::string& topic = it->second.entry.record.topic;
+        if (!ts || topic != ts_name) {
+          auto t = topics_.try_emplace(topic).first;
+          ts = &t->second;
+          ts_name = t->first;
+        }
+        in_doubt_.Settled(it->first);
+        window_.Erase(it, ts->window);
+      });
   inflight_.store(window_.size());
-}
-
-void DrainLoop::TakeLowerOffsets(size_t from, std::vector<wal::Outcome>* batch,
-                                 std::vector<Window::iterator>* taken) {
-  // A partition's offsets follow the order entries were produced in, not their sequence
-  // numbers (its keyed and unkeyed lanes go out independently), so an entry finished
-  // after the prefix may lie below an offset the batch settles. Settled alone, that
-  // offset would raise the partition's watermark above a delivered entry not settled yet,
-  // and after a crash the restart reading from the watermark would not find that copy.
-  // Keys own their topic: pushing onto the batch moves its outcomes.
-  std::map<std::pair<std::string, int32_t>, int64_t> highest;
-  // A batch is made of long runs of one partition's outcomes: one lookup per run.
-  const wal::Outcome* run = nullptr;
-  int64_t* run_highest = nullptr;
-  for (const wal::Outcome& o : *batch) {
-    if (!o.delivered() || o.offset < 0) continue;
-    if (!run || o.partition != run->partition || o.topic != run->topic) {
-      run = &o;
-      run_highest = &highest[{o.topic, o.partition}];
-    }
-    *run_highest = std::max(*run_highest, o.offset);
+  if (s.ok()) return;
+  Degraded("settle_failed");
+  if (now - last_settle_error_log_ms_ > 5000) {
+    spdlog::warn("drain: removing finished entries from the WAL failed, will retry: {}",
+                 s.ToString());
+    last_settle_error_log_ms_ = now;
   }
-  if (highest.empty()) return;
-  Window::iterator w = window_.end();
-  for (auto f = finished_.begin() + static_cast<std::ptrdiff_t>(from); f != finished_.end(); ++f) {
-    w = window_.FindNear(*f, w);
-    if (w == window_.end() || w->second.batched || w->second.state != Slot::kSettling) continue;
-    const Slot& s = w->second;
-    if (s.outcome && !s.outcome->delivered()) continue;
-    const std::string& topic = s.outcome ? s.outcome->topic : s.entry.record.topic;
-    const int32_t partition = s.outcome ? s.outcome->partition : s.delivered.partition;
-    const int64_t offset = s.outcome ? s.outcome->offset : s.delivered.offset;
-    auto h = highest.find(std::make_pair(topic, partition));
-    if (h == highest.end() || offset > h->second) continue;
-    w->second.batched = true;
-    batch->push_back(TakeOutcome(w->first, w->second));
-    taken->push_back(w);
-  }
-}
-
-void DrainLoop::TellNotSettled(const std::vector<wal::Outcome>& batch, const absl::Status& error) {
-  std::vector<wal::Outcome> untold;
-  for (const wal::Outcome& o : batch) {
-    if (!told_not_settled_.insert(o.seq).second) continue;
-    wal::Outcome& u = untold.emplace_back();
-    u.seq = o.seq;
-    u.state = o.state;
-    u.topic = o.topic;
-    u.partition = o.partition;
-    u.offset = o.offset;
-    u.time_ms = o.time_ms;
-    u.discard_reason = o.discard_reason;
-    u.error = o.error;
-  }
-  if (!untold.empty()) options_.outcomes->NotSettled(untold, error);
 }
 
 void DrainLoop::UpdateCommitPoint() {

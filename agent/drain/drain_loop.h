@@ -53,6 +53,7 @@
 #include "agent/drain/producer_holder.h"
 #include "agent/drain/read_position.h"
 #include "agent/drain/reconciler.h"
+#include "agent/drain/settler.h"
 #include "agent/drain/slot_pool.h"
 #include "agent/drain/stuck_topic.h"
 #include "base/clock.h"
@@ -225,25 +226,11 @@ class DrainLoop {
   void Finish(uint64_t seq, Slot& slot, wal::Outcome outcome, int64_t now);
   // The rest of Finish, for a slot whose outcome is stored already.
   void MarkFinished(uint64_t seq, Slot& slot, int64_t now);
-  // Keeps a finished slot's outcome in it (Slot::delivered or Slot::outcome), and takes
-  // it out again whole, exactly as it was kept.
-  static void StoreOutcome(uint64_t seq, Slot& slot, wal::Outcome&& outcome);
-  static wal::Outcome TakeOutcome(uint64_t seq, Slot& slot);
-  // StoreOutcome's compact form: a delivery to the slot's own topic, of its own entry.
-  static void KeepDelivered(Slot& slot, int32_t partition, int64_t offset, int64_t time_ms,
-                            bool raises_watermark);
   // Takes an unproduced entry out of the window (it stays in the WAL, unread).
   void Forget(uint64_t seq, Slot& slot);
   // Settles what is due; everything finished when `all`.
   void SettleFinished(int64_t now, bool all);
   using Window = DrainWindow;
-  // Adds to a settle batch the finished entries delivered below an offset it settles in
-  // the same partition, so that a settled watermark never passes an unsettled copy.
-  // `from`: finished_'s entries before it are in the batch or settled already.
-  void TakeLowerOffsets(size_t from, std::vector<wal::Outcome>* batch,
-                        std::vector<Window::iterator>* taken);
-  // Tells the listener of the outcomes of a failed settle it has not heard of yet.
-  void TellNotSettled(const std::vector<wal::Outcome>& batch, const absl::Status& error);
   void UpdateCommitPoint();
   void UpdateStuck(int64_t now);
   void MaybeReopenWal(int64_t now);
@@ -316,21 +303,10 @@ class DrainLoop {
   int64_t next_full_scan_ms_ = 0;
   std::string catch_up_after_;  // the topic that caught up last (Refill's turns)
   bool read_any_ = false;       // the last pass read entries
-  // Finished (delivered or discarded) entries wait in the window until they can leave
-  // the WAL in few batches: the finished prefix of the window goes out as one settle
-  // (wal/FORMAT.md, "Settling part of a record"); entries finished out of
-  // order wait up to settle_delay_ms for the prefix to reach them, then go out too.
-  // `finished_` lists them in finishing order.
-  std::deque<uint64_t> finished_;
   std::vector<DeliveryReport> polled_;  // RunOnce's reports, kept for their capacity
-  // SettleFinished's batch and the slots it came from, kept for their capacity; empty
-  // between two calls once the batch is settled or handed back.
-  std::vector<wal::Outcome> settle_batch_;
-  std::vector<Window::iterator> settle_taken_;
-  // Finished entries whose settle failed and that the listener was told of
-  // (OutcomeListener::NotSettled): not told again until a settle succeeds.
-  std::unordered_set<uint64_t> told_not_settled_;
-  int64_t next_settle_ms_ = 0;
+  // Finished (delivered or discarded) entries wait in the window until they can leave
+  // the WAL in few batches (settler.h).
+  Settler settler_;
   int64_t next_commit_update_ms_ = 0;
   int64_t next_reopen_ms_ = 0;
   int64_t last_settle_error_log_ms_ = 0;

@@ -40,8 +40,8 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
     auto k = ts.in_kafka.find(slot.produced_to);
     if (k != ts.in_kafka.end() && k->second > 0) --k->second;
     if (r.result == DeliveryResult::kDelivered) {
-      // Kept as its numbers, without building an Outcome (StoreOutcome's compact form).
-      KeepDelivered(slot, r.partition, r.offset, wall_ms, /*raises_watermark=*/true);
+      // Kept as its numbers, without building an Outcome (Settler::Store's compact form).
+      Settler::KeepDelivered(slot, r.partition, r.offset, wall_ms, /*raises_watermark=*/true);
       MarkFinished(r.seq, slot, now);
       last_delivery_ms_.store(now);
       ts.last_delivery_ms = now;
@@ -115,46 +115,12 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
 void DrainLoop::Finish(uint64_t seq, Slot& slot, wal::Outcome outcome, int64_t now) {
   // When the outcome became known: the index keeps it and the listener is told it.
   if (outcome.time_ms == 0) outcome.time_ms = options_.clock->NowMillis();
-  StoreOutcome(seq, slot, std::move(outcome));
+  Settler::Store(seq, slot, std::move(outcome));
   MarkFinished(seq, slot, now);
 }
 
 void DrainLoop::MarkFinished(uint64_t seq, Slot& slot, int64_t now) {
-  slot.state = Slot::kSettling;
-  slot.finished_ms = now;
-  finished_.push_back(seq);
-}
-
-void DrainLoop::StoreOutcome(uint64_t seq, Slot& slot, wal::Outcome&& o) {
-  const wal::Record& r = slot.entry.record;
-  if (o.delivered() && o.seq == seq && o.topic == r.topic && o.size == slot.entry.size &&
-      o.receive_time_ms == r.receive_time_ms && o.discard_reason.empty() && o.error.empty() &&
-      o.raw.empty()) {
-    KeepDelivered(slot, o.partition, o.offset, o.time_ms, o.raises_watermark);
-    return;
-  }
-  slot.outcome = std::make_unique<wal::Outcome>(std::move(o));
-}
-
-void DrainLoop::KeepDelivered(Slot& slot, int32_t partition, int64_t offset, int64_t time_ms,
-                              bool raises_watermark) {
-  slot.delivered = {partition, offset, time_ms, raises_watermark};
-  slot.outcome.reset();
-}
-
-wal::Outcome DrainLoop::TakeOutcome(uint64_t seq, Slot& slot) {
-  if (slot.outcome) {
-    wal::Outcome o = std::move(*slot.outcome);
-    slot.outcome.reset();
-    return o;
-  }
-  const Slot::Delivered& d = slot.delivered;
-  wal::Outcome o =
-      wal::Outcome::Delivered(seq, slot.entry.record.topic, d.partition, d.offset, d.time_ms);
-  o.size = slot.entry.size;
-  o.receive_time_ms = slot.entry.record.receive_time_ms;
-  o.raises_watermark = d.raises_watermark;
-  return o;
+  settler_.Finished(seq, slot, now);
 }
 
 void DrainLoop::Retry(uint64_t seq, Slot& slot, const std::string& error, int64_t now) {

@@ -24,7 +24,10 @@
 // read only for message ages (ARCHITECTURE.md invariant 8).
 //
 // After a WAL write error the loop reopens the WAL periodically and reads it again from
-// the head. A producer that hit a fatal error is replaced, with an exponential backoff.
+// where the failed writes began (ReadPosition). Its state has owners of its own: the
+// window (DrainWindow), the reader's position (ReadPosition), the finished entries and
+// their settles (Settler), the producer (ProducerHolder) and what reconciliation holds
+// (InDoubtEntries); the lanes and per-topic state are still DrainLoop's (TopicState). A producer that hit a fatal error is replaced, with an exponential backoff.
 // Stop() gives in-flight messages a grace period (cut short once the producer says no
 // broker is up) and leaves the rest in the WAL.
 // Thread safety: Start/Stop/RunOnce from one owner thread; Notify(), the counters and

@@ -2,7 +2,11 @@
 // after every step are in simulation_checks.cc).
 #include "tests/sim/simulation.h"
 
+#include <functional>
+#include <memory>
+
 #include "tests/sim/simulation_internal.h"
+#include "tests/support/raw_wal.h"
 
 namespace kspool::sim {
 
@@ -122,7 +126,7 @@ void Simulation::Open() {
   if (absl::Status s = drain_->Start(/*background=*/false); !s.ok()) Fail("drain start: " + s.ToString());
 }
 
-void Simulation::Crash(bool power) {
+void Simulation::Crash(bool power, const std::function<void()>& while_down) {
   Injected(power ? "power cut" : "crash and restart");
   global_fault_ms_ = Mono();
   kafka_.Crash();  // while the drain's buffers are alive: what was on the wire lands
@@ -137,7 +141,54 @@ void Simulation::Crash(bool power) {
     wal_.reset();
   }
   log_.reset();
+  if (while_down) while_down();
   Open();
+}
+
+void Simulation::CorruptRecord() {
+  std::vector<const ModelEntry*> live;
+  for (const auto& [id, e] : open_) {
+    if (e->acked && !Done(*e)) live.push_back(e);
+  }
+  if (live.empty()) return;
+  const uint64_t seq = live[Below(live.size())]->seq;
+  const uint64_t pick = Below(1u << 30), flip = 1 + Below(255);
+  Crash(false, [&] {
+    uint64_t first = 0, last = 0;
+    rocksdb::Status s = testing::WithRawWal(dir_.sub("wal"), [&](rocksdb::DB* db,
+                                                                 testing::RawHandles& cf) {
+      std::string target(8, '\0');  // big-endian: the first record key at or after `seq` holds it
+      for (int i = 0; i < 8; ++i) target[i] = static_cast<char>(seq >> (8 * (7 - i)));
+      std::unique_ptr<rocksdb::Iterator> it(db->NewIterator({}, cf.at("log")));
+      it->Seek(target);
+      if (!it->Valid())
+        return it->status().ok() ? rocksdb::Status::NotFound("no record") : it->status();
+      const std::string key = it->key().ToString();
+      uint64_t count = 1;
+      for (int i = 0; i < 8; ++i) last = (last << 8) | static_cast<uint8_t>(key[i]);
+      if (key.size() == 12) {
+        count = 0;
+        for (int i = 8; i < 12; ++i) count = (count << 8) | static_cast<uint8_t>(key[i]);
+      }
+      first = key.size() == 12 ? last + 1 - count : last;
+      std::string value = it->value().ToString();
+      it.reset();
+      if (value.empty() || seq < first) return rocksdb::Status::NotFound("no record holds it");
+      value[pick % value.size()] =
+          static_cast<char>(value[pick % value.size()] ^ static_cast<char>(flip));
+      rocksdb::WriteOptions wo;
+      wo.sync = true;
+      return db->Put(wo, cf.at("log"), key, value);
+    });
+    if (!s.ok()) {
+      Trace("record corruption not made: " + s.ToString());
+      return;
+    }
+    Injected("record corrupted: seqs " + std::to_string(first) + "-" + std::to_string(last));
+    for (auto e = by_seq_.lower_bound(first); e != by_seq_.end() && e->first <= last; ++e) {
+      entries_[e->second].corrupted = true;
+    }
+  });
 }
 
 // The model's entries `ids` were appended as `r` says, in order.
@@ -343,6 +394,7 @@ void Simulation::InjectFaults() {
   if (On(Fault::kDeadReplay) && wal_ && Chance(0.003)) ReplayDeadLetters();
   if (On(Fault::kRestart) && Chance(0.001)) Crash(false);
   if (On(Fault::kPowerCut) && Chance(0.001)) Crash(true);
+  if (On(Fault::kRecordCorruption) && wal_ && Chance(0.001)) CorruptRecord();
 }
 
 void Simulation::RunEvents() {

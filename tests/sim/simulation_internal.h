@@ -45,6 +45,9 @@ struct ModelEntry {
   int64_t append_mono = 0;
   bool landed = false;
   bool discarded = false;
+  // Its record's bytes were changed while the agent was down (record_corruption): the
+  // agent can only discard it as corrupt, also after a copy landed.
+  bool corrupted = false;
 };
 
 struct KeyOrder {
@@ -114,7 +117,11 @@ class Simulation : public agent::OutcomeListener {
 
   void Configure();
   void Open();
-  void Crash(bool power);
+  // The agent crashes and starts again; with `power`, what was not synced is lost. With
+  // `while_down`, it runs while the WAL is closed.
+  void Crash(bool power, const std::function<void()>& while_down = nullptr);
+  // A crash during which a byte of a random live entry's stored record changes.
+  void CorruptRecord();
   void Append();
   void AppendWide();
   // simulation_operator.cc

@@ -12,6 +12,8 @@
 // Which outcomes count (live entries only: idempotence) is rocks_wal_live.cc; charging an
 // unreadable record's discard to its owner is rocks_wal_attribute.cc.
 #include <algorithm>
+#include <map>
+#include <optional>
 
 #include "wal/keys.h"
 #include "wal/rocks_status.h"
@@ -63,6 +65,22 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   uint64_t bytes = 0;
   for (const Outcome& o : outcomes) bytes += o.size;
   const Counts added = dead_letters_.Keep(outcomes, now_ms, *db_, &wb);
+  // A charged record that no longer verifies is deleted (HeldChange): whose its held
+  // messages were is unknown, so every topic's held count is recounted from the bitmaps
+  // as they are after this batch: as read now (skipping that record), with this batch's
+  // change. Rare (a byte changed on disk), and bounded by the part-settled records.
+  std::optional<std::map<std::string, Counts>> recounted;
+  if (held.unreadable_released > 0) {
+    BitmapCheck bits;
+    RETURN_IF_ERROR(ReadBitmaps(*db_, nullptr, &bits));
+    recounted = std::move(bits.held);
+    for (const auto& [topic, c] : held.added) (*recounted)[topic].Add(c);
+    for (const auto& [topic, c] : held.released) {
+      Counts& r = (*recounted)[topic];
+      r.count -= std::min(r.count, c.count);
+      r.bytes -= std::min(r.bytes, c.bytes);
+    }
+  }
   // New totals of the touched counters, aggregated per (topic, outcome) first: a batch
   // holds thousands of messages but only a few topics.
   std::map<std::string, TopicStats> totals;
@@ -89,6 +107,22 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
       }
       last_counts->count += 1;
       last_counts->bytes += o.size;
+    }
+    if (recounted) {
+      // The change that takes each topic's held count to the recount: all it had
+      // released, all it has added (the loop below adds first).
+      held = HeldChange{};
+      for (const auto& [topic, t] : ledger_.topics()) {
+        if (t.held.count > 0 || t.held.bytes > 0) recounted->try_emplace(topic);
+      }
+      for (const auto& [topic, want] : *recounted) {
+        Counts have;
+        if (auto t = ledger_.topics().find(topic); t != ledger_.topics().end())
+          have = t->second.held;
+        if (have.count == want.count && have.bytes == want.bytes) continue;
+        held.added[topic] = want;
+        held.released[topic] = have;
+      }
     }
     // The held bytes' new totals: what a stuck message keeps of its record on disk is
     // charged to its topic until the record goes (Ledger::Admit).

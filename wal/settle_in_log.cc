@@ -24,13 +24,13 @@ struct Touched {
 };
 
 // Adds to `*to` the messages of `t`'s record (`value`, its bytes) whose bits `pick` says;
-// nothing for a record that does not verify (HeldChange). Only a record settled in parts
-// pays the parse, not the common one settled whole at once.
+// nothing for a record that does not verify (HeldChange), and then false. Only a record
+// settled in parts pays the parse, not the common one settled whole at once.
 template <typename Pick>
-void CountHeld(const Touched& t, std::string_view value, Pick pick,
+bool CountHeld(const Touched& t, std::string_view value, Pick pick,
                std::map<std::string, Counts>* to) {
   absl::StatusOr<BatchView> view = ParseBatch(value, t.rec.count);
-  if (!view.ok()) return;
+  if (!view.ok()) return false;
   Counts* c = nullptr;
   for (uint32_t i = 0; i < t.rec.count; ++i) {
     if (!pick(i)) continue;
@@ -38,6 +38,7 @@ void CountHeld(const Touched& t, std::string_view value, Pick pick,
     c->count += 1;
     c->bytes += view->MessageSize(i);
   }
+  return true;
 }
 
 // Adds the writes for `t`. A record whose messages are all settled by this one settle
@@ -72,8 +73,10 @@ absl::Status Write(const OpenDb& db, const Touched& t, std::string_view value,
     wb->Delete(db.log, t.key);
     if (s.ok()) wb->Delete(db.meta, keys::SettledIn(t.key));
     // Its earlier settled messages leave the disk with it.
-    CountHeld(t, value, [&](uint32_t i) { return before.Test(i) && !t.now.Test(i); },
-              &held->released);
+    auto earlier = [&](uint32_t i) { return before.Test(i) && !t.now.Test(i); };
+    if (!CountHeld(t, value, earlier, &held->released)) {
+      for (uint32_t i = 0; i < t.rec.count; ++i) held->unreadable_released += earlier(i) ? 1 : 0;
+    }
     return absl::OkStatus();
   }
   // Only those bits (settled_bits_merge.h): rewriting the whole bitmap made a record's

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "rocksdb/write_batch.h"
+#include "wal/inspection.h"
 #include "wal/open_db.h"
 #include "wal/stats.h"
 
@@ -22,11 +23,15 @@ namespace kspool::wal {
 // record holds one topic): `added`, messages settled now whose record stays (another of
 // its messages is live); `released`, messages settled before whose record is deleted
 // now. Sizes are the accounted ones (LogCursor::size()); a record whose checksum does not
-// match is neither charged nor released: its bytes cannot vouch for a topic or a size,
-// and the drain discards its messages together when it reads them.
+// match is never charged (its bytes cannot vouch for a topic or a size, and the drain
+// discards its messages together when it reads them). One that turned unreadable after
+// some of its messages were charged (a byte changed on disk) cannot say whose they were
+// when it is deleted: `unreadable_released` counts them, and the caller recounts the
+// topics' held bytes from the bitmaps (ReadBitmaps).
 struct HeldChange {
   std::map<std::string, Counts> added;
   std::map<std::string, Counts> released;
+  uint64_t unreadable_released = 0;
 };
 
 // Adds to `wb` the writes that settle `seqs` (sorted, unique, each one live). A number
@@ -35,5 +40,12 @@ struct HeldChange {
 // the change to the topics' held bytes; the caller persists it in the same batch.
 [[nodiscard]] absl::Status SettleInLog(const OpenDb& db, const std::vector<uint64_t>& seqs,
                                        rocksdb::WriteBatch* wb, HeldChange* held);
+
+// Reads every `settled_in/` bitmap with its record, at `snap` (null: the latest): the
+// held messages per topic of the records that verify, and what is wrong with the others
+// (BitmapCheck). It walks every bitmap: for `kspoolctl wal verify`, and for the rare
+// settle that deletes a charged record that no longer verifies (HeldChange).
+[[nodiscard]] absl::Status ReadBitmaps(const OpenDb& db, const rocksdb::Snapshot* snap,
+                                       BitmapCheck* out);
 
 }  // namespace kspool::wal

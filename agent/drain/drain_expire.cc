@@ -172,6 +172,7 @@ void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t c
     if (!fresh) continue;
     Slot& slot = it->second;
     if (!slot.entry.status.ok()) {
+      in_doubt_.TakeFound(seq);  // discarded as corrupt all the same (Admit says why)
       slot.entry.record.topic = topic;
       Discard(seq, slot, kReasonCorrupt, slot.entry.status.ToString());
     } else if (std::optional<FoundCopy> copy = in_doubt_.TakeFound(seq)) {

@@ -218,6 +218,11 @@ bool DrainLoop::Admit(std::vector<wal::Entry>& entries) {
     if (!fresh) continue;
     Slot& slot = it->second;
     if (!slot.entry.status.ok()) {
+      // A copy found in Kafka for it leaves with it: its bytes changed on disk after the
+      // copy was produced, and the WAL refuses to replay a dead letter that does not
+      // verify, so no duplicate can come of the discard. Kept, the copy would hold its
+      // partition's watermark for the life of the process (HoldWatermarks).
+      in_doubt_.TakeFound(seq);
       // Counted under the topic its first bytes name, as the reader counted it.
       slot.entry.record.topic = std::string(ts_name);
       // Quarantined, never a crash loop: the record is kept as stored in the dead letters.

@@ -85,7 +85,9 @@ struct Waiting {
   int defect;
 };
 inline const std::vector<Waiting>& WaitingForFixes() {
-  // The last to join the random run: volume_full (issue 42: seed 231783182910 was the
+  // The last to join the random run: record_corruption (issue 42: seeds 832639177188,
+  // held bytes of a record that turned unreadable, and 85154226914, a copy found for
+  // one); volume_full before it (seed 231783182910 was the
   // drain reading again from the head after every reopen), wide_batches before it (its
   // findings fixed too); before them WAL read errors, once
   // defect 17 (a RocksDB 7.8.3 scan skipping a level's rest after a failed table read,
@@ -93,11 +95,7 @@ inline const std::vector<Waiting>& WaitingForFixes() {
   // 11 to 15 were fixed (200 seeds of ci,+metadata_failure,+long_leader_loss passed, 49.8
   // seeds/min, 9570 faults/min); partition growth and topic recreation after 4d to 4i
   // (twice 300 seeds).
-  // record_corruption waits for issue 42's held-bytes finding (known_defects.txt, seed
-  // 832639177188): a part-settled batch record that turns unreadable keeps its settled
-  // messages charged to its topic's held bytes forever, since the settle that deletes it
-  // cannot read whose they were (settle_in_log.h, HeldChange).
-  static const std::vector<Waiting> waiting = {{Fault::kRecordCorruption, 42}};
+  static const std::vector<Waiting> waiting = {};
   return waiting;
 }
 

@@ -155,31 +155,14 @@ void Simulation::CorruptRecord() {
   const uint64_t pick = Below(1u << 30), flip = 1 + Below(255);
   Crash(false, [&] {
     uint64_t first = 0, last = 0;
-    rocksdb::Status s = testing::WithRawWal(dir_.sub("wal"), [&](rocksdb::DB* db,
-                                                                 testing::RawHandles& cf) {
-      std::string target(8, '\0');  // big-endian: the first record key at or after `seq` holds it
-      for (int i = 0; i < 8; ++i) target[i] = static_cast<char>(seq >> (8 * (7 - i)));
-      std::unique_ptr<rocksdb::Iterator> it(db->NewIterator({}, cf.at("log")));
-      it->Seek(target);
-      if (!it->Valid())
-        return it->status().ok() ? rocksdb::Status::NotFound("no record") : it->status();
-      const std::string key = it->key().ToString();
-      uint64_t count = 1;
-      for (int i = 0; i < 8; ++i) last = (last << 8) | static_cast<uint8_t>(key[i]);
-      if (key.size() == 12) {
-        count = 0;
-        for (int i = 8; i < 12; ++i) count = (count << 8) | static_cast<uint8_t>(key[i]);
-      }
-      first = key.size() == 12 ? last + 1 - count : last;
-      std::string value = it->value().ToString();
-      it.reset();
-      if (value.empty() || seq < first) return rocksdb::Status::NotFound("no record holds it");
-      value[pick % value.size()] =
-          static_cast<char>(value[pick % value.size()] ^ static_cast<char>(flip));
-      rocksdb::WriteOptions wo;
-      wo.sync = true;
-      return db->Put(wo, cf.at("log"), key, value);
-    });
+    const rocksdb::Status s = testing::EditLogEntry(
+        dir_.sub("wal"), seq,
+        [&](std::string* raw) {
+          if (raw->empty()) return;
+          (*raw)[pick % raw->size()] =
+              static_cast<char>((*raw)[pick % raw->size()] ^ static_cast<char>(flip));
+        },
+        nullptr, &first, &last);
     if (!s.ok()) {
       Trace("record corruption not made: " + s.ToString());
       return;

@@ -50,10 +50,12 @@ inline rocksdb::Status WithRawWal(
 // (closed) WAL at `dir`: a version-1 record (its key the 8-byte sequence number) or a
 // batch record (its key the last number it holds and its count, so the first key at or
 // after `seq` is the one that holds it); an error if the directory does not open or no
-// record holds `seq`. `*key_size`, when given, is set to the key's length (8 or 12).
+// record holds `seq`. `*key_size`, when given, is set to the key's length (8 or 12), and
+// `*first`, `*last` to the first and last entries the record holds.
 inline rocksdb::Status EditLogEntry(const std::string& dir, uint64_t seq,
                                     const std::function<void(std::string*)>& edit,
-                                    size_t* key_size = nullptr) {
+                                    size_t* key_size = nullptr, uint64_t* first = nullptr,
+                                    uint64_t* last_seq = nullptr) {
   return WithRawWal(dir, [&](rocksdb::DB* db, RawHandles& cf) {
     std::string target(8, '\0');  // big-endian sequence number
     for (int i = 0; i < 8; ++i) target[i] = static_cast<char>(seq >> (8 * (7 - i)));
@@ -74,6 +76,8 @@ inline rocksdb::Status EditLogEntry(const std::string& dir, uint64_t seq,
     it.reset();
     edit(&value);
     if (key_size) *key_size = key.size();
+    if (first) *first = last + 1 - count;
+    if (last_seq) *last_seq = last;
     rocksdb::WriteOptions wo;
     wo.sync = true;
     return db->Put(wo, cf.at("log"), key, value);

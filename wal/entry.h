@@ -25,7 +25,8 @@ struct Entry {
 };
 
 // What ScanChoosing() offers its chooser for each live entry, read without decoding the
-// record: topic "" and receive time 0 when the record is unreadable.
+// record: topic "" and receive time 0 when the record is unreadable, and receive time 0
+// for a batch record that does not verify (its time may be anything).
 struct ScanCandidate {
   uint64_t seq = 0;
   std::string_view topic;

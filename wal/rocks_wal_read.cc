@@ -121,7 +121,11 @@ absl::Status RocksWal::ScanChoosing(const ScanRange& range,
       return absl::OkStatus();
     }
     ++offered;
-    absl::StatusOr<int64_t> rt = c.ReceiveTime();
+    // A batch record's time only once its checksum vouches for it (cheap: it was checked
+    // when the record was read): a chooser bounds commit points and ages by it, and a
+    // salvaged time may be anything, even years ahead. A version-1 record's is read
+    // unverified (checking it decodes the entry; only older versions wrote them).
+    absl::StatusOr<int64_t> rt = c.record().batch ? c.VerifiedReceiveTime() : c.ReceiveTime();
     RecordRouting routing = c.Routing();
     ScanCandidate cand{seq,      routing.topic,     rt.ok() ? *rt : 0,
                        c.size(), routing.partition, routing.key};

@@ -204,7 +204,9 @@ void Simulation::CheckWal() {
     auto t = cp.topics_ms.find(e.record.topic);
     if (cp.global_ms >= rt || (t != cp.topics_ms.end() && t->second >= rt)) {
       Fail("a commit point reached the receive time " + std::to_string(rt) + " of seq " +
-           std::to_string(e.seq) + ", still in the WAL");
+           std::to_string(e.seq) + ", still in the WAL (global " + std::to_string(cp.global_ms) +
+           ", topic " + e.record.topic + " " +
+           (t == cp.topics_ms.end() ? std::string("none") : std::to_string(t->second)) + ")");
       break;
     }
   }

@@ -42,7 +42,6 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <unordered_set>
 #include <vector>
 
 #include "agent/drain/commit_tracker.h"
@@ -174,8 +173,12 @@ class DrainLoop {
   // True when partition lane `lane`'s entries cannot go out for now for a reason outside
   // the drain's pace (IsHeld): such a lane keeps at most Shares::parked_lane entries; the
   // rest wait unread.
+  // The reader asks it per entry offered: the clock is read only when a lag may hold
+  // (with none, the first reasons that need no time decide, and the rest hold nothing).
   bool Held(const TopicState& ts, int32_t lane, const TopicLayout& layout) const {
-    return lane >= 0 && IsHeld(WhyLaneWaits(ts, lane, layout, options_.clock->MonotonicMillis()));
+    if (lane < 0) return false;
+    const int64_t now = ts.client_lags.empty() ? 0 : options_.clock->MonotonicMillis();
+    return IsHeld(WhyLaneWaits(ts, lane, layout, now));
   }
   void Evict(const Shares& shares);
   // Discards entries older than max_message_age_ms that are not in the client: those in

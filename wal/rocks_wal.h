@@ -201,9 +201,10 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
                                 std::map<std::string, Counts>* out) const
       ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   // `given`, or a copy in `fixed` in which each discard of an unreadable record is
-  // charged to the topic whose ledger owns it (rocks_wal_attribute.cc).
-  const std::vector<Outcome>& AttributeUnreadable(const std::vector<Outcome>& given,
-                                                  std::vector<Outcome>* fixed)
+  // charged to the topic whose ledger owns it (rocks_wal_attribute.cc); an error when the
+  // live log cannot be counted (the settle fails: a guess never stands).
+  absl::StatusOr<const std::vector<Outcome>*> AttributeUnreadable(const std::vector<Outcome>& given,
+                                                                  std::vector<Outcome>* fixed)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(settle_mu_) ABSL_SHARED_LOCKS_REQUIRED(db_mu_);
   // Puts into `wb` the fold of forgotten topics' counters (Ledger::PlanFold): their keys
   // deleted, kForgottenTopics' new totals written.

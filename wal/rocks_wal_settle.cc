@@ -41,7 +41,8 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   if (seqs.empty()) return absl::OkStatus();
   // A record that does not decode is charged to the topic whose ledger owns it.
   std::vector<Outcome> attributed;
-  const std::vector<Outcome>& outcomes = AttributeUnreadable(*live, &attributed);
+  ASSIGN_OR_RETURN(const std::vector<Outcome>* charged, AttributeUnreadable(*live, &attributed));
+  const std::vector<Outcome>& outcomes = *charged;
   // The head moves over the settled prefix [head, cand): the entries settled now and
   // those settled out of order before.
   uint64_t cand = head;

@@ -174,6 +174,57 @@ TEST_F(WalReadFault, ScanDeliveriesWhoseSeekFailsDoesNotSkipOutcomes) {
       << s << ": " << out.size() << " outcomes, next " << next << " (from " << from << ")";
 }
 
+// A discard of a record that no longer decodes is charged to the topic whose ledger owns
+// it, found by counting the live log. A read that fails during that count fails the
+// settle (the drain settles again): it never lets the drain's guess of the topic stand.
+// Each read of the settle fails in turn, on a fresh copy of the WAL.
+TEST_F(WalReadFault, AReadThatFailsWhileFindingAnUnreadableRecordsOwnerFailsTheSettle) {
+  Fill([&](Wal* wal, const std::vector<Entry>&) {
+    ASSERT_TRUE(wal->Append(MakeBatch("t", 4, "value-")).ok());  // one record, seqs 101..104
+    ASSERT_TRUE(wal->Append(MakeBatch("u", 2, "ok")).ok());
+  });
+  ASSERT_TRUE(kspool::testing::EditLogEntry(dir_.path(), kStoredEntries + 2, [](std::string* v) {
+                v->resize(v->size() - 3);  // its lengths no longer add up: its layout is lost
+              }).ok());
+  bool failed_one = false;
+  int skip = 0;
+  for (; skip < 400; ++skip) {
+    kspool::testing::TempDir copy;
+    std::filesystem::copy(dir_.path(), copy.path(),
+                          std::filesystem::copy_options::recursive |
+                              std::filesystem::copy_options::overwrite_existing);
+    absl::StatusOr<std::unique_ptr<Wal>> opened = Open(copy.path());
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    Wal* wal = opened->get();
+    std::vector<Entry> e = ScanAll(wal);  // as the drain reads them
+    ASSERT_EQ(e.size(), static_cast<size_t>(kStoredEntries + 6));
+    std::vector<Outcome> outcomes;
+    for (int i = kStoredEntries; i < kStoredEntries + 4; ++i) {
+      ASSERT_FALSE(e[i].status.ok()) << e[i].seq;
+      // The drain's guess is wrong, as when the changed bytes spell another topic.
+      outcomes.push_back(
+          SettleDiscarded(e[i].seq, "u", e[i].size, "corrupt", e[i].status.ToString(), e[i].raw));
+    }
+    const uint64_t faults = fs_->injected_read_faults();
+    fs_->FailReadsOnThisThread(skip, 1, /*corrupt=*/skip % 2 == 1);
+    absl::Status s = wal->Settle(outcomes);
+    HealReads();
+    if (fs_->injected_read_faults() == faults) break;  // the settle made fewer reads than skip
+    if (!s.ok()) {
+      failed_one = true;
+      ASSERT_TRUE(wal->Settle(outcomes).ok()) << "read " << skip;  // the drain's retry
+    }
+    Stats st = wal->GetStats();
+    EXPECT_EQ(st.topics["t"].discarded["corrupt"].count, 4u) << "read " << skip << ": " << s;
+    EXPECT_EQ(st.topics["u"].discarded.count("corrupt"), 0u) << "read " << skip << ": " << s;
+    EXPECT_EQ(st.topics["u"].pending().count, 2u) << "read " << skip;
+    ExpectLedgerHolds(wal, "read " + std::to_string(skip));
+    if (HasFailure()) break;
+  }
+  ASSERT_LT(skip, 400) << "the settle did not stop reading";
+  EXPECT_TRUE(failed_one) << "no failed read of the settle was reported";
+}
+
 // RocksDB 7.8.3 lost the error of a table file opened or read as a scan stepped into it
 // from the previous file of its level, and the scan ended OK without that level's rest.
 TEST_F(WalReadFault, AScanThatCannotReadTheNextTableFileFailsInsteadOfSkippingIt) {

@@ -48,12 +48,12 @@ void DrainLoop::ExpireOld(int64_t now) {
   for (auto& [name, ts] : topics_) {
     if (ts.window.messages() == 0) continue;
     std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(name);
-    ExpireLane(ts, ts.unrouted, kLaneUnrouted, *layout, cutoff);
-    ExpireLane(ts, ts.unordered, kLaneUnordered, *layout, cutoff);
-    for (auto& [p, lane] : ts.partitions) ExpireLane(ts, lane, p, *layout, cutoff);
+    ExpireLane(ts, ts.lanes.unrouted, kLaneUnrouted, *layout, cutoff);
+    ExpireLane(ts, ts.lanes.unordered, kLaneUnordered, *layout, cutoff);
+    for (auto& [p, lane] : ts.lanes.ordered) ExpireLane(ts, lane, p, *layout, cutoff);
   }
   for (auto& [name, ts] : topics_) {
-    if (ts.unread_from != 0 && ts.unread_receive_ms < cutoff) ExpireUnread(name, ts, cutoff, now);
+    if (ts.unread.from != 0 && ts.unread.receive_ms < cutoff) ExpireUnread(name, ts, cutoff, now);
   }
   ExpireInClient(cutoff);
   inflight_.store(window_.size());
@@ -63,8 +63,8 @@ void DrainLoop::ExpireInClient(int64_t cutoff) {
   // What the last look found (a partition's old entries may have been reported since).
   bool in_client = false;
   for (auto& [name, ts] : topics_) {
-    ts.client_holds_expired.clear();
-    for (const auto& [p, n] : ts.in_kafka) in_client |= n > 0;
+    ts.producer.holds_expired.clear();
+    for (const auto& [p, n] : ts.lanes.in_kafka) in_client |= n > 0;
   }
   if (!in_client) return;
   // Receive times never decrease with the sequence number: the window's expired entries
@@ -73,7 +73,7 @@ void DrainLoop::ExpireInClient(int64_t cutoff) {
     if (!slot.entry.status.ok()) continue;
     if (slot.entry.record.receive_time_ms >= cutoff) break;
     if (slot.state != Slot::kInKafka) continue;
-    topics_[slot.entry.record.topic].client_holds_expired.insert(slot.produced_to);
+    topics_[slot.entry.record.topic].producer.holds_expired.insert(slot.produced_to);
   }
 }
 
@@ -129,7 +129,7 @@ void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t c
   std::vector<wal::Entry> entries;
   uint64_t next = 0;
   absl::Status s = wal_->ScanChoosing(
-      {ts.unread_from, reader_.cursor(), options_.scan_max_keys},
+      {ts.unread.from, reader_.cursor(), options_.scan_max_keys},
       [&](const wal::ScanCandidate& c) {
         if (c.receive_time_ms >= cutoff || taken == limit || taken_bytes >= byte_limit) {
           stopped_at_ms = c.receive_time_ms;  // and every later entry is at least as young
@@ -151,14 +151,14 @@ void DrainLoop::ExpireUnread(const std::string& topic, TopicState& ts, int64_t c
   if (!s.ok()) {
     ScanFailed(s);
   } else if (!stopped_at_ms && next >= reader_.cursor()) {
-    ts.ClearUnread();  // every unread entry of the topic is taken: none is left unread
+    ts.unread.Clear();  // every unread entry of the topic is taken: none is left unread
   } else {
     // The topic's entries below `next` are in the window now (or settled); the rest are
     // at least as young as the entry the look stopped at, or the last one it saw.
-    ts.unread_receive_ms = std::max(ts.unread_receive_ms, stopped_at_ms.value_or(last_ms));
-    if (next > ts.unread_from) {
-      ts.unread_from = next;
-      ts.scan_from = std::max(ts.scan_from, next);
+    ts.unread.receive_ms = std::max(ts.unread.receive_ms, stopped_at_ms.value_or(last_ms));
+    if (next > ts.unread.from) {
+      ts.unread.from = next;
+      ts.unread.scan_from = std::max(ts.unread.scan_from, next);
     }
   }
   if (in_doubt && !in_doubt_.Asked(topic)) {

@@ -15,7 +15,7 @@
 //    for that partition;
 //  * the window holds at most max_inflight_messages (plus undecodable entries, which are
 //    taken whatever the room) and max_inflight_bytes plus one entry;
-//  * a topic's catch-up position is not below its first unread entry;
+//  * each topic's own state holds its guarantees (TopicState::Check: its unread range);
 //  * every finished slot is listed to be settled, and none is left marked batched
 //    (Settler::Check);
 //  * a copy found and kept for later (InDoubtEntries) is for an entry outside the window: one
@@ -51,7 +51,7 @@ absl::Status DrainLoop::CheckInvariants() const {
     auto c = counts.find(topic);
     const Count none;
     const Count& want = c == counts.end() ? none : c->second;
-    for (const auto& [p, n] : ts.in_kafka) {
+    for (const auto& [p, n] : ts.lanes.in_kafka) {
       auto k = want.in_kafka.find(p);
       const uint64_t have = k == want.in_kafka.end() ? 0 : k->second;
       if (n != have) {
@@ -60,15 +60,12 @@ absl::Status DrainLoop::CheckInvariants() const {
       }
     }
     for (const auto& [p, have] : want.in_kafka) {
-      if (have > 0 && !ts.in_kafka.count(p)) {
+      if (have > 0 && !ts.lanes.in_kafka.count(p)) {
         return fail("topic '", topic, "' has ", have, " slots in Kafka for partition ", p,
                     " and no count for it");
       }
     }
-    if (ts.unread_from != 0 && ts.scan_from < ts.unread_from) {
-      return fail("topic '", topic, "' scans from ", ts.scan_from, " below its first unread entry ",
-                  ts.unread_from);
-    }
+    if (absl::Status s = ts.Check(topic); !s.ok()) return s;
     auto lane = [&](const Lane& l, int32_t id) -> absl::Status {
       uint64_t prev = 0;
       for (uint64_t seq : l.ready) {
@@ -105,9 +102,9 @@ absl::Status DrainLoop::CheckInvariants() const {
       }
       return absl::OkStatus();
     };
-    if (absl::Status s = lane(ts.unrouted, kLaneUnrouted); !s.ok()) return s;
-    if (absl::Status s = lane(ts.unordered, kLaneUnordered); !s.ok()) return s;
-    for (const auto& [p, l] : ts.partitions) {
+    if (absl::Status s = lane(ts.lanes.unrouted, kLaneUnrouted); !s.ok()) return s;
+    if (absl::Status s = lane(ts.lanes.unordered, kLaneUnordered); !s.ok()) return s;
+    for (const auto& [p, l] : ts.lanes.ordered) {
       if (absl::Status s = lane(l, p); !s.ok()) return s;
     }
   }
@@ -152,18 +149,18 @@ std::string DrainLoop::DebugString() const {
     std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(topic);
     absl::StrAppend(
         &out, "  topic '", topic, "': ", layout->partition_count(), " partitions, routed by ",
-        ts.routed_partitions, RerouteDue(ts, *layout) ? " (reroute due)" : "", ", in window ",
-        ts.window.messages(), " / ", ts.window.bytes(), " bytes, unread from ", ts.unread_from,
-        ", scan from ", ts.scan_from, ", skipped lanes ", ts.skipped_lanes.size(), ", unrouted ",
-        ts.unrouted.ready.size(), "+", ts.unrouted.waiting.size(), ", unordered ",
-        ts.unordered.ready.size(), "+", ts.unordered.waiting.size());
-    for (const auto& [p, l] : ts.partitions) {
+        ts.routing.partitions, RerouteDue(ts, *layout) ? " (reroute due)" : "", ", in window ",
+        ts.window.messages(), " / ", ts.window.bytes(), " bytes, unread from ", ts.unread.from,
+        ", scan from ", ts.unread.scan_from, ", skipped lanes ", ts.unread.skipped_lanes.size(),
+        ", unrouted ", ts.lanes.unrouted.ready.size(), "+", ts.lanes.unrouted.waiting.size(),
+        ", unordered ", ts.lanes.unordered.ready.size(), "+", ts.lanes.unordered.waiting.size());
+    for (const auto& [p, l] : ts.lanes.ordered) {
       if (!l.empty()) {
         absl::StrAppend(&out, ", p", p, " ", l.ready.size(), "+", l.waiting.size(), " ",
                         LaneWaitName(WhyLaneWaits(ts, p, *layout, now)));
       }
     }
-    for (const auto& [p, n] : ts.in_kafka) {
+    for (const auto& [p, n] : ts.lanes.in_kafka) {
       if (n > 0) absl::StrAppend(&out, ", in kafka p", p, " ", n);
     }
     absl::StrAppend(&out, "\n");

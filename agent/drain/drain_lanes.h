@@ -1,5 +1,6 @@
 // The drain loop's bookkeeping types: one window slot per WAL entry being sent, lanes
-// (entries produced in sequence order and retried together), and per-topic state.
+// (entries produced in sequence order and retried together), and how an entry finds
+// its lane; per-topic state is topic_state.h.
 // Internal to the drain loop. Thread safety: owned by the drain loop's thread.
 #pragma once
 
@@ -120,101 +121,6 @@ class TopicCharge {
   uint64_t bytes_ = 0;
 };
 
-struct TopicState {
-  ReconcileGate gate;
-  std::map<int32_t, Lane> partitions;  // ordered lanes, by partition
-  Lane unordered;
-  Lane unrouted;
-  TopicCharge window;                    // the topic's entries in the window, and their bytes
-  std::map<int32_t, uint64_t> in_kafka;  // entries handed to the producer, by partition
-  // Partitions an entry was produced to alone (Slot::alone): nothing else of the topic
-  // goes there until its report, so that it travels in a batch of its own.
-  std::set<int32_t> alone;
-  // The partition count the keyed entries in the lanes were routed by (0: none yet).
-  int routed_partitions = 0;
-  // A keyed entry took its lane by another count than routed_partitions since the last
-  // Reroute (read while one was due): the lanes mix two counts until Reroute runs, also
-  // if the layout meanwhile went back to routed_partitions (a topic that grew, then was
-  // recreated as it was).
-  bool routed_otherwise = false;
-  // The topic's routing bounds as saved (wal/routing_bounds.h), read once.
-  std::optional<std::vector<wal::RoutingBound>> routing;
-  // The topic is in DrainLoop::routed_topics_ (looked up once per state, not per entry).
-  bool routed_here = false;
-  // Every entry of this topic below the reader's cursor and at or above unread_from is
-  // in the window or settled, or was skipped for lack of room (0: none skipped).
-  // unread_receive_ms is at most the receive time of the oldest skipped one.
-  uint64_t unread_from = 0;
-  int64_t unread_receive_ms = 0;
-  // Where the next catch-up pass starts (>= unread_from): the topic's entries in
-  // [unread_from, scan_from) that are not in the window belong to skipped_lanes, lanes
-  // whose partition has no leader and already holds its share of the window.
-  uint64_t scan_from = 0;
-  std::set<int32_t> skipped_lanes;
-  // Partitions the layout has and the producer does not know yet (its metadata lags the
-  // agent's, as after partitions were added): until its retry is due (monotonic ms), such
-  // a lane is held back as a leaderless partition's is (DrainLoop::Held), and entries
-  // without a key go to other partitions (PickPartition).
-  std::map<int32_t, int64_t> client_lags;
-  // Partitions (kAnyPartition: the client chose one) for which the client holds an entry
-  // past the age limit (ExpireOld). Its message timeout counts from the produce, so an
-  // entry produced late could stay there up to twice the limit: for a partition whose
-  // leader is gone while the metadata still names one, or one the drain cannot name.
-  // ProduceDue takes back what the client queues for them (every partition of the topic
-  // for kAnyPartition); what was never sent comes back and expires.
-  std::set<int32_t> client_holds_expired;
-  // Unknown-topic checks: fresh metadata answers that said the target is missing.
-  uint64_t checked_generation = 0;
-  int missing_answers = 0;
-  // Messages without a key stay on one partition with a leader for a while (as the
-  // client's sticky partitioner does), so they travel in large batches.
-  size_t next_partition = 0;
-  int32_t sticky_partition = -1;
-  int64_t sticky_until_ms = 0;  // monotonic
-  int64_t pending_since_ms = 0;   // monotonic; 0: nothing to send
-  int64_t last_delivery_ms = 0;   // monotonic
-  bool reported_stuck = false;
-  bool idle() const { return window.messages() == 0 && unread_from == 0; }
-  // Some of the topic's entries are with the producer, waiting for their reports.
-  bool InClient() const {
-    return std::any_of(in_kafka.begin(), in_kafka.end(), [](const auto& pn) { return pn.second > 0; });
-  }
-  // Entries of an ordered lane in the window: waiting, or handed to the producer.
-  uint64_t LaneLoad(int32_t lane) {
-    auto l = partitions.find(lane);
-    auto k = in_kafka.find(lane);
-    return (l == partitions.end() ? 0 : l->second.ready.size() + l->second.waiting.size()) +
-           (k == in_kafka.end() ? 0 : k->second);
-  }
-  void MarkUnread(uint64_t seq, int64_t receive_time_ms) {
-    if (unread_from == 0 || seq < unread_from) {
-      unread_from = seq;
-      unread_receive_ms = receive_time_ms;
-    }
-    if (scan_from == 0 || seq < scan_from) scan_from = seq;
-  }
-  void ClearUnread() {
-    unread_from = scan_from = 0;
-    skipped_lanes.clear();
-  }
-  Lane& LaneOf(int32_t lane) {
-    if (lane == kLaneUnordered) return unordered;
-    if (lane == kLaneUnrouted) return unrouted;
-    return partitions[lane];
-  }
-};
-
-// What one topic may hold of the window while others wait for room, and what one of its
-// partitions may hold while it has no leader.
-struct Shares {
-  uint64_t messages = 0;
-  uint64_t bytes = 0;
-  uint64_t parked_lane = 1;  // 0 when `messages` is 1 (DrainLoop::Refill)
-  bool Full(const TopicState& ts) const {
-    return ts.window.messages() >= messages || ts.window.bytes() >= bytes;
-  }
-};
-
 // Kafka's murmur2 hash of a key (the Java client's Utils.murmur2, as an unsigned value).
 uint32_t Murmur2(std::string_view key);
 // The ordered lane of a keyed entry: Kafka's default partitioner (murmur2, as the Java
@@ -235,17 +141,6 @@ int32_t LaneFor(int32_t partition, const std::optional<std::string_view>& key,
 inline bool Parked(int32_t lane, const TopicLayout& layout) {
   return lane >= 0 && !absl::IsNotFound(layout.status) && lane < layout.partition_count() &&
          !layout.HasLeader(lane);
-}
-
-// The topic's keyed entries were routed by another partition count than the layout's,
-// or some of them were (routed_otherwise): DrainLoop::Reroute is due. Until it has run,
-// a key's entries may sit in two lanes, so nothing may be read for the topic (CatchUp)
-// or forgotten from it (Evict), or a key's newer entry could go out before an older one
-// left unread. Also while lookups
-// fail: the layout keeps the count it last knew, by which LaneFor routes new entries.
-inline bool RerouteDue(const TopicState& ts, const TopicLayout& layout) {
-  return layout.partition_count() > 0 &&
-         (layout.partition_count() != ts.routed_partitions || ts.routed_otherwise);
 }
 
 }  // namespace kspool::agent

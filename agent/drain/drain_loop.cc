@@ -135,11 +135,11 @@ void DrainLoop::MaybeReopenWal(int64_t now) {
       !reader_.Seen(reopens) && reader_.Reopened(reopens, wal_->rescan_from())) {
     const uint64_t cursor = reader_.cursor();
     for (auto& [topic, ts] : topics_) {
-      if (ts.unread_from == 0) continue;
-      if (cursor == 0 || ts.unread_from >= cursor) {
-        ts.ClearUnread();  // the reader meets them all again
+      if (ts.unread.from == 0) continue;
+      if (cursor == 0 || ts.unread.from >= cursor) {
+        ts.unread.Clear();  // the reader meets them all again
       } else {
-        ts.scan_from = std::min(ts.scan_from, cursor);
+        ts.unread.scan_from = std::min(ts.unread.scan_from, cursor);
       }
     }
   }
@@ -188,9 +188,9 @@ void DrainLoop::UpdateCommitPoint() {
   }
   // Entries skipped for lack of room are below the cursor but not in the window.
   for (const auto& [topic, ts] : topics_) {
-    if (ts.unread_from == 0) continue;
-    auto [it, fresh] = oldest.try_emplace(topic, ts.unread_receive_ms);
-    if (!fresh) it->second = std::min(it->second, ts.unread_receive_ms);
+    if (ts.unread.from == 0) continue;
+    auto [it, fresh] = oldest.try_emplace(topic, ts.unread.receive_ms);
+    if (!fresh) it->second = std::min(it->second, ts.unread.receive_ms);
   }
   if (absl::Status s = tracker_->Update(reader_.cursor(), oldest); !s.ok()) {
     spdlog::warn("commit point: update failed, keeping the last one: {}", s.ToString());
@@ -208,31 +208,31 @@ void DrainLoop::UpdateStuck(int64_t now) {
   for (auto it = topics_.begin(); it != topics_.end();) {
     TopicState& ts = it->second;
     if (ts.idle() && !ts.gate.holding) {
-      if (ts.reported_stuck) spdlog::info("drain: topic '{}' is drained again", it->first);
+      if (ts.pace.reported_stuck) spdlog::info("drain: topic '{}' is drained again", it->first);
       it = topics_.erase(it);  // what is tracked is bounded by the topics with work
       continue;
     }
-    if (ts.pending_since_ms == 0) ts.pending_since_ms = now;
-    const int64_t since = std::max(ts.pending_since_ms, ts.last_delivery_ms);
+    if (ts.pace.pending_since_ms == 0) ts.pace.pending_since_ms = now;
+    const int64_t since = std::max(ts.pace.pending_since_ms, ts.pace.last_delivery_ms);
     if (now - since >= static_cast<int64_t>(options_.stuck_after_ms)) {
       StuckTopic st{it->first, (now - since) / 1000.0, ts.window.messages(), {}};
       std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(it->first);
       for (int32_t p = 0; p < layout->partition_count(); ++p) {
         if (!layout->HasLeader(p)) st.leaderless_partitions.push_back(p);
       }
-      if (!ts.reported_stuck) {
+      if (!ts.pace.reported_stuck) {
         spdlog::warn(
             "drain: topic '{}' has had {} entries waiting and no delivery for {:.0f} s"
             "{}",
             it->first, ts.window.messages(), st.stuck_seconds,
             st.leaderless_partitions.empty() ? "" : "; partitions without a leader");
         Degraded("topic_stuck");
-        ts.reported_stuck = true;
+        ts.pace.reported_stuck = true;
       }
       stuck.push_back(std::move(st));
-    } else if (ts.reported_stuck) {
+    } else if (ts.pace.reported_stuck) {
       spdlog::info("drain: topic '{}' delivers again", it->first);
-      ts.reported_stuck = false;
+      ts.pace.reported_stuck = false;
     }
     ++it;
   }

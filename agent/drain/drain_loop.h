@@ -27,7 +27,9 @@
 // where the failed writes began (ReadPosition). Its state has owners of its own: the
 // window (DrainWindow), the reader's position (ReadPosition), the finished entries and
 // their settles (Settler), the producer (ProducerHolder) and what reconciliation holds
-// (InDoubtEntries); the lanes and per-topic state are still DrainLoop's (TopicState). A producer that hit a fatal error is replaced, with an exponential backoff.
+// (InDoubtEntries), and each topic's lanes, unread range, routing, sticky partition and
+// what the producer refuses of it (TopicState, topic_state.h: one type per concern).
+// A producer that hit a fatal error is replaced, with an exponential backoff.
 // Stop() gives in-flight messages a grace period (cut short once the producer says no
 // broker is up) and leaves the rest in the WAL.
 // Thread safety: Start/Stop/RunOnce from one owner thread; Notify(), the counters and
@@ -45,7 +47,6 @@
 #include <vector>
 
 #include "agent/drain/commit_tracker.h"
-#include "agent/drain/drain_lanes.h"
 #include "agent/drain/drain_metrics.h"
 #include "agent/drain/drain_window.h"
 #include "agent/drain/in_doubt_entries.h"
@@ -58,6 +59,7 @@
 #include "agent/drain/settler.h"
 #include "agent/drain/slot_pool.h"
 #include "agent/drain/stuck_topic.h"
+#include "agent/drain/topic_state.h"
 #include "base/clock.h"
 #include "base/mutex.h"
 #include "wal/drain_log.h"
@@ -177,7 +179,7 @@ class DrainLoop {
   // (with none, the first reasons that need no time decide, and the rest hold nothing).
   bool Held(const TopicState& ts, int32_t lane, const TopicLayout& layout) const {
     if (lane < 0) return false;
-    const int64_t now = ts.client_lags.empty() ? 0 : options_.clock->MonotonicMillis();
+    const int64_t now = ts.producer.lags.empty() ? 0 : options_.clock->MonotonicMillis();
     return IsHeld(WhyLaneWaits(ts, lane, layout, now));
   }
   void Evict(const Shares& shares);
@@ -197,7 +199,7 @@ class DrainLoop {
   // The same for a slot whose report just came back (its layout looked up).
   bool AwaitsReconciliation(const TopicState& ts, uint64_t seq, const Slot& slot) const;
   // Marks the partitions for which the client holds entries past the age limit
-  // (TopicState::client_holds_expired).
+  // (ProducerView::holds_expired).
   void ExpireInClient(int64_t cutoff);
   // How far ExpireUnread() may take the window past its limits: expired entries are
   // discarded at once and leave at the next settle, so a full window still lets a stuck
@@ -304,7 +306,7 @@ class DrainLoop {
   std::map<std::string, TopicState, std::less<>> topics_;
   // The reader's cursor, its recheck bound and the WAL reopens it has seen; a topic's
   // entries below the cursor that are not in the window are unread only from that
-  // topic's `unread_from` on (read_position.h).
+  // topic's `unread.from` on (read_position.h).
   ReadPosition reader_;
   int64_t next_full_scan_ms_ = 0;
   std::string catch_up_after_;  // the topic that caught up last (Refill's turns)

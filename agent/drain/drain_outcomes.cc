@@ -36,18 +36,18 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
       Requeue(r.seq, slot);
       continue;
     }
-    if (slot.alone) ts.alone.erase(slot.produced_to);
-    auto k = ts.in_kafka.find(slot.produced_to);
-    if (k != ts.in_kafka.end() && k->second > 0) --k->second;
+    if (slot.alone) ts.lanes.alone.erase(slot.produced_to);
+    auto k = ts.lanes.in_kafka.find(slot.produced_to);
+    if (k != ts.lanes.in_kafka.end() && k->second > 0) --k->second;
     if (r.result == DeliveryResult::kDelivered) {
       // Kept as its numbers, without building an Outcome (Settler::Store's compact form).
       Settler::KeepDelivered(slot, r.partition, r.offset, wall_ms, /*raises_watermark=*/true);
       MarkFinished(r.seq, slot, now);
       last_delivery_ms_.store(now);
-      ts.last_delivery_ms = now;
+      ts.pace.last_delivery_ms = now;
       producer_.Delivered();
-      ts.LaneOf(slot.lane).failures = 0;
-      if (!ts.client_lags.empty()) ts.client_lags.erase(slot.produced_to);
+      ts.lanes.Of(slot.lane).failures = 0;
+      if (!ts.producer.lags.empty()) ts.producer.lags.erase(slot.produced_to);
       continue;
     }
     if (options_.metrics) options_.metrics->ProduceError(r.error_name);
@@ -83,7 +83,7 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
           // metadata lags the agent's): it goes to another partition at once, never
           // waiting for a retry while it holds its place in the window, and its topic's
           // unkeyed entries pass over that partition for a while (PickPartition).
-          ts.client_lags[slot.produced_to] =
+          ts.producer.lags[slot.produced_to] =
               now + static_cast<int64_t>(options_.retry_backoff_max_ms);
           --slot.attempts;  // it never reached a broker
           Enqueue(r.seq, slot, *options_.partitions->Get(slot.entry.record.topic));
@@ -93,7 +93,7 @@ void DrainLoop::HandleReports(const std::vector<DeliveryReport>& reports, int64_
           // retry as a leaderless partition's lane does: it keeps at most its share of
           // the window, so its topic's other partitions are not starved meanwhile.
           if (slot.lane >= 0 && r.result == DeliveryResult::kUnknownPartition) {
-            ts.client_lags[slot.lane] = ts.LaneOf(slot.lane).retry_at_ms;
+            ts.producer.lags[slot.lane] = ts.lanes.Of(slot.lane).retry_at_ms;
           }
         }
         break;
@@ -124,7 +124,7 @@ void DrainLoop::MarkFinished(uint64_t seq, Slot& slot, int64_t now) {
 }
 
 void DrainLoop::Retry(uint64_t seq, Slot& slot, const std::string& error, int64_t now) {
-  Lane& lane = topics_[slot.entry.record.topic].LaneOf(slot.lane);
+  Lane& lane = topics_[slot.entry.record.topic].lanes.Of(slot.lane);
   const bool new_round = lane.waiting.empty() || now >= lane.retry_at_ms;
   if (new_round) {
     // A new failed round for this lane: back off exponentially, with jitter. Failures
@@ -184,14 +184,14 @@ bool DrainLoop::TargetMissing(const Slot& slot, std::string* why) {
     missing = true;
   }
   if (!missing) {
-    if (layout->status.ok()) ts.missing_answers = 0;
+    if (layout->status.ok()) ts.missing.answers = 0;
     return false;
   }
-  if (layout->generation > ts.checked_generation) {
-    ts.checked_generation = layout->generation;
-    ++ts.missing_answers;
+  if (layout->generation > ts.missing.generation) {
+    ts.missing.generation = layout->generation;
+    ++ts.missing.answers;
   }
-  return ts.missing_answers >= static_cast<int>(options_.unknown_topic_checks);
+  return ts.missing.answers >= static_cast<int>(options_.unknown_topic_checks);
 }
 
 }  // namespace kspool::agent

@@ -17,35 +17,13 @@
 namespace kspool::agent {
 namespace {
 
-// Unkeyed messages stick to one partition with a leader for kStickyMs, then move to the
-// next one, round robin: per-message spreading made every batch small (T1's delivered
-// rate fell from 168k to 109k msg/s). A partition the producer refused as unknown is
-// passed over until its retry is due (TopicState::client_lags). nullopt when no
-// partition can take them.
-constexpr int64_t kStickyMs = 10;
-
+// Unkeyed messages go to the topic's sticky partition (sticky_partitioner.h) among those
+// with a leader that the producer does not refuse as unknown (TopicState::producer);
+// nullopt when no partition can take them.
 std::optional<int32_t> PickPartition(TopicState& ts, const TopicLayout& layout, int64_t now) {
-  auto usable = [&](int32_t p) {
-    if (!layout.HasLeader(p)) return false;
-    if (ts.client_lags.empty()) return true;
-    auto lag = ts.client_lags.find(p);
-    return lag == ts.client_lags.end() || now >= lag->second;
-  };
-  if (ts.sticky_partition >= 0 && now < ts.sticky_until_ms && usable(ts.sticky_partition)) {
-    return ts.sticky_partition;
-  }
-  const size_t n = layout.leaders.size();
-  for (size_t i = 0; i < n; ++i) {
-    const size_t p = (ts.next_partition + i) % n;
-    if (usable(static_cast<int32_t>(p))) {
-      ts.next_partition = p + 1;
-      ts.sticky_partition = static_cast<int32_t>(p);
-      ts.sticky_until_ms = now + kStickyMs;
-      return ts.sticky_partition;
-    }
-  }
-  ts.sticky_partition = -1;
-  return std::nullopt;
+  return ts.sticky.Pick(layout.leaders.size(), now, [&](int32_t p) {
+    return layout.HasLeader(p) && ts.producer.Takes(p, now);
+  });
 }
 
 }  // namespace
@@ -55,18 +33,18 @@ void DrainLoop::ProduceDue(int64_t now) {
   to_purge_.clear();  // what this pass finds: a partition may have its leader again
   bool queue_full = false;
   for (auto& [name, ts] : topics_) {
-    if (ts.window.messages() == 0 && ts.skipped_lanes.empty()) continue;
+    if (ts.window.messages() == 0 && ts.unread.skipped_lanes.empty()) continue;
     std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(name);
-    for (int32_t lane : ts.skipped_lanes) {
+    for (int32_t lane : ts.unread.skipped_lanes) {
       if (!Held(ts, lane, *layout)) {
         // A partition has a leader again (or its retry is due): read what was left
         // unread for it.
-        ts.scan_from = ts.unread_from;
-        ts.skipped_lanes.clear();
+        ts.unread.scan_from = ts.unread.from;
+        ts.unread.skipped_lanes.clear();
         break;
       }
     }
-    for (const auto& [p, n] : ts.in_kafka) {
+    for (const auto& [p, n] : ts.lanes.in_kafka) {
       // The client holds entries for a partition that lost its leader: take them back,
       // so that those without a key go elsewhere and the rest wait here, not there.
       if (n > 0 && p >= 0 && layout->status.ok() && !layout->HasLeader(p)) {
@@ -75,7 +53,7 @@ void DrainLoop::ProduceDue(int64_t now) {
       // The client holds an entry past the age limit (ExpireInClient): what it queues for
       // that partition comes back (all the topic's, for entries it partitioned itself),
       // and the expired ones are discarded.
-      if (n > 0 && ts.client_holds_expired.count(p)) {
+      if (n > 0 && ts.producer.holds_expired.count(p)) {
         to_purge_.insert({name, p == kAnyPartition ? kEveryPartition : p});
       }
       // Entries the client partitioned itself before the layout was known: those it
@@ -96,7 +74,7 @@ void DrainLoop::ProduceDue(int64_t now) {
     // answer to its last round, for its topic's reconciliation), the topic's other lanes
     // wait too: the client partitions those entries, so any lane may hold their keys.
     if (WhyLaneWaits(ts, kLaneUnrouted, *layout, now) != LaneWait::kGo) continue;
-    ProduceLane(ts, ts.unrouted, kLaneUnrouted, *layout, now, &queue_full);
+    ProduceLane(ts, ts.lanes.unrouted, kLaneUnrouted, *layout, now, &queue_full);
     if (queue_full) break;
     // It failed a round or stopped at an in-doubt entry further in: the same. (The client
     // busy with the round just handed over holds back only the unrouted lane's next one.)
@@ -104,13 +82,13 @@ void DrainLoop::ProduceDue(int64_t now) {
         w == LaneWait::kBackoff || w == LaneWait::kReconciling) {
       continue;
     }
-    for (auto& [p, lane] : ts.partitions) {
+    for (auto& [p, lane] : ts.lanes.ordered) {
       if (lane.empty() || WhyLaneWaits(ts, p, *layout, now) != LaneWait::kGo) continue;
       ProduceLane(ts, lane, p, *layout, now, &queue_full);
       if (queue_full) break;
     }
     if (queue_full) break;
-    ProduceLane(ts, ts.unordered, kLaneUnordered, *layout, now, &queue_full);
+    ProduceLane(ts, ts.lanes.unordered, kLaneUnordered, *layout, now, &queue_full);
     if (queue_full) break;
   }
   if (!to_purge_.empty() && now >= next_purge_ms_) {
@@ -123,7 +101,7 @@ void DrainLoop::ProduceDue(int64_t now) {
     Degraded("leaderless_partition_purge");
     producer_->PurgeQueued(std::vector<TopicPartition>(to_purge_.begin(), to_purge_.end()));
     for (const TopicPartition& tp : to_purge_) {
-      topics_[tp.topic].client_holds_expired.erase(
+      topics_[tp.topic].producer.holds_expired.erase(
           tp.partition == kEveryPartition ? kAnyPartition : tp.partition);
     }
     to_purge_.clear();
@@ -176,10 +154,10 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
     }
     // An entry refused in a batch as too large travels alone: it waits for the partition
     // to be empty, and nothing else goes there until its report.
-    if (ts.alone.count(partition)) return;
+    if (ts.lanes.alone.count(partition)) return;
     if (slot.alone) {
-      auto k = ts.in_kafka.find(partition);
-      if (k != ts.in_kafka.end() && k->second > 0) return;
+      auto k = ts.lanes.in_kafka.find(partition);
+      if (k != ts.lanes.in_kafka.end() && k->second > 0) return;
     }
     if (!RoutingSaved(ts, slot, lane_id, layout)) return;  // the lane waits for the WAL
     DeliveryReport r = producer_->Produce(slot.entry, partition);
@@ -191,14 +169,14 @@ void DrainLoop::ProduceLane(TopicState& ts, Lane& lane, int32_t lane_id, const T
     ++slot.attempts;
     slot.state = Slot::kInKafka;
     slot.produced_to = partition;
-    ++ts.in_kafka[partition];
+    ++ts.lanes.in_kafka[partition];
     if (r.result != DeliveryResult::kQueued) {
       r.seq = seq;
       HandleReports({std::move(r)}, now);
       if (ordered && !lane.waiting.empty()) return;  // keep the rest behind the failed one
       continue;
     }
-    if (slot.alone) ts.alone.insert(partition);
+    if (slot.alone) ts.lanes.alone.insert(partition);
     lane.produced_max = std::max(lane.produced_max, seq);
     // Handed to Kafka before by this process (see kspool_messages_redelivered_total).
     if (slot.attempts > 1) {

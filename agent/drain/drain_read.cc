@@ -23,7 +23,7 @@ bool DrainLoop::Refill(int64_t now) {
     if (ts.idle()) continue;
     ++competing;
     if (ts.window.messages() > 0 &&
-        now - std::max(ts.last_delivery_ms, ts.pending_since_ms) > 1000) {
+        now - std::max(ts.pace.last_delivery_ms, ts.pace.pending_since_ms) > 1000) {
       slow = true;
     }
   }
@@ -44,7 +44,7 @@ bool DrainLoop::Refill(int64_t now) {
   for (size_t i = 0, n = topics_.size(); i < n && !WindowFull(); ++i, ++it) {
     if (it == topics_.end()) it = topics_.begin();
     TopicState& ts = it->second;
-    if (ts.unread_from == 0 || shares.Full(ts)) continue;
+    if (ts.unread.from == 0 || shares.Full(ts)) continue;
     if (CatchUp(it->first, ts, shares)) {
       added = true;
       catch_up_after_ = it->first;
@@ -77,7 +77,7 @@ bool DrainLoop::CatchUp(const std::string& topic, TopicState& ts, const Shares& 
   std::vector<wal::Entry> entries;
   uint64_t next = 0;
   absl::Status s = wal_->ScanChoosing(
-      {std::max(ts.unread_from, ts.scan_from), reader_.cursor(), options_.scan_max_keys},
+      {std::max(ts.unread.from, ts.unread.scan_from), reader_.cursor(), options_.scan_max_keys},
       [&](const wal::ScanCandidate& c) {
         if (c.topic != topic || window_.count(c.seq)) return wal::ScanChoice::kSkip;
         AskReconcile(topic, ts, c.seq, c.receive_time_ms);
@@ -91,15 +91,15 @@ bool DrainLoop::CatchUp(const std::string& topic, TopicState& ts, const Shares& 
       &entries, &next);
   if (!s.ok()) {
     ScanFailed(s);
-  } else if (next >= reader_.cursor() && ts.skipped_lanes.empty()) {
-    ts.ClearUnread();  // caught up: its newer entries are read in the main pass again
+  } else if (next >= reader_.cursor() && ts.unread.skipped_lanes.empty()) {
+    ts.unread.Clear();  // caught up: its newer entries are read in the main pass again
   } else {
-    ts.scan_from = next;
-    if (ts.skipped_lanes.empty()) {
-      // Everything before `next` is read; otherwise unread_from stays at or below the
+    ts.unread.scan_from = next;
+    if (ts.unread.skipped_lanes.empty()) {
+      // Everything before `next` is read; otherwise unread.from stays at or below the
       // first entry left for a leaderless partition.
-      ts.unread_from = next;
-      if (stopped_at_ms) ts.unread_receive_ms = *stopped_at_ms;
+      ts.unread.from = next;
+      if (stopped_at_ms) ts.unread.receive_ms = *stopped_at_ms;
     }
   }
   return Admit(entries);
@@ -109,14 +109,14 @@ bool DrainLoop::HoldsBack(TopicState& ts, const wal::ScanCandidate& c, const Top
                           const Shares& shares, std::map<int32_t, uint64_t>* taken) {
   const int32_t lane = LaneFor(c.partition, c.key, layout);
   if (lane < 0) return false;
-  if (ts.skipped_lanes.count(lane)) return true;  // its older entries are unread: keep order
+  if (ts.unread.skipped_lanes.count(lane)) return true;  // its older entries are unread: keep order
   if (!Held(ts, lane, layout)) return false;
   uint64_t& n = (*taken)[lane];
-  if (ts.LaneLoad(lane) + n < shares.parked_lane) {
+  if (ts.lanes.Load(lane) + n < shares.parked_lane) {
     ++n;
     return false;
   }
-  ts.skipped_lanes.insert(lane);
+  ts.unread.skipped_lanes.insert(lane);
   return true;
 }
 
@@ -146,12 +146,12 @@ bool DrainLoop::ReadNew(const Shares& shares) {
         // An unreadable record is taken whatever the room: it is quarantined at once.
         if (!c.topic.empty()) {
           AskReconcile(t->first, ts, c.seq, c.receive_time_ms);
-          if (ts.unread_from != 0) {
-            // Read in order by CatchUp, from unread_from on. Below it: after a WAL reopen
+          if (ts.unread.from != 0) {
+            // Read in order by CatchUp, from unread.from on. Below it: after a WAL reopen
             // the cursor is back at the head while the window kept its entries, and one
             // forgotten since marked the topic unread above this one. Left unread, it must
-            // lower unread_from, or no pass would read it and the commit point would pass it.
-            if (c.seq < ts.unread_from) ts.MarkUnread(c.seq, c.receive_time_ms);
+            // lower unread.from, or no pass would read it and the commit point would pass it.
+            if (c.seq < ts.unread.from) ts.unread.Mark(c.seq, c.receive_time_ms);
             return wal::ScanChoice::kSkip;
           }
           if (!layout || layout_topic != c.topic) {
@@ -160,7 +160,7 @@ bool DrainLoop::ReadNew(const Shares& shares) {
           }
           if (!topic_taken) topic_taken = &taken[t->first];
           if (room.Empty() || shares.Full(ts) || HoldsBack(ts, c, *layout, shares, topic_taken)) {
-            ts.MarkUnread(c.seq, c.receive_time_ms);
+            ts.unread.Mark(c.seq, c.receive_time_ms);
             return wal::ScanChoice::kSkip;
           }
         }
@@ -233,7 +233,7 @@ bool DrainLoop::Admit(std::vector<wal::Entry>& entries) {
       layout = options_.partitions->Get(slot.entry.record.topic);
       layout_topic = ts_name;
     }
-    if (ts->pending_since_ms == 0) ts->pending_since_ms = now;
+    if (ts->pace.pending_since_ms == 0) ts->pace.pending_since_ms = now;
     if (AdmitInDoubt(seq, slot, *ts, now)) continue;  // found in Kafka: settled
     Enqueue(seq, slot, *layout, *ts);
   }
@@ -247,8 +247,8 @@ void DrainLoop::Evict(const Shares& shares) {
   // read again, it would go out after them. The newest go first, so what leaves a lane
   // is always its newest entries.
   auto forgettable = [](TopicState& ts, const Slot& slot, uint64_t seq) {
-    if (slot.lane == kLaneUnordered || seq > ts.LaneOf(slot.lane).produced_max) return true;
-    for (const auto& [p, n] : ts.in_kafka) {
+    if (slot.lane == kLaneUnordered || seq > ts.lanes.Of(slot.lane).produced_max) return true;
+    for (const auto& [p, n] : ts.lanes.in_kafka) {
       if (n > 0 && (slot.lane == kLaneUnrouted || p == slot.lane)) return false;
     }
     return true;
@@ -257,20 +257,20 @@ void DrainLoop::Evict(const Shares& shares) {
   // the window, none while its topic is over its byte share (a share of about one entry):
   // the rest wait unread, so they cannot crowd out the topic's other partitions.
   for (auto& [name, ts] : topics_) {
-    if (ts.partitions.empty()) continue;
+    if (ts.lanes.ordered.empty()) continue;
     std::shared_ptr<const TopicLayout> layout = options_.partitions->Get(name);
     if (RerouteDue(ts, *layout)) continue;
-    for (auto& [p, lane] : ts.partitions) {
+    for (auto& [p, lane] : ts.lanes.ordered) {
       auto keep = [&t = ts, &shares] {  // clang < 16 cannot capture a structured binding
         return t.window.bytes() >= shares.bytes ? 0 : shares.parked_lane;
       };
-      if (!Held(ts, p, *layout) || ts.LaneLoad(p) <= keep()) continue;
-      ts.skipped_lanes.insert(p);
+      if (!Held(ts, p, *layout) || ts.lanes.Load(p) <= keep()) continue;
+      ts.unread.skipped_lanes.insert(p);
       std::vector<uint64_t> evictable(lane.ready.begin(), lane.ready.end());
       evictable.insert(evictable.end(), lane.waiting.begin(), lane.waiting.end());
       std::sort(evictable.begin(), evictable.end(), std::greater<>());
       for (uint64_t seq : evictable) {
-        if (ts.LaneLoad(p) <= keep()) break;
+        if (ts.lanes.Load(p) <= keep()) break;
         if (forgettable(ts, window_.at(seq), seq)) Forget(seq, window_.at(seq));
       }
     }
@@ -278,7 +278,7 @@ void DrainLoop::Evict(const Shares& shares) {
   if (!WindowFull()) return;
   bool someone_waits = false;
   for (const auto& [name, ts] : topics_) {
-    if (ts.unread_from != 0 && !shares.Full(ts)) someone_waits = true;
+    if (ts.unread.from != 0 && !shares.Full(ts)) someone_waits = true;
   }
   if (!someone_waits) return;
   for (auto& [name, ts] : topics_) {
@@ -294,9 +294,9 @@ void DrainLoop::Evict(const Shares& shares) {
       evictable.insert(evictable.end(), lane.ready.begin(), lane.ready.end());
       evictable.insert(evictable.end(), lane.waiting.begin(), lane.waiting.end());
     };
-    collect(ts.unrouted);
-    collect(ts.unordered);
-    for (const auto& [p, lane] : ts.partitions) collect(lane);
+    collect(ts.lanes.unrouted);
+    collect(ts.lanes.unordered);
+    for (const auto& [p, lane] : ts.lanes.ordered) collect(lane);
     std::sort(evictable.begin(), evictable.end(), std::greater<>());
     for (uint64_t seq : evictable) {
       if (ts.window.messages() <= 1 ||
@@ -312,15 +312,15 @@ void DrainLoop::Evict(const Shares& shares) {
 void DrainLoop::Forget(uint64_t seq, Slot& slot) {
   Unqueue(seq, slot);
   TopicState& ts = topics_[slot.entry.record.topic];
-  const uint64_t scan_from = ts.scan_from;
-  ts.MarkUnread(seq, slot.entry.record.receive_time_ms);
+  const uint64_t scan_from = ts.unread.scan_from;
+  ts.unread.Mark(seq, slot.entry.record.receive_time_ms);
   // An entry of a skipped lane is found again when the lane's partition has a leader;
   // the next pass need not start below where it would anyway. Only below the cursor:
   // there every entry under scan_from not in the window is of a skipped lane. Above it
   // (after a WAL reopen put the cursor back to the failed writes) nothing is known of the
   // entries between, and a key's older entry there would be passed over.
-  if (ts.skipped_lanes.count(slot.lane) && scan_from != 0 && scan_from <= reader_.cursor()) {
-    ts.scan_from = scan_from;
+  if (ts.unread.skipped_lanes.count(slot.lane) && scan_from != 0 && scan_from <= reader_.cursor()) {
+    ts.unread.scan_from = scan_from;
   }
   window_.Erase(window_.find(seq), ts.window);
 }

@@ -173,7 +173,7 @@ void DrainLoop::PollReconciler(int64_t now) {
                    "so far",
                    r.topic, now - gate.since_ms, reconcile_found_.load());
       gate = ReconcileGate{};
-      t->second.unordered.retry_at_ms = 0;  // its held unkeyed entries go now
+      t->second.lanes.unordered.retry_at_ms = 0;  // its held unkeyed entries go now
     }
   }
   PruneFound(now);
@@ -187,7 +187,7 @@ void DrainLoop::PollReconciler(int64_t now) {
                    name, now - ts.gate.since_ms);
       if (options_.metrics) options_.metrics->ReconcileEndedEarly("max_hold");
       ts.gate = ReconcileGate{};
-      ts.unordered.retry_at_ms = 0;
+      ts.lanes.unordered.retry_at_ms = 0;
       continue;
     }
     any = true;
@@ -206,9 +206,9 @@ void DrainLoop::PollReconciler(int64_t now) {
 bool DrainLoop::MayBeUnread(std::string_view topic, uint64_t seq) const {
   if (seq >= reader_.cursor()) return true;  // also everything after a reopen put the cursor back
   auto t = topics_.find(topic);
-  // Entries below the cursor not in the window are unread only from unread_from on
+  // Entries below the cursor not in the window are unread only from unread.from on
   // (TopicState); a topic without state has none unread (dropped only while idle).
-  return t != topics_.end() && t->second.unread_from != 0 && seq >= t->second.unread_from;
+  return t != topics_.end() && t->second.unread.from != 0 && seq >= t->second.unread.from;
 }
 
 void DrainLoop::PruneFound(int64_t now) {
@@ -223,7 +223,7 @@ std::vector<ReconcilingTopic> DrainLoop::Reconciling() const {
 }
 
 void DrainLoop::LoadRouting(const std::string& topic, TopicState& ts) {
-  if (ts.routing) return;
+  if (ts.routing.bounds) return;
   absl::StatusOr<std::vector<wal::RoutingBound>> saved = wal_->RoutingBounds(topic);
   if (!saved.ok()) {
     spdlog::warn(
@@ -233,16 +233,16 @@ void DrainLoop::LoadRouting(const std::string& topic, TopicState& ts) {
         topic, saved.status().ToString());
     Degraded("routing_bounds_unread");
   }
-  ts.routing = saved.ok() ? std::move(saved).value() : std::vector<wal::RoutingBound>{};
+  ts.routing.bounds = saved.ok() ? std::move(saved).value() : std::vector<wal::RoutingBound>{};
 }
 
 bool DrainLoop::SaveRouting(const std::string& topic, TopicState& ts, int32_t count) {
   LoadRouting(topic, ts);
   // The newest pair already says it: every keyed entry this process produces from now on
   // goes with that count (count 1: partitioned by the client, any count).
-  if (!ts.routing->empty() && ts.routing->back().partitions == count) {
-    if (!ts.routed_here) routed_topics_.insert(topic);  // once per TopicState, not per entry
-    ts.routed_here = true;
+  if (!ts.routing.bounds->empty() && ts.routing.bounds->back().partitions == count) {
+    if (!ts.routing.listed) routed_topics_.insert(topic);  // once per TopicState, not per entry
+    ts.routing.listed = true;
     return true;
   }
   // Entries at or above the first this process appended are produced by it alone; once
@@ -263,9 +263,9 @@ bool DrainLoop::SaveRouting(const std::string& topic, TopicState& ts, int32_t co
     }
     return false;
   }
-  ts.routing = std::move(saved).value();
+  ts.routing.bounds = std::move(saved).value();
   routed_topics_.insert(topic);
-  ts.routed_here = true;
+  ts.routing.listed = true;
   return true;
 }
 
@@ -285,8 +285,9 @@ bool DrainLoop::InDoubtKeyHeld(const TopicState& ts, uint64_t seq, const Slot& s
   // The partition of the key under each count it may have been produced with (the
   // routing bounds), up to today's; the Java client's hash, computed once (KeyPartition).
   const uint32_t hash = Murmur2(*r.key) & 0x7fffffff;
-  const int lowest =
-      ts.routing ? std::min(wal::LowestRoutedCount(*ts.routing, seq), layout.partition_count()) : 1;
+  const int lowest = ts.routing.bounds ? std::min(wal::LowestRoutedCount(*ts.routing.bounds, seq),
+                                                  layout.partition_count())
+                                       : 1;
   for (int n = std::max(lowest, 1); n <= layout.partition_count(); ++n) {
     if (!ts.gate.released.count(static_cast<int32_t>(hash % static_cast<uint32_t>(n)))) {
       return true;

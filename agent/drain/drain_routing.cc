@@ -74,14 +74,14 @@ void DrainLoop::Enqueue(uint64_t seq, Slot& slot, const TopicLayout& layout, Top
   slot.lane =
       LaneFor(r.partition, r.key ? std::optional<std::string_view>(*r.key) : std::nullopt, layout);
   slot.state = Slot::kReady;
-  if (slot.lane >= 0 && r.partition < 0 && layout.partition_count() != ts.routed_partitions) {
-    ts.routed_otherwise = true;  // a keyed entry: Reroute is due until it has run
+  if (slot.lane >= 0 && r.partition < 0 && layout.partition_count() != ts.routing.partitions) {
+    ts.routing.otherwise = true;  // a keyed entry: Reroute is due until it has run
   }
-  ts.LaneOf(slot.lane).Insert(seq);
+  ts.lanes.Of(slot.lane).Insert(seq);
 }
 
 void DrainLoop::Unqueue(uint64_t seq, const Slot& slot) {
-  topics_[slot.entry.record.topic].LaneOf(slot.lane).Remove(seq);
+  topics_[slot.entry.record.topic].lanes.Of(slot.lane).Remove(seq);
 }
 
 bool DrainLoop::Reroute(const std::string& topic, TopicState& ts, const TopicLayout& layout) {
@@ -89,13 +89,13 @@ bool DrainLoop::Reroute(const std::string& topic, TopicState& ts, const TopicLay
   // the client's own while the topic's partitions were unknown: its metadata may lag, as
   // after a topic was recreated) are answered first, or a newer entry of their key,
   // routed by the new layout, could overtake them.
-  if (ts.InClient()) return false;
+  if (ts.lanes.InClient()) return false;
   // Saved now, not only before a keyed entry goes out, so that after a crash the keyed
   // entries of a topic whose count never changed wait for their own partition only,
   // also those that were never produced. Failing, it is tried again before one goes.
   SaveRouting(topic, ts, layout.partition_count());
   std::vector<uint64_t> keyed;
-  for (auto& [p, lane] : ts.partitions) {
+  for (auto& [p, lane] : ts.lanes.ordered) {
     auto collect = [&](uint64_t seq) {
       const wal::Record& r = window_.at(seq).entry.record;
       if (r.partition < 0 && r.key) keyed.push_back(seq);
@@ -104,29 +104,29 @@ bool DrainLoop::Reroute(const std::string& topic, TopicState& ts, const TopicLay
     std::for_each(lane.waiting.begin(), lane.waiting.end(), collect);
   }
   // What waited unrouted (also for a retry) takes its lane now, before anything newer.
-  keyed.insert(keyed.end(), ts.unrouted.ready.begin(), ts.unrouted.ready.end());
-  keyed.insert(keyed.end(), ts.unrouted.waiting.begin(), ts.unrouted.waiting.end());
+  keyed.insert(keyed.end(), ts.lanes.unrouted.ready.begin(), ts.lanes.unrouted.ready.end());
+  keyed.insert(keyed.end(), ts.lanes.unrouted.waiting.begin(), ts.lanes.unrouted.waiting.end());
   // Lanes keep sequence order (Lane::Insert), so each key's entries stay in order.
   for (uint64_t seq : keyed) {
     Slot& slot = window_.at(seq);
     Unqueue(seq, slot);
     Enqueue(seq, slot, layout);
   }
-  for (auto it = ts.partitions.begin(); it != ts.partitions.end();) {
-    it = it->second.empty() ? ts.partitions.erase(it) : std::next(it);
+  for (auto it = ts.lanes.ordered.begin(); it != ts.lanes.ordered.end();) {
+    it = it->second.empty() ? ts.lanes.ordered.erase(it) : std::next(it);
   }
   // The lanes skipped for a leaderless partition were numbered by the old count: the
   // next catch-up looks at every unread entry again (CatchUp waits for this), so a key's
   // entries are taken in order into their new lanes.
-  if (ts.unread_from != 0) ts.scan_from = ts.unread_from;
-  ts.skipped_lanes.clear();
-  ts.client_lags.clear();
-  if (ts.routed_partitions != 0) {
+  if (ts.unread.from != 0) ts.unread.scan_from = ts.unread.from;
+  ts.unread.skipped_lanes.clear();
+  ts.producer.lags.clear();
+  if (ts.routing.partitions != 0) {
     spdlog::warn("kafka: topic {} has {} partitions now, not {}; {} keyed entries routed again",
-                 topic, layout.partition_count(), ts.routed_partitions, keyed.size());
+                 topic, layout.partition_count(), ts.routing.partitions, keyed.size());
   }
-  ts.routed_partitions = layout.partition_count();
-  ts.routed_otherwise = false;
+  ts.routing.partitions = layout.partition_count();
+  ts.routing.otherwise = false;
   return true;
 }
 
@@ -159,20 +159,20 @@ LaneWait DrainLoop::WhyLaneWaits(const TopicState& ts, int32_t lane_id, const To
     // Its partition's copies in Kafka are not read back yet (drain_reconcile.cc).
     if (ts.gate.HoldsPartition(lane_id)) return LaneWait::kReconciling;
     // The producer refused the partition as unknown: its metadata lags the agent's.
-    if (!ts.client_lags.empty()) {
-      auto lag = ts.client_lags.find(lane_id);
-      if (lag != ts.client_lags.end() && now < lag->second) return LaneWait::kClientLags;
+    if (!ts.producer.lags.empty()) {
+      auto lag = ts.producer.lags.find(lane_id);
+      if (lag != ts.producer.lags.end() && now < lag->second) return LaneWait::kClientLags;
     }
   }
   const Lane* lane = nullptr;
   if (lane_id == kLaneUnrouted) {
-    lane = &ts.unrouted;
+    lane = &ts.lanes.unrouted;
     // Routed by the client: an in-doubt entry there waits for the whole topic's
     // reconciliation, and the lane's newer entries behind it.
     if (!lane->ready.empty() && InDoubtHeld(ts, lane->ready.front())) return LaneWait::kReconciling;
   } else if (lane_id == kLaneUnordered) {
-    lane = &ts.unordered;
-  } else if (auto l = ts.partitions.find(lane_id); l != ts.partitions.end()) {
+    lane = &ts.lanes.unordered;
+  } else if (auto l = ts.lanes.ordered.find(lane_id); l != ts.lanes.ordered.end()) {
     lane = &l->second;
   }
   // A key's entries may sit in two lanes until Reroute has run (RerouteDue).
@@ -186,15 +186,16 @@ LaneWait DrainLoop::WhyLaneWaits(const TopicState& ts, int32_t lane_id, const To
   // between two rounds (a topic recreated smaller): a round for a partition that vanished
   // would fail after a newer round of its keys landed. The next round goes out once the
   // client answered the last.
-  if (lane_id == kLaneUnrouted && !lane->empty() && ts.InClient()) return LaneWait::kClientBusy;
+  if (lane_id == kLaneUnrouted && !lane->empty() && ts.lanes.InClient())
+    return LaneWait::kClientBusy;
   return LaneWait::kGo;
 }
 
 void DrainLoop::Requeue(uint64_t seq, Slot& slot) {
   TopicState& ts = topics_[slot.entry.record.topic];
-  auto k = ts.in_kafka.find(slot.produced_to);
-  if (k != ts.in_kafka.end() && k->second > 0) --k->second;
-  if (slot.alone) ts.alone.erase(slot.produced_to);
+  auto k = ts.lanes.in_kafka.find(slot.produced_to);
+  if (k != ts.lanes.in_kafka.end() && k->second > 0) --k->second;
+  if (slot.alone) ts.lanes.alone.erase(slot.produced_to);
   // Re-routed with what is known now: an entry without a key finds a partition that
   // has a leader; a keyed one stays in its key's lane (the last known layout, also while
   // metadata lookups fail).

@@ -23,8 +23,8 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "agent/drain/drain_lanes.h"
 #include "agent/drain/slot_pool.h"
+#include "agent/drain/topic_state.h"
 #include "base/check.h"
 #include "wal/entry.h"
 

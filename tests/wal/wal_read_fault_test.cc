@@ -55,6 +55,12 @@ class WalReadFault : public ::testing::Test {
                   return s.ok() ? db->Flush(rocksdb::FlushOptions(), cf.at("delivery")) : s;
                 }).ok());
   }
+  // A fresh copy of the (closed) WAL, for a test that fails one read after another.
+  void CopyWalTo(const kspool::testing::TempDir& copy) {
+    std::filesystem::copy(dir_.path(), copy.path(),
+                          std::filesystem::copy_options::recursive |
+                              std::filesystem::copy_options::overwrite_existing);
+  }
   // Every read of a table file by this thread fails from now on, half as I/O errors.
   void FailReads() { fs_->FailReadsOnThisThread(0, 1 << 20, /*corrupt=*/true); }
   void HealReads() { fs_->FailReadsOnThisThread(0, 0, false); }
@@ -132,9 +138,7 @@ TEST_F(WalReadFault, OpenWithAFailingReadDoesNotSkipEntries) {
   int skip = 0;
   for (; skip < 400; ++skip) {
     kspool::testing::TempDir copy;
-    std::filesystem::copy(dir_.path(), copy.path(),
-                          std::filesystem::copy_options::recursive |
-                              std::filesystem::copy_options::overwrite_existing);
+    CopyWalTo(copy);
     const uint64_t faults = fs_->injected_read_faults();
     fs_->FailReadsOnThisThread(skip, 1, /*corrupt=*/skip % 2 == 1);
     absl::StatusOr<std::unique_ptr<Wal>> wal = Open(copy.path());
@@ -190,9 +194,7 @@ TEST_F(WalReadFault, AReadThatFailsWhileFindingAnUnreadableRecordsOwnerFailsTheS
   int skip = 0;
   for (; skip < 400; ++skip) {
     kspool::testing::TempDir copy;
-    std::filesystem::copy(dir_.path(), copy.path(),
-                          std::filesystem::copy_options::recursive |
-                              std::filesystem::copy_options::overwrite_existing);
+    CopyWalTo(copy);
     absl::StatusOr<std::unique_ptr<Wal>> opened = Open(copy.path());
     ASSERT_TRUE(opened.ok()) << opened.status();
     Wal* wal = opened->get();

@@ -9,10 +9,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "wal/outcome.h"
+#include "wal/tally_store.h"
 
 namespace kspool::wal {
 
@@ -46,6 +49,11 @@ class DeliveryQueries {
   [[nodiscard]] virtual absl::Status ScanDeliveries(uint64_t from_seq, size_t max_entries,
                                                     std::vector<Outcome>* out,
                                                     uint64_t* next) = 0;
+  // The durable delivery tally of one Kafka partition: the distinct sequence numbers
+  // settled as delivered there, counted and sketched (docs/AUDIT.md); zero for a
+  // partition nothing was delivered to.
+  [[nodiscard]] virtual absl::StatusOr<DeliveryTally> DeliveryTallyOf(const std::string& topic,
+                                                                      int32_t partition) = 0;
 };
 
 }  // namespace kspool::wal

@@ -123,6 +123,16 @@ inline std::string Watermark(std::string_view topic, int32_t partition) {
   for (int shift = 28; shift >= 0; shift -= 4) k += kHex[(p >> shift) & 0xf];
   return k;
 }
+// `tally/<topic>/<partition as 8 hex digits>`: u64 count, then the SeqSketch of the
+// distinct sequence numbers delivered there (FORMAT.md, "Delivery tallies").
+inline constexpr std::string_view kTallyPrefix = "tally/";
+inline std::string Tally(std::string_view topic, int32_t partition) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string k = std::string(kTallyPrefix) + std::string(topic) + "/";
+  const auto p = static_cast<uint32_t>(partition);
+  for (int shift = 28; shift >= 0; shift -= 4) k += kHex[(p >> shift) & 0xf];
+  return k;
+}
 // The topic and partition of a `watermark/` key; false if it is not one this build writes.
 inline bool ParseWatermark(std::string_view k, std::string* topic, int32_t* partition) {
   if (k.substr(0, kWatermarkPrefix.size()) != kWatermarkPrefix) return false;

@@ -10,6 +10,7 @@
 //   DeliveryIndex    delivery_index.h     the index of settled outcomes (leaf lock)
 //   DeadLetterStore  dead_letter_store.h  the dead letters and their limits (leaf lock)
 //   WatermarkStore   watermark_store.h    the settled watermarks (under settle_mu_)
+//   TallyStore       tally_store.h        the delivery tallies (under settle_mu_)
 //   ReportSplit      report_split.h       the discard report's split (under mu_)
 //   KnownGaps        known_gaps.h         the log's gaps learnt by scans (under mu_)
 //   CommitLease      commit_lease.h       the commit points and their lease (under mu_)
@@ -39,15 +40,15 @@
 
 #include <atomic>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "rocksdb/db.h"
 #include "base/mutex.h"
+#include "rocksdb/db.h"
 #include "wal/commit_lease.h"
 #include "wal/dead_letter_store.h"
 #include "wal/delivery_index.h"
@@ -60,6 +61,7 @@
 #include "wal/open_reserve.h"
 #include "wal/report_split.h"
 #include "wal/seq_runs.h"
+#include "wal/tally_store.h"
 #include "wal/wal.h"
 #include "wal/watermark_store.h"
 
@@ -112,6 +114,8 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
                                 std::vector<Outcome>* out) override;
   absl::Status ScanDeliveries(uint64_t from_seq, size_t max_entries, std::vector<Outcome>* out,
                               uint64_t* next) override;
+  absl::StatusOr<DeliveryTally> DeliveryTallyOf(const std::string& topic,
+                                                int32_t partition) override;
   absl::StatusOr<DeliveryTrim> TrimDeliveries() override;
   absl::StatusOr<std::vector<Watermark>> Watermarks() override;
   absl::StatusOr<std::vector<Watermark>> WatermarksOf(std::string_view topic) override;
@@ -275,6 +279,7 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
   // The settled watermarks' durable maxima (watermark_store.h): written by Settle() and
   // ForgetIdleTopics(), loaded by LoadState(), all under settle_mu_.
   WatermarkStore watermarks_ ABSL_GUARDED_BY(settle_mu_);
+  TallyStore tallies_ ABSL_GUARDED_BY(settle_mu_);
 };
 
 }  // namespace kspool::wal

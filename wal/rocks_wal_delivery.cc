@@ -6,6 +6,14 @@
 
 namespace kspool::wal {
 
+absl::StatusOr<DeliveryTally> RocksWal::DeliveryTallyOf(const std::string& topic,
+                                                        int32_t partition) {
+  ReaderLock r(&db_mu_);
+  if (!db_) return ClosedError();
+  // From disk, not from the settler's memory: a reader never waits for a settle.
+  return TallyStore::ReadDurable(topic, partition, *db_);
+}
+
 absl::Status RocksWal::LookupDeliveries(const std::vector<uint64_t>& seqs,
                                         std::vector<Outcome>* out) {
   ReaderLock r(&db_mu_);

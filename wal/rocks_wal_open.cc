@@ -212,6 +212,7 @@ absl::Status RocksWal::LoadState(bool reopen) {
     // Disk only, also on a reopen: memory may hold none but durable maxima. Untracked
     // topics' stay on disk until a settle needs them.
     watermarks_.Load(m.watermarks, ledger_.TrackedTopics());
+    tallies_.Clear();  // read again from disk as settles need them
     if (reopen) {
       // Memory knows every point published; the log may hold more (a commit-point batch
       // whose failed sync RocksDB kept, with its split folded): the higher one wins.

@@ -91,6 +91,10 @@ class ReadOnlyWal final : public Wal {
                               uint64_t* next) override {
     return wal_->ScanDeliveries(from_seq, max_entries, out, next);
   }
+  absl::StatusOr<DeliveryTally> DeliveryTallyOf(const std::string& topic,
+                                                int32_t partition) override {
+    return wal_->DeliveryTallyOf(topic, partition);
+  }
   absl::StatusOr<DeliveryTrim> TrimDeliveries() override { return Refused(); }
   absl::StatusOr<std::vector<Watermark>> Watermarks() override { return wal_->Watermarks(); }
   absl::StatusOr<std::vector<Watermark>> WatermarksOf(std::string_view topic) override {

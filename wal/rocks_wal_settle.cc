@@ -167,6 +167,7 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   }
   const Counts index = delivery_index_.Index(outcomes, now_ms, *db_, &wb);
   const WatermarkStore::Raised raised = watermarks_.Plan(outcomes, *db_, &wb);
+  ASSIGN_OR_RETURN(TallyStore::Planned tallied, tallies_.Plan(outcomes, *db_, &wb));
   rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
     RecordWriteError(s, "settle");
@@ -174,6 +175,7 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   }
 
   watermarks_.Apply(raised);
+  tallies_.Apply(std::move(tallied));
   uint64_t limit;
   {
     MutexLock l(&mu_);

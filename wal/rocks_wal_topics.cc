@@ -103,6 +103,7 @@ absl::StatusOr<std::vector<std::string>> RocksWal::ForgetIdleTopics() {
   ledger_.NoteFolded(folded, std::move(forgotten));
   report_.Apply(std::move(report_change));
   watermarks_.Forget(gone);
+  tallies_.Forget(gone);
   for (const std::string& topic : gone) lease_.Forget(topic);
   return gone;
 }

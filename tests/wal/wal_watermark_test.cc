@@ -1,7 +1,8 @@
 // Settled watermarks (settled_watermarks.h; FORMAT.md, "Settled watermarks"): per
 // (topic, partition) the highest offset delivered and settled, written with the settle,
 // never ahead of what is durably settled (a failed sync, a power cut), never lower after
-// a reopen, absent in a WAL written before them, kept for a forgotten topic.
+// a reopen, absent in a WAL written before them, kept for a forgotten topic. The power
+// cut run also checks the delivery tallies written in the same batches (tally_store.h).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,18 +40,24 @@ class WalWatermark : public DeliveryTest {
     EXPECT_TRUE(m.ok()) << m.status();
     return m.ok() ? *m : Marks{};
   }
-  // What the delivery index holds: per (topic, partition), the highest offset delivered.
-  static Marks Indexed(Wal* wal) {
-    std::map<std::pair<std::string, int32_t>, int64_t> max;
+  // Every outcome the delivery index holds, in sequence order.
+  static std::vector<Outcome> IndexedOutcomes(Wal* wal) {
+    std::vector<Outcome> out;
     const uint64_t next = wal->GetStats().next_seq;
     for (uint64_t from = 1; from < next; from += 10'000) {
       std::vector<uint64_t> seqs;
       for (uint64_t s = from; s < std::min<uint64_t>(from + 10'000, next); ++s) seqs.push_back(s);
-      for (const Outcome& o : Lookup(wal, seqs)) {
-        if (!o.delivered() || o.partition < 0 || o.offset < 0) continue;
-        int64_t& m = max.try_emplace({o.topic, o.partition}, o.offset).first->second;
-        m = std::max(m, o.offset);
-      }
+      for (Outcome& o : Lookup(wal, seqs)) out.push_back(std::move(o));
+    }
+    return out;
+  }
+  // What the delivery index holds: per (topic, partition), the highest offset delivered.
+  static Marks Indexed(Wal* wal) {
+    std::map<std::pair<std::string, int32_t>, int64_t> max;
+    for (const Outcome& o : IndexedOutcomes(wal)) {
+      if (!o.delivered() || o.partition < 0 || o.offset < 0) continue;
+      int64_t& m = max.try_emplace({o.topic, o.partition}, o.offset).first->second;
+      m = std::max(m, o.offset);
     }
     Marks out;
     for (const auto& [tp, offset] : max) out.push_back({tp.first, tp.second, offset});
@@ -176,6 +183,21 @@ TEST_F(WalWatermark, AfterPowerCutsItEqualsTheIndexAndCoversEveryConfirmedSettle
       ASSERT_GE(w.offset, at_least) << w.topic << "/" << w.partition << " iteration " << iter;
     }
     ASSERT_GE(marks.size(), confirmed.size()) << "iteration " << iter;
+    // The delivery tallies are written in the same batches: each equals the index's too.
+    const std::vector<Outcome> indexed = IndexedOutcomes(wal.get());
+    for (const auto& [tp, offset] : next_offset) {
+      absl::StatusOr<DeliveryTally> tally = wal->DeliveryTallyOf(tp.first, tp.second);
+      ASSERT_TRUE(tally.ok()) << tally.status();
+      DeliveryTally want;
+      for (const Outcome& o : indexed) {
+        if (!o.delivered() || o.topic != tp.first || o.partition != tp.second) continue;
+        want.count += 1;
+        want.sketch.Add(o.seq);
+      }
+      ASSERT_EQ(tally->count, want.count) << tp.first << "/" << tp.second << " iteration " << iter;
+      ASSERT_EQ(tally->sketch, want.sketch)
+          << tp.first << "/" << tp.second << " iteration " << iter;
+    }
     // A lost settle is produced again: Kafka's offsets go on above what it acknowledged.
   }
   std::printf("watermark power cuts=12 partitions=%zu dropped_bytes=%llu seed=%llu\n",

@@ -1,0 +1,93 @@
+// TallyStore (tally_store.h).
+#include "wal/tally_store.h"
+
+#include "wal/keys.h"
+#include "wal/rocks_status.h"
+
+namespace kspool::wal {
+
+std::string TallyStore::Encode(const DeliveryTally& t) {
+  return keys::U64(t.count) + t.sketch.Serialize();
+}
+
+absl::StatusOr<DeliveryTally> TallyStore::Decode(std::string_view value) {
+  if (value.size() != 8 + SeqSketch::kSerializedBytes) {
+    return absl::DataLossError("a delivery tally is " +
+                               std::to_string(8 + SeqSketch::kSerializedBytes) + " bytes, not " +
+                               std::to_string(value.size()));
+  }
+  absl::StatusOr<SeqSketch> sketch = SeqSketch::Parse(value.substr(8));
+  if (!sketch.ok()) return sketch.status();
+  return DeliveryTally{keys::ParseU64(value), *std::move(sketch)};
+}
+
+absl::StatusOr<DeliveryTally> TallyStore::Read(const std::string& topic, int32_t partition,
+                                               const OpenDb& db) {
+  std::string value;
+  const std::string key = keys::Tally(topic, partition);
+  const rocksdb::Status s = db.db->Get(rocksdb::ReadOptions(), db.meta, key, &value);
+  if (s.IsNotFound()) return DeliveryTally{};
+  RETURN_IF_ERROR(FromRocks(s, "read the WAL's delivery tally " + key));
+  absl::StatusOr<DeliveryTally> t = Decode(value);
+  if (!t.ok())
+    return absl::DataLossError("WAL meta key " + key + ": " + std::string(t.status().message()));
+  return t;
+}
+
+absl::StatusOr<TallyStore::Planned> TallyStore::Plan(const std::vector<Outcome>& outcomes,
+                                                     const OpenDb& db, rocksdb::WriteBatch* wb) {
+  std::map<std::pair<std::string, int32_t>, DeliveryTally> changed;
+  DeliveryTally* last = nullptr;
+  const Outcome* last_o = nullptr;
+  for (const Outcome& o : outcomes) {
+    if (!o.delivered() || o.partition < 0) continue;
+    // A batch holds thousands of messages but few partitions, usually in runs.
+    if (!last_o || o.partition != last_o->partition || o.topic != last_o->topic) {
+      std::pair<std::string, int32_t> tp{o.topic, o.partition};
+      auto it = changed.find(tp);
+      if (it == changed.end()) {
+        auto r = resident_.find(tp);
+        DeliveryTally start;
+        if (r != resident_.end()) {
+          start = r->second;
+        } else {
+          absl::StatusOr<DeliveryTally> stored = Read(o.topic, o.partition, db);
+          if (!stored.ok()) return stored.status();
+          start = *std::move(stored);
+        }
+        it = changed.emplace(std::move(tp), std::move(start)).first;
+      }
+      last = &it->second;
+      last_o = &o;
+    }
+    last->count += 1;
+    last->sketch.Add(o.seq);
+  }
+  Planned planned;
+  planned.reserve(changed.size());
+  for (auto& [tp, t] : changed) {
+    wb->Put(db.meta, keys::Tally(tp.first, tp.second), Encode(t));
+    planned.emplace_back(tp, std::move(t));
+  }
+  return planned;
+}
+
+void TallyStore::Apply(Planned&& planned) {
+  for (auto& [tp, t] : planned) resident_[tp] = std::move(t);
+}
+
+absl::StatusOr<DeliveryTally> TallyStore::Get(const std::string& topic, int32_t partition,
+                                              const OpenDb& db) {
+  auto r = resident_.find({topic, partition});
+  if (r != resident_.end()) return r->second;
+  return Read(topic, partition, db);
+}
+
+void TallyStore::Forget(const std::vector<std::string>& topics) {
+  for (const std::string& topic : topics) {
+    auto it = resident_.lower_bound({topic, INT32_MIN});
+    while (it != resident_.end() && it->first.first == topic) it = resident_.erase(it);
+  }
+}
+
+}  // namespace kspool::wal

@@ -280,6 +280,7 @@ class RocksWal final : public Wal, private GroupCommitter::Sink {
   // ForgetIdleTopics(), loaded by LoadState(), all under settle_mu_.
   WatermarkStore watermarks_ ABSL_GUARDED_BY(settle_mu_);
   TallyStore tallies_ ABSL_GUARDED_BY(settle_mu_);
+  std::atomic<uint64_t> tallies_restarted_{0};  // Stats::tallies_restarted
 };
 
 }  // namespace kspool::wal

@@ -167,7 +167,9 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
   }
   const Counts index = delivery_index_.Index(outcomes, now_ms, *db_, &wb);
   const WatermarkStore::Raised raised = watermarks_.Plan(outcomes, *db_, &wb);
-  ASSIGN_OR_RETURN(TallyStore::Planned tallied, tallies_.Plan(outcomes, *db_, &wb));
+  uint64_t tallies_restarted = 0;
+  ASSIGN_OR_RETURN(TallyStore::Planned tallied,
+                   tallies_.Plan(outcomes, *db_, &wb, &tallies_restarted));
   rocksdb::Status s = SyncedWrite(&wb);
   if (!s.ok()) {
     RecordWriteError(s, "settle");
@@ -176,6 +178,7 @@ absl::Status RocksWal::Settle(const std::vector<Outcome>& given) {
 
   watermarks_.Apply(raised);
   tallies_.Apply(std::move(tallied));
+  tallies_restarted_.fetch_add(tallies_restarted);
   uint64_t limit;
   {
     MutexLock l(&mu_);

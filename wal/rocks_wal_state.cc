@@ -28,6 +28,7 @@ Stats RocksWal::GetStats() const {
     s.topic_full_refused = ledger_.topic_full_refused();
     s.tracked_topics = ledger_.tracked_count();
     s.topics_forgotten = ledger_.topics_forgotten();
+    s.tallies_restarted = tallies_restarted_.load();
     s.report_buckets = report_.buckets();
     s.report_coarsenings = report_.coarsenings();
     s.delivery_index = delivery_index_.totals();

@@ -78,6 +78,9 @@ struct Stats {
   bool reserve_missing = false;
   size_t tracked_topics = 0;       // topics whose commit points are kept
   uint64_t topics_forgotten = 0;   // since open
+  // Delivery tallies whose stored bytes did not parse and started again from 0, since
+  // open (tally_store.h).
+  uint64_t tallies_restarted = 0;
   // The delivery index: outcomes kept and their stored bytes (keys + values, what
   // Options::delivery_retention_bytes bounds), and the floor: every sequence number
   // below it is forgotten (reported as unknown).

@@ -22,20 +22,23 @@ absl::StatusOr<DeliveryTally> TallyStore::Decode(std::string_view value) {
 }
 
 absl::StatusOr<DeliveryTally> TallyStore::Read(const std::string& topic, int32_t partition,
-                                               const OpenDb& db) {
+                                               const OpenDb& db, bool* unparsable) {
   std::string value;
   const std::string key = keys::Tally(topic, partition);
   const rocksdb::Status s = db.db->Get(rocksdb::ReadOptions(), db.meta, key, &value);
   if (s.IsNotFound()) return DeliveryTally{};
   RETURN_IF_ERROR(FromRocks(s, "read the WAL's delivery tally " + key));
   absl::StatusOr<DeliveryTally> t = Decode(value);
-  if (!t.ok())
+  if (!t.ok()) {
+    if (unparsable) *unparsable = true;
     return absl::DataLossError("WAL meta key " + key + ": " + std::string(t.status().message()));
+  }
   return t;
 }
 
 absl::StatusOr<TallyStore::Planned> TallyStore::Plan(const std::vector<Outcome>& outcomes,
-                                                     const OpenDb& db, rocksdb::WriteBatch* wb) {
+                                                     const OpenDb& db, rocksdb::WriteBatch* wb,
+                                                     uint64_t* restarted) {
   std::map<std::pair<std::string, int32_t>, DeliveryTally> changed;
   DeliveryTally* last = nullptr;
   const Outcome* last_o = nullptr;
@@ -51,9 +54,15 @@ absl::StatusOr<TallyStore::Planned> TallyStore::Plan(const std::vector<Outcome>&
         if (r != resident_.end()) {
           start = r->second;
         } else {
-          absl::StatusOr<DeliveryTally> stored = Read(o.topic, o.partition, db);
-          if (!stored.ok()) return stored.status();
-          start = *std::move(stored);
+          bool unparsable = false;
+          absl::StatusOr<DeliveryTally> stored = Read(o.topic, o.partition, db, &unparsable);
+          if (unparsable) {
+            *restarted += 1;  // its bytes do not parse: from 0 (header comment)
+          } else if (!stored.ok()) {
+            return stored.status();  // a read error: the settle fails and is retried
+          } else {
+            start = *std::move(stored);
+          }
         }
         it = changed.emplace(std::move(tp), std::move(start)).first;
       }
@@ -80,7 +89,7 @@ absl::StatusOr<DeliveryTally> TallyStore::Get(const std::string& topic, int32_t 
                                               const OpenDb& db) {
   auto r = resident_.find({topic, partition});
   if (r != resident_.end()) return r->second;
-  return Read(topic, partition, db);
+  return Read(topic, partition, db, nullptr);
 }
 
 void TallyStore::Forget(const std::vector<std::string>& topics) {

@@ -39,9 +39,12 @@ class TallyStore {
   // Forgets what memory holds: after a failed write it may not be durable.
   void Clear() { resident_.clear(); }
   // Puts into `wb` the new tally of each partition the delivered outcomes among
-  // `outcomes` (live ones only: the caller's filter) were delivered to.
+  // `outcomes` (live ones only: the caller's filter) were delivered to. A stored tally
+  // whose bytes do not parse starts again from 0 (counted in *restarted): refusing it
+  // would stop every settle, every topic's, for one damaged key; an auditor sees the
+  // count fall and starts its audit of that partition again at the next heartbeat.
   absl::StatusOr<Planned> Plan(const std::vector<Outcome>& outcomes, const OpenDb& db,
-                               rocksdb::WriteBatch* wb);
+                               rocksdb::WriteBatch* wb, uint64_t* restarted);
   void Apply(Planned&& planned);
   // The durable tally of one partition (zero if nothing was delivered there).
   absl::StatusOr<DeliveryTally> Get(const std::string& topic, int32_t partition, const OpenDb& db);
@@ -52,14 +55,15 @@ class TallyStore {
   // What `meta` holds for one partition (zero if nothing), read without memory.
   static absl::StatusOr<DeliveryTally> ReadDurable(const std::string& topic, int32_t partition,
                                                    const OpenDb& db) {
-    return Read(topic, partition, db);
+    return Read(topic, partition, db, nullptr);
   }
   static std::string Encode(const DeliveryTally& t);
   static absl::StatusOr<DeliveryTally> Decode(std::string_view value);
 
  private:
+  // `*unparsable` (when given) tells a value that does not parse from a failed read.
   static absl::StatusOr<DeliveryTally> Read(const std::string& topic, int32_t partition,
-                                            const OpenDb& db);
+                                            const OpenDb& db, bool* unparsable);
 
   std::map<std::pair<std::string, int32_t>, DeliveryTally> resident_;
 };

@@ -38,6 +38,13 @@ void WalMaintenance::RunOnce() {
         st.report_buckets);
     coarsenings_seen_ = st.report_coarsenings;
   }
+  if (st.tallies_restarted > tallies_restarted_seen_) {
+    spdlog::warn(
+        "wal: {} delivery tallies did not parse and started again from 0 (a damaged WAL "
+        "meta key): an audit of their partitions starts again at their next heartbeat",
+        st.tallies_restarted - tallies_restarted_seen_);
+    tallies_restarted_seen_ = st.tallies_restarted;
+  }
 }
 
 void WalMaintenance::RestoreReserve() {

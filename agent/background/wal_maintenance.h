@@ -45,6 +45,7 @@ class WalMaintenance {
   Metrics* const metrics_;
   const std::chrono::milliseconds interval_;
   uint64_t coarsenings_seen_ = 0;      // owned by the round's thread
+  uint64_t tallies_restarted_seen_ = 0;  // owned by the round's thread
   bool reserve_missing_seen_ = false;  // likewise
   uint64_t compacted_below_ = 0;       // likewise: the head at the last CompactDeadRange
   uint64_t reclaim_until_ = 0;         // likewise: the next seq while the reserve was last missing

@@ -201,8 +201,13 @@ void AddBounds(const wal::Stats& st, std::vector<MetricFamily>* out) {
   auto forgotten = Family("kspool_topics_forgotten_total",
                           "Idle topics no longer tracked, since start", MetricType::Counter);
   Add(&forgotten, st.topics_forgotten);
-  for (auto* f : {&queued, &refused, &reserve, &missing, &topic_full, &topic_bytes, &dropped,
-                  &dead, &dead_bytes, &buckets, &coarsened, &tracked, &forgotten}) {
+  auto tallies = Family("kspool_delivery_tallies_restarted_total",
+                        "Delivery tallies (the audit's, per partition) whose stored bytes did not "
+                        "parse and started again from 0, since start",
+                        MetricType::Counter);
+  Add(&tallies, st.tallies_restarted);
+  for (auto* f : {&queued, &refused, &reserve, &missing, &topic_full, &topic_bytes, &dropped, &dead,
+                  &dead_bytes, &buckets, &coarsened, &tracked, &forgotten, &tallies}) {
     out->push_back(std::move(*f));
   }
 }

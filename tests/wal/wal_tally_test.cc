@@ -6,7 +6,9 @@
 
 #include <vector>
 
+#include "tests/support/raw_wal.h"
 #include "tests/wal/delivery_test_util.h"
+#include "wal/keys.h"
 
 namespace kspool::wal {
 namespace {
@@ -135,6 +137,36 @@ TEST_F(WalTally, AForgottenTopicKeepsItsTalliesAndTheyGoOnWhenItReturns) {
   EXPECT_EQ(t.count, 3u) << "a tally never starts from 0 again";
   idle.push_back(back[0]);
   EXPECT_EQ(t.sketch, SketchOf(idle));
+}
+
+// A tally whose stored bytes do not parse (a damaged key) starts again from 0 and is
+// counted: refusing it would stop every settle, every topic's, for one key.
+TEST_F(WalTally, ADamagedTallyStartsAgainFromZeroAndIsCountedInsteadOfStoppingSettles) {
+  {
+    auto wal = OpenWal();
+    ASSERT_TRUE(wal->Settle(Deliver(Append(wal.get(), 3, "t"), 0, 0)).ok());
+  }
+  ASSERT_TRUE(kspool::testing::WithRawWal(dir_.path(), [](rocksdb::DB* db,
+                                                          kspool::testing::RawHandles& cf) {
+                rocksdb::WriteOptions wo;
+                wo.sync = true;
+                return db->Put(wo, cf.at("meta"), keys::Tally("t", 0), "damaged");
+              }).ok());
+  auto wal = OpenWal();
+  EXPECT_EQ(wal->DeliveryTallyOf("t", 0).status().code(), absl::StatusCode::kDataLoss)
+      << "a reader is told, not given a made-up tally";
+  std::vector<Entry> e = Append(wal.get(), 2, "t");
+  std::vector<Entry> other = Append(wal.get(), 1, "u");
+  std::vector<Outcome> batch = Deliver(e, 0, 3);
+  for (const Outcome& o : Deliver(other, 0, 0)) batch.push_back(o);
+  ASSERT_TRUE(wal->Settle(batch).ok()) << "one damaged key stopped the settle";
+  EXPECT_EQ(Of(wal.get(), "t", 0).count, 2u);
+  EXPECT_EQ(Of(wal.get(), "t", 0).sketch, SketchOf(e));
+  EXPECT_EQ(Of(wal.get(), "u", 0).count, 1u);
+  EXPECT_EQ(wal->GetStats().tallies_restarted, 1u);
+  ASSERT_TRUE(wal->Settle(Deliver(Append(wal.get(), 1, "t"), 0, 5)).ok());
+  EXPECT_EQ(Of(wal.get(), "t", 0).count, 3u);
+  EXPECT_EQ(wal->GetStats().tallies_restarted, 1u) << "restarted once, then kept";
 }
 
 }  // namespace

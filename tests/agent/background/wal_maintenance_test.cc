@@ -7,8 +7,10 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/raw_wal.h"
 #include "tests/support/temp_dir.h"
 #include "tests/wal/wal_test_util.h"
+#include "wal/keys.h"
 
 namespace kspool::agent {
 namespace {
@@ -17,7 +19,9 @@ constexpr int64_t kDay = 86'400'000;
 
 class WalMaintenanceTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Open(); }
+  void Open() {
+    wal_.reset();
     wal::Options o;
     o.dir = dir_.path();
     o.clock = &clock_;
@@ -72,6 +76,32 @@ TEST_F(WalMaintenanceTest, ARoundRemovesExpiredDeadLettersAndForgetsIdleTopics) 
                           "reason=\"msg_size_too_large\"} 3"))
       << "still counted as discarded";
   EXPECT_FALSE(MetricsHave("topic=\"gone\"")) << metrics_.Serialize();
+}
+
+// A delivery tally whose stored bytes do not parse starts again from 0: counted in the
+// metrics (and logged by the round) rather than stopping the settles.
+TEST_F(WalMaintenanceTest, ADamagedDeliveryTallyIsCountedInTheMetrics) {
+  auto deliver = [&] {
+    std::vector<wal::Outcome> d = wal::Delivered(wal::ScanAll(wal_.get()));
+    for (wal::Outcome& o : d) o.partition = 0;
+    return wal_->Settle(d);
+  };
+  ASSERT_TRUE(wal_->Append(wal::MakeBatch("t", 1, "v")).ok());
+  ASSERT_TRUE(deliver().ok());
+  wal_.reset();
+  ASSERT_TRUE(kspool::testing::WithRawWal(dir_.path(), [](rocksdb::DB* db,
+                                                          kspool::testing::RawHandles& cf) {
+                return db->Put(rocksdb::WriteOptions(), cf.at("meta"), wal::keys::Tally("t", 0),
+                               "damaged");
+              }).ok());
+  Open();
+  EXPECT_TRUE(MetricsHave("kspool_delivery_tallies_restarted_total 0"));
+  ASSERT_TRUE(wal_->Append(wal::MakeBatch("t", 1, "v")).ok());
+  ASSERT_TRUE(deliver().ok());
+  EXPECT_TRUE(MetricsHave("kspool_delivery_tallies_restarted_total 1")) << metrics_.Serialize();
+  WalMaintenance m(wal_.get(), &metrics_);
+  m.RunOnce();  // logs the warning once
+  EXPECT_EQ(wal_->GetStats().tallies_restarted, 1u);
 }
 
 TEST_F(WalMaintenanceTest, TheThreadRunsRoundsUntilStopped) {

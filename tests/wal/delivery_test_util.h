@@ -99,6 +99,27 @@ class DeliveryTest : public ::testing::Test {
     return n;
   }
 
+  // Appends 10 entries of `topic` and settles the first 5 as delivered to partition 0
+  // (offsets 0-4); the sync of the settle of the other 5 (offsets 5-9, returned) fails,
+  // and the WAL reopens: RocksDB kept that batch, or with `power_cut` a cut dropped it.
+  // `*entries` gets the 10; `before_reopen` runs between the failure and the reopen.
+  std::vector<Outcome> SettleHalfThenFailTheSync(Wal* wal, const std::string& topic, bool power_cut,
+                                                 std::vector<Entry>* entries,
+                                                 const std::function<void()>& before_reopen = {}) {
+    *entries = Append(wal, 10, topic);
+    const std::vector<Entry>& e = *entries;
+    EXPECT_TRUE(wal->Settle(Deliver(std::vector<Entry>(e.begin(), e.begin() + 5), 0, 0)).ok());
+    fs_->FailNextForegroundSyncs(1);  // the settle's, not a background compaction's
+    std::vector<Outcome> rest = Deliver(std::vector<Entry>(e.begin() + 5, e.end()), 0, 5);
+    EXPECT_EQ(wal->Settle(rest).code(), absl::StatusCode::kUnavailable);
+    if (before_reopen) before_reopen();
+    if (power_cut) fs_->CutPowerWhile([&] { EXPECT_FALSE(wal->Reopen().ok()); });
+    EXPECT_TRUE(wal->Reopen().ok());
+    EXPECT_EQ(Lookup(wal, e[5].seq).state, power_cut ? State::kPending : State::kDelivered)
+        << "the scenario";
+    return rest;
+  }
+
   kspool::testing::TempDir dir_;
   ManualClock clock_{kStart};
   std::shared_ptr<kspool::testing::FaultInjectionFileSystem> fs_ =

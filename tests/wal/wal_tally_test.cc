@@ -84,15 +84,9 @@ TEST_F(WalTally, AfterAFailedSettleSyncItEqualsWhatWasDurablySettled) {
   for (const bool power_cut : {true, false}) {
     const std::string t = power_cut ? "dropped" : "kept";  // a topic per case
     SCOPED_TRACE(power_cut ? "the failed batch is dropped" : "RocksDB kept the failed batch");
-    std::vector<Entry> e = Append(wal.get(), 10, t);
-    ASSERT_TRUE(wal->Settle(Deliver(std::vector<Entry>(e.begin(), e.begin() + 5), 0, 0)).ok());
-    fs_->FailNextForegroundSyncs(1);  // the settle's, not a background compaction's
-    const std::vector<Outcome> rest = Deliver(std::vector<Entry>(e.begin() + 5, e.end()), 0, 5);
-    ASSERT_EQ(wal->Settle(rest).code(), absl::StatusCode::kUnavailable);
-    if (power_cut) fs_->CutPowerWhile([&] { EXPECT_FALSE(wal->Reopen().ok()); });
-    ASSERT_TRUE(wal->Reopen().ok());
-    ASSERT_EQ(Lookup(wal.get(), e[5].seq).state, power_cut ? State::kPending : State::kDelivered)
-        << "the scenario";
+    std::vector<Entry> e;
+    const std::vector<Outcome> rest = SettleHalfThenFailTheSync(wal.get(), t, power_cut, &e);
+    ASSERT_FALSE(HasFailure());
     DeliveryTally now = Of(wal.get(), t, 0);
     DeliveryTally want = Indexed(wal.get(), t, 0);
     EXPECT_EQ(now.count, want.count);

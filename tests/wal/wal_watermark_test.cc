@@ -112,16 +112,11 @@ TEST_F(WalWatermark, AfterAFailedSettleSyncItIsNotAheadOfWhatWasDurablySettled) 
   for (const bool power_cut : {true, false}) {
     const std::string t = power_cut ? "dropped" : "kept";  // a topic per case
     SCOPED_TRACE(power_cut ? "the failed batch is dropped" : "RocksDB kept the failed batch");
-    std::vector<Entry> e = Append(wal.get(), 10, t);
-    ASSERT_TRUE(wal->Settle(Deliver(std::vector<Entry>(e.begin(), e.begin() + 5), 0, 0)).ok());
-    fs_->FailNextForegroundSyncs(1);  // the settle's, not a background compaction's
-    ASSERT_EQ(wal->Settle(Deliver(std::vector<Entry>(e.begin() + 5, e.end()), 0, 5)).code(),
-              absl::StatusCode::kUnavailable);
-    EXPECT_EQ(Of(wal.get(), t), (Marks{{t, 0, 4}})) << "before the reopen";
-    if (power_cut) fs_->CutPowerWhile([&] { EXPECT_FALSE(wal->Reopen().ok()); });
-    ASSERT_TRUE(wal->Reopen().ok());
-    ASSERT_EQ(Lookup(wal.get(), e[5].seq).state, power_cut ? State::kPending : State::kDelivered)
-        << "the scenario";
+    std::vector<Entry> e;
+    SettleHalfThenFailTheSync(wal.get(), t, power_cut, &e, [&] {
+      EXPECT_EQ(Of(wal.get(), t), (Marks{{t, 0, 4}})) << "before the reopen";
+    });
+    ASSERT_FALSE(HasFailure());
     EXPECT_EQ(Of(wal.get(), t), (Marks{{t, 0, power_cut ? 4 : 9}}));
     EXPECT_EQ(All(wal.get()), Indexed(wal.get()));
 

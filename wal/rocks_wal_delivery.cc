@@ -11,7 +11,7 @@ absl::StatusOr<DeliveryTally> RocksWal::DeliveryTallyOf(const std::string& topic
   ReaderLock r(&db_mu_);
   if (!db_) return ClosedError();
   // From disk, not from the settler's memory: a reader never waits for a settle.
-  return TallyStore::ReadDurable(topic, partition, *db_);
+  return TallyStore::Read(topic, partition, *db_);
 }
 
 absl::Status RocksWal::LookupDeliveries(const std::vector<uint64_t>& seqs,

@@ -76,6 +76,8 @@ absl::StatusOr<std::vector<std::string>> RocksWal::ForgetIdleTopics() {
     wb.Delete(db_->meta, keys::TopicLeasedPoint(topic));
     wb.Delete(db_->meta, keys::Routing(topic));  // nothing live is left to route
   }
+  // Its delivery tallies leave (tally_store.h); if they cannot be listed they stay.
+  (void)TallyStore::PlanForget(gone, *db_, &wb);
   // The watermarks stay: a topic that returns and then crashes with copies in Kafka is
   // reconciled from them, and without them by time, which misses messages whose client
   // set an older timestamp.
@@ -103,7 +105,7 @@ absl::StatusOr<std::vector<std::string>> RocksWal::ForgetIdleTopics() {
   ledger_.NoteFolded(folded, std::move(forgotten));
   report_.Apply(std::move(report_change));
   watermarks_.Forget(gone);
-  tallies_.Forget(gone);
+  tallies_.Forget(gone);  // if they stayed on disk, a returning topic reads them again
   for (const std::string& topic : gone) lease_.Forget(topic);
   return gone;
 }

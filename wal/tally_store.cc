@@ -1,6 +1,8 @@
 // TallyStore (tally_store.h).
 #include "wal/tally_store.h"
 
+#include <memory>
+
 #include "wal/keys.h"
 #include "wal/rocks_status.h"
 
@@ -85,11 +87,21 @@ void TallyStore::Apply(Planned&& planned) {
   for (auto& [tp, t] : planned) resident_[tp] = std::move(t);
 }
 
-absl::StatusOr<DeliveryTally> TallyStore::Get(const std::string& topic, int32_t partition,
-                                              const OpenDb& db) {
-  auto r = resident_.find({topic, partition});
-  if (r != resident_.end()) return r->second;
-  return Read(topic, partition, db, nullptr);
+absl::Status TallyStore::PlanForget(const std::vector<std::string>& topics, const OpenDb& db,
+                                    rocksdb::WriteBatch* wb) {
+  for (const std::string& topic : topics) {
+    // Topic names cannot contain '/': the prefix holds this topic's keys only.
+    const std::string prefix = std::string(keys::kTallyPrefix) + topic + "/";
+    std::string end = prefix;
+    end.back() = static_cast<char>(end.back() + 1);
+    const rocksdb::Slice end_s(end);
+    rocksdb::ReadOptions ro = db.IteratorOptions(db.meta);
+    ro.iterate_upper_bound = &end_s;
+    std::unique_ptr<rocksdb::Iterator> it(db.db->NewIterator(ro, db.meta));
+    for (it->Seek(prefix); it->Valid(); it->Next()) wb->Delete(db.meta, it->key());
+    RETURN_IF_ERROR(FromRocks(it->status(), "list the delivery tallies of topic " + topic));
+  }
+  return absl::OkStatus();
 }
 
 void TallyStore::Forget(const std::vector<std::string>& topics) {

@@ -5,7 +5,10 @@
 // partition touched: no fsync and no write per message.
 //
 // Guarantees: a tally counts each live entry's delivery once (Settle's filter: a settle
-// applied twice adds nothing), never decreases and never restarts from 0. Memory holds
+// applied twice adds nothing) and never decreases while its topic is tracked. A
+// forgotten topic's tallies leave the disk with it (PlanForget: 2.3 KB per partition
+// must not grow with every topic name ever sent); if it returns they start from 0, which
+// an auditor takes as a new start. Memory holds
 // the tallies read or written since the last Open/Reopen (Clear): a partition memory
 // does not hold is read from `meta` first, and a read that fails fails the plan, so the
 // settle fails and is retried rather than counting from 0.
@@ -46,25 +49,21 @@ class TallyStore {
   absl::StatusOr<Planned> Plan(const std::vector<Outcome>& outcomes, const OpenDb& db,
                                rocksdb::WriteBatch* wb, uint64_t* restarted);
   void Apply(Planned&& planned);
-  // The durable tally of one partition (zero if nothing was delivered there).
-  absl::StatusOr<DeliveryTally> Get(const std::string& topic, int32_t partition, const OpenDb& db);
-  // A forgotten topic leaves memory; its stored tallies stay (they never restart).
+  // Puts into `wb` the deletion of the forgotten `topics`' stored tallies; an error if
+  // they cannot be listed (then they stay, to be deleted at a later forgetting).
+  static absl::Status PlanForget(const std::vector<std::string>& topics, const OpenDb& db,
+                                 rocksdb::WriteBatch* wb);
+  // Once PlanForget's batch is written: they leave memory too.
   void Forget(const std::vector<std::string>& topics);
-  size_t resident_partitions() const { return resident_.size(); }
 
-  // What `meta` holds for one partition (zero if nothing), read without memory.
-  static absl::StatusOr<DeliveryTally> ReadDurable(const std::string& topic, int32_t partition,
-                                                   const OpenDb& db) {
-    return Read(topic, partition, db, nullptr);
-  }
+  // What `meta` holds for one partition (zero if nothing), read without memory;
+  // `*unparsable` (when given) tells a value that does not parse from a failed read.
+  static absl::StatusOr<DeliveryTally> Read(const std::string& topic, int32_t partition,
+                                            const OpenDb& db, bool* unparsable = nullptr);
   static std::string Encode(const DeliveryTally& t);
   static absl::StatusOr<DeliveryTally> Decode(std::string_view value);
 
  private:
-  // `*unparsable` (when given) tells a value that does not parse from a failed read.
-  static absl::StatusOr<DeliveryTally> Read(const std::string& topic, int32_t partition,
-                                            const OpenDb& db, bool* unparsable);
-
   std::map<std::pair<std::string, int32_t>, DeliveryTally> resident_;
 };
 
